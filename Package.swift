@@ -1,0 +1,33 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+let strictSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "Wormhole",
+    // Synchronization's Mutex needs macOS 15 / iOS 18.
+    platforms: [.macOS(.v15), .iOS(.v18), .watchOS(.v11), .tvOS(.v18), .visionOS(.v2)],
+    products: [
+        .library(name: "Wormhole", targets: ["Wormhole"]),
+        .executable(name: "wormhole", targets: ["wormhole"]),
+    ],
+    targets: [
+        .target(name: "Wormhole", swiftSettings: strictSettings),
+        .executableTarget(name: "wormhole", dependencies: ["Wormhole"], swiftSettings: strictSettings),
+        .executableTarget(
+            name: "wormhole-test-peer",
+            dependencies: ["Wormhole"],
+            path: "Tests/WormholeTestPeer",
+            swiftSettings: strictSettings
+        ),
+        .testTarget(
+            name: "WormholeTests",
+            dependencies: ["Wormhole", "wormhole", "wormhole-test-peer"],
+            swiftSettings: strictSettings
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

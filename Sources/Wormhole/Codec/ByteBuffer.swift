@@ -1,0 +1,79 @@
+/// Appends big-endian integers and length-prefixed fields to a byte array.
+struct ByteWriter {
+    var bytes: [UInt8] = []
+
+    init(capacity: Int = 256) {
+        bytes.reserveCapacity(capacity)
+    }
+
+    mutating func write<T: FixedWidthInteger>(_ value: T) {
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    mutating func write(_ raw: some Collection<UInt8>) {
+        bytes.append(contentsOf: raw)
+    }
+
+    /// A `UInt32` byte count, then the bytes.
+    mutating func writeField(_ raw: some Collection<UInt8>) {
+        write(UInt32(truncatingIfNeeded: raw.count))
+        bytes.append(contentsOf: raw)
+    }
+
+    /// A `UInt32` byte count, then the string's UTF-8.
+    mutating func writeField(_ string: String) {
+        writeField(Array(string.utf8))
+    }
+}
+
+/// Reads big-endian integers and length-prefixed fields with a bounds check on every read.
+struct ByteReader {
+    let bytes: [UInt8]
+    private(set) var offset: Int
+    let end: Int
+
+    init(_ bytes: [UInt8], from offset: Int = 0, to end: Int? = nil) {
+        self.bytes = bytes
+        self.offset = offset
+        self.end = min(end ?? bytes.count, bytes.count)
+    }
+
+    var remaining: Int { max(0, end - offset) }
+
+    mutating func read<T: FixedWidthInteger>(_: T.Type, _ what: @autoclosure () -> String) throws(WormholeError) -> T {
+        let size = MemoryLayout<T>.size
+        guard remaining >= size else { throw truncated(what()) }
+        var value: T = 0
+        for index in offset..<(offset + size) {
+            value = value << 8 | T(bytes[index])
+        }
+        offset += size
+        return value
+    }
+
+    mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws(WormholeError) -> ArraySlice<UInt8> {
+        guard count >= 0, remaining >= count else { throw truncated(what()) }
+        defer { offset += count }
+        return bytes[offset..<(offset + count)]
+    }
+
+    /// A `UInt32` count then that many bytes, refused above `limit`.
+    mutating func readField(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> ArraySlice<UInt8> {
+        let count = Int(try read(UInt32.self, what()))
+        guard count <= limit else { throw WormholeError(.corruptData, "\(what()) claims \(count) bytes, over \(limit)") }
+        return try readBytes(count, what())
+    }
+
+    /// A `UInt32` count then that many bytes of UTF-8, which must be valid.
+    mutating func readString(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> String {
+        let raw = try readField(what(), limit: limit)
+        guard let string = String(validating: raw, as: UTF8.self) else {
+            throw WormholeError(.corruptData, "\(what()) is not valid UTF-8")
+        }
+        return string
+    }
+
+    private func truncated(_ what: String) -> WormholeError {
+        WormholeError(.corruptData, "\(what) is cut short at byte \(offset) of \(end)")
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+
+/// Archives a userInfo dictionary with secure coding, after checking that every value can travel.
+enum UserInfoEncoder {
+    /// The keyed archive of `userInfo`.
+    /// - Throws: ``WormholeError/Code/unsupportedValue`` naming the key path of the first value that is neither
+    ///   a property-list value nor `NSSecureCoding`.
+    static func encode(_ userInfo: [AnyHashable: Any]) throws(WormholeError) -> [UInt8] {
+        let root = try bridge(userInfo, path: "userInfo")
+        do {
+            let data = try NSKeyedArchiver.archivedData(withRootObject: root, requiringSecureCoding: true)
+            return [UInt8](data)
+        } catch {
+            throw WormholeError(.unsupportedValue, "userInfo could not be archived: \(error)")
+        }
+    }
+
+    /// The Foundation object that stands for `value`, or an error naming where the value sits.
+    private static func bridge(_ value: Any, path: String) throws(WormholeError) -> NSObject {
+        switch value {
+        case let number as NSNumber: return number
+        case let string as String: return NSString(string: string)
+        case let flag as Bool: return NSNumber(value: flag)
+        case let number as Int: return NSNumber(value: number)
+        case let number as Int8: return NSNumber(value: number)
+        case let number as Int16: return NSNumber(value: number)
+        case let number as Int32: return NSNumber(value: number)
+        case let number as Int64: return NSNumber(value: number)
+        case let number as UInt: return NSNumber(value: number)
+        case let number as UInt8: return NSNumber(value: number)
+        case let number as UInt16: return NSNumber(value: number)
+        case let number as UInt32: return NSNumber(value: number)
+        case let number as UInt64: return NSNumber(value: number)
+        case let number as Double: return NSNumber(value: number)
+        case let number as Float: return NSNumber(value: number)
+        case let date as Date: return NSDate(timeIntervalSinceReferenceDate: date.timeIntervalSinceReferenceDate)
+        case let data as Data: return NSData(data: data)
+        case let array as [Any]:
+            var items: [NSObject] = []
+            items.reserveCapacity(array.count)
+            for (index, item) in array.enumerated() {
+                items.append(try bridge(item, path: "\(path)[\(index)]"))
+            }
+            return NSArray(array: items)
+        case let dictionary as [AnyHashable: Any]:
+            return try bridge(dictionary, path: path)
+        case let null as NSNull: return null
+        case let object as NSObject:
+            guard let secure = type(of: object) as? any NSSecureCoding.Type, secure.supportsSecureCoding else {
+                throw unsupported(object, path)
+            }
+            return object
+        default:
+            throw unsupported(value, path)
+        }
+    }
+
+    private static func bridge(_ dictionary: [AnyHashable: Any], path: String) throws(WormholeError) -> NSDictionary {
+        let result = NSMutableDictionary(capacity: dictionary.count)
+        for (key, value) in dictionary {
+            let keyObject: NSObject
+            switch key.base {
+            case let string as String: keyObject = NSString(string: string)
+            case let number as NSNumber: keyObject = number
+            case let number as Int: keyObject = NSNumber(value: number)
+            default:
+                throw WormholeError(.unsupportedValue, "\(path) has a key of type \(type(of: key.base)); use String keys")
+            }
+            result[keyObject] = try bridge(value, path: "\(path)[\"\(key.base)\"]")
+        }
+        return result
+    }
+
+    private static func unsupported(_ value: Any, _ path: String) -> WormholeError {
+        WormholeError(.unsupportedValue, "\(path) is a \(type(of: value)), neither a property-list value nor NSSecureCoding")
+    }
+}

@@ -1,0 +1,49 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// What the system says of another process, for `wormhole status`.
+enum ProcessState: String, Sendable {
+    case running, stopped, gone, unknown
+
+    /// Reads the state of `pid`: on Linux from `/proc/<pid>/stat`, elsewhere only whether it exists.
+    static func of(_ pid: Int32) -> ProcessState {
+        guard pid > 0 else { return .unknown }
+        #if os(Linux)
+        guard let stat = try? readSmallFile("/proc/\(pid)/stat") else { return kill(pid, 0) == 0 ? .unknown : .gone }
+        // The state letter follows the command name, which is in parentheses and may itself hold spaces.
+        guard let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return .unknown }
+        switch stat[close + 2] {
+        case UInt8(ascii: "T"), UInt8(ascii: "t"): return .stopped
+        case UInt8(ascii: "Z"), UInt8(ascii: "X"): return .gone
+        default: return .running
+        }
+        #else
+        if kill(pid, 0) == 0 { return .running }
+        return currentErrno() == ESRCH ? .gone : .unknown
+        #endif
+    }
+}
+
+/// Reads a file of at most `limit` bytes whole.
+func readSmallFile(_ path: String, relativeTo directory: CInt = AT_FDCWD, limit: Int = 1 << 20)
+    throws(WormholeError) -> [UInt8]
+{
+    let file = try Sys.open(path, O_RDONLY, relativeTo: directory)
+    return try readWhole(file.rawValue, limit: limit)
+}
+
+/// Reads from `fd` until end of file; more than `limit` bytes is reported as corrupt data.
+func readWhole(_ fd: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
+    var bytes: [UInt8] = []
+    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
+    defer { chunk.deallocate() }
+    while true {
+        let n = try Sys.readSome(fd, into: chunk)
+        if n == 0 { return bytes }
+        bytes.append(contentsOf: chunk[0..<n])
+        if bytes.count > limit { throw WormholeError(.corruptData, "file is larger than \(limit) bytes") }
+    }
+}

@@ -1,0 +1,189 @@
+// The one place that calls libc. Every shim retries EINTR and turns -1 into a WormholeError carrying errno.
+// Apple-platform branches are written from the documentation; this Linux machine cannot compile them.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Runs `body` until it stops failing with `EINTR`; a `-1` result becomes a ``WormholeError`` naming `call`.
+@inline(__always)
+func valueOrErrno<R: FixedWidthInteger>(
+    _ call: @autoclosure () -> String,
+    retryOnInterrupt: Bool = true,
+    _ body: () -> R
+) throws(WormholeError) -> R {
+    while true {
+        let result = body()
+        guard result == -1 else { return result }
+        let error = currentErrno()
+        if retryOnInterrupt && error == EINTR { continue }
+        throw WormholeError(.system, call(), errno: error)
+    }
+}
+
+@inline(__always)
+func currentErrno() -> CInt {
+    #if canImport(Glibc)
+    return Glibc.errno
+    #else
+    return Darwin.errno
+    #endif
+}
+
+extension WormholeError {
+    /// Whether the system said "try again later": the peer's buffer or backlog is full.
+    var isWouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
+    /// Whether the system said the peer is gone: nobody listens on that socket any more.
+    var isPeerGone: Bool {
+        guard let errno else { return false }
+        return errno == ECONNREFUSED || errno == ENOENT || errno == ECONNRESET || errno == EPIPE
+            || errno == ENOTCONN
+    }
+}
+
+enum Sys {
+    static let cloexec: CInt = {
+        #if canImport(Glibc)
+        return CInt(SOCK_CLOEXEC.rawValue)
+        #else
+        return 0
+        #endif
+    }()
+
+    static let seqpacket: CInt = {
+        #if canImport(Glibc)
+        return CInt(SOCK_SEQPACKET.rawValue)
+        #else
+        return SOCK_SEQPACKET
+        #endif
+    }()
+
+    /// Flags for every send: never block, and never raise SIGPIPE (Darwin sets SO_NOSIGPIPE per socket instead).
+    static let sendFlags: CInt = {
+        #if canImport(Glibc)
+        return CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL)
+        #else
+        return MSG_DONTWAIT
+        #endif
+    }()
+
+    static func open(_ path: String, _ flags: CInt, mode: mode_t = 0o600, relativeTo directory: CInt = AT_FDCWD)
+        throws(WormholeError) -> OwnedDescriptor
+    {
+        let fd = try valueOrErrno("open \(path)") { openat(directory, path, flags | O_CLOEXEC, mode) }
+        return OwnedDescriptor(rawValue: fd)
+    }
+
+    static func close(_ fd: CInt) {
+        // EINTR on close must not be retried on Linux: the descriptor is already released.
+        _ = libcClose(fd)
+    }
+
+    static func readSome(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int {
+        try valueOrErrno("read") { libcRead(fd, buffer.baseAddress, buffer.count) }
+    }
+
+    /// Writes all of `bytes` at `offset`, looping on short writes.
+    static func pwriteAll(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WormholeError) {
+        guard let base = bytes.baseAddress else { return }
+        var done = 0
+        while done < bytes.count {
+            done += try valueOrErrno("pwrite") { pwrite(fd, base + done, bytes.count - done, off_t(offset + done)) }
+        }
+    }
+
+    /// Reads exactly `count` bytes at `offset`, or fewer when the file ends first.
+    static func preadAll(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer, at offset: Int)
+        throws(WormholeError) -> Int
+    {
+        guard let base = buffer.baseAddress else { return 0 }
+        var done = 0
+        while done < buffer.count {
+            let n = try valueOrErrno("pread") { pread(fd, base + done, buffer.count - done, off_t(offset + done)) }
+            if n == 0 { break }
+            done += n
+        }
+        return done
+    }
+
+    static func status(of fd: CInt) throws(WormholeError) -> FileStatus {
+        var info = FileStatus()
+        _ = try valueOrErrno("fstat") { fstat(fd, &info) }
+        return info
+    }
+
+    static func status(_ path: String, relativeTo directory: CInt = AT_FDCWD, followLinks: Bool = true)
+        throws(WormholeError) -> FileStatus
+    {
+        var info = FileStatus()
+        let flags = followLinks ? 0 : AT_SYMLINK_NOFOLLOW
+        _ = try valueOrErrno("stat \(path)") { fstatat(directory, path, &info, flags) }
+        return info
+    }
+
+    static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
+        _ = try valueOrErrno("ftruncate") { ftruncate(fd, off_t(size)) }
+    }
+
+    static func changeMode(of fd: CInt, _ mode: mode_t) throws(WormholeError) {
+        _ = try valueOrErrno("fchmod") { fchmod(fd, mode) }
+    }
+
+    static func changeMode(_ path: String, _ mode: mode_t, relativeTo directory: CInt = AT_FDCWD) throws(WormholeError) {
+        _ = try valueOrErrno("chmod \(path)") { fchmodat(directory, path, mode, 0) }
+    }
+
+    static func makeDirectory(_ path: String, _ mode: mode_t, relativeTo directory: CInt = AT_FDCWD) throws(WormholeError) {
+        _ = try valueOrErrno("mkdir \(path)") { mkdirat(directory, path, mode) }
+    }
+
+    static func renameFile(_ from: String, _ to: String, in directory: CInt) throws(WormholeError) {
+        _ = try valueOrErrno("rename \(from) to \(to)") { renameat(directory, from, directory, to) }
+    }
+
+    static func removeFile(_ path: String, relativeTo directory: CInt = AT_FDCWD) throws(WormholeError) {
+        _ = try valueOrErrno("unlink \(path)") { unlinkat(directory, path, 0) }
+    }
+
+    /// `flock(2)`: the lock belongs to the open file description, not the process, and dies with it.
+    static func lock(_ fd: CInt, _ operation: CInt) throws(WormholeError) {
+        _ = try valueOrErrno("flock") { flock(fd, operation) }
+    }
+
+    static func waitForEvents(_ fds: inout [pollfd], timeoutMilliseconds: CInt) throws(WormholeError) -> Int {
+        let count = fds.count
+        return Int(try fds.withUnsafeMutableBufferPointer { (buffer) throws(WormholeError) -> CInt in
+            try valueOrErrno("poll") { poll(buffer.baseAddress, nfds_t(count), timeoutMilliseconds) }
+        })
+    }
+
+    /// A non-blocking, close-on-exec pipe: `[read end, write end]` as raw descriptors the caller must own.
+    static func makePipe() throws(WormholeError) -> (CInt, CInt) {
+        var fds: [CInt] = [-1, -1]
+        _ = try valueOrErrno("pipe") { pipe(&fds) }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        }
+        return (fds[0], fds[1])
+    }
+
+    static func writeSome(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
+        try valueOrErrno("write") { libcWrite(fd, bytes.baseAddress, bytes.count) }
+    }
+
+    static var processID: pid_t { getpid() }
+    static var effectiveUserID: uid_t { geteuid() }
+}
+
+
+#if canImport(Glibc)
+typealias FileStatus = Glibc.stat
+#else
+typealias FileStatus = Darwin.stat
+#endif
+
+private func libcClose(_ fd: CInt) -> CInt { close(fd) }
+private func libcRead(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
+private func libcWrite(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An error reported by Wormhole: what went wrong, where, and the system's errno when the system said no.
+///
+/// Codes can grow between releases; switch over them with a `default` case.
+public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// What kind of failure this is.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        enum Storage: Hashable, Sendable {
+            case invalidContainer, insecureContainer, invalidNotification, unsupportedValue
+            case payloadTooLarge, spoolFull, tooManyListeners, corruptData, disallowedClass, system
+        }
+        let storage: Storage
+
+        /// The container is missing, not a directory, or its path cannot be used.
+        public static let invalidContainer = Code(storage: .invalidContainer)
+        /// The container is owned by another user or writable by group or others.
+        public static let insecureContainer = Code(storage: .insecureContainer)
+        /// The notification itself is unusable: an empty name, or an object that is not a `String`.
+        public static let invalidNotification = Code(storage: .invalidNotification)
+        /// A userInfo value is neither a property-list value nor `NSSecureCoding`.
+        public static let unsupportedValue = Code(storage: .unsupportedValue)
+        /// The encoded notification is larger than ``GroupNotificationCenter/maximumPayloadSize``.
+        public static let payloadTooLarge = Code(storage: .payloadTooLarge)
+        /// A listener's spool already holds ``GroupNotificationCenter/maximumSpoolSize`` bytes.
+        public static let spoolFull = Code(storage: .spoolFull)
+        /// The container already has ``GroupNotificationCenter/maximumListeners`` listening processes.
+        public static let tooManyListeners = Code(storage: .tooManyListeners)
+        /// Bytes read from a socket, spool, registry or archive are malformed.
+        public static let corruptData = Code(storage: .corruptData)
+        /// An archive holds a class outside the observer's allowed classes.
+        public static let disallowedClass = Code(storage: .disallowedClass)
+        /// A system call failed; ``WormholeError/errno`` says why.
+        public static let system = Code(storage: .system)
+
+        public var description: String {
+            switch storage {
+            case .invalidContainer: "invalid container"
+            case .insecureContainer: "insecure container"
+            case .invalidNotification: "invalid notification"
+            case .unsupportedValue: "unsupported value"
+            case .payloadTooLarge: "payload too large"
+            case .spoolFull: "spool full"
+            case .tooManyListeners: "too many listeners"
+            case .corruptData: "corrupt data"
+            case .disallowedClass: "disallowed class"
+            case .system: "system error"
+            }
+        }
+    }
+
+    /// What kind of failure this is.
+    public let code: Code
+    /// The errno the system reported, when a system call failed.
+    public let errno: Int32?
+    /// What failed and where, e.g. `container /x is writable by group`.
+    public let detail: String
+
+    public init(_ code: Code, _ detail: String, errno: Int32? = nil) {
+        self.code = code
+        self.detail = detail
+        self.errno = errno
+    }
+
+    public var description: String {
+        guard let errno else { return "\(code): \(detail)" }
+        return "\(code): \(detail): \(String(cString: strerror(errno))) (errno \(errno))"
+    }
+}
