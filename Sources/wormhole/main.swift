@@ -1,1 +1,33 @@
-print("stub")
+import Foundation
+
+let usage = """
+    usage: wormhole <command> [options]
+      listen (--group ID | --container DIR) [--name N] [--object O] [--count K]
+            print each notification as one JSON line; exit after K
+      post   (--group ID | --container DIR) --name N [--object O] [--user-info '<JSON object>']
+            post one notification; print how many listeners got it and how many were spooled
+      status (--group ID | --container DIR) [--json]
+            list the registered listeners: pid, socket, what they observe, state, spool depth
+      demo  an app and an extension process talking through a temporary container
+    """
+
+let arguments = CommandLine.arguments.dropFirst()
+do {
+    switch arguments.first {
+    case "listen": try Commands.listen(arguments.dropFirst())
+    case "post": exit(try Commands.post(arguments.dropFirst()))
+    case "status": exit(try Commands.status(arguments.dropFirst()))
+    case "demo": exit(try Demo.run(arguments.dropFirst()))
+    case "demo-extension": try Demo.runExtension(arguments.dropFirst())
+    case "help", "--help", "-h": Output.line(usage); exit(0)
+    default:
+        Output.error(usage)
+        exit(2)
+    }
+} catch let error as UsageError {
+    Output.error("wormhole: \(error)\n\n\(usage)")
+    exit(2)
+} catch {
+    Output.error("wormhole: \(error)")
+    exit(1)
+}

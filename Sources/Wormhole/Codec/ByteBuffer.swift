@@ -77,3 +77,10 @@ struct ByteReader {
         WormholeError(.corruptData, "\(what) is cut short at byte \(offset) of \(end)")
     }
 }
+
+extension Array where Element == UInt8 {
+    /// `withUnsafeBytes`, for a body that throws ``WormholeError``.
+    func withRawBytes<R>(_ body: (UnsafeRawBufferPointer) throws(WormholeError) -> R) throws(WormholeError) -> R {
+        try withUnsafeBytes { raw in Result { () throws(WormholeError) -> R in try body(raw) } }.get()
+    }
+}

@@ -12,6 +12,13 @@ struct OwnedDescriptor: ~Copyable {
         Sys.close(fd)
     }
 
+    /// Gives up ownership: the descriptor stays open and is the caller's to close.
+    consuming func release() -> CInt {
+        let fd = rawValue
+        discard self
+        return fd
+    }
+
     deinit {
         Sys.close(rawValue)
     }

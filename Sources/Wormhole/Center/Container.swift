@@ -1,0 +1,129 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The shared directory of a group, opened and checked: a directory of this user's, writable by nobody else.
+///
+/// Layout: `registry`, `registry.lock`, `listeners/<id>.socket`, `spool/<id>.spool`.
+final class Container: Sendable {
+    let path: String
+    let descriptor: CInt
+    let listenersPath: String
+    let listenersDescriptor: CInt
+    let spoolDescriptor: CInt
+    private let owned: [CInt]
+
+    /// Opens (creating it 0700 if it is missing) and checks the container at `path`.
+    /// - Throws: ``WormholeError/Code/invalidContainer`` when it is not a usable directory, and
+    ///   ``WormholeError/Code/insecureContainer`` when another user owns it or group or others may write it.
+    init(path rawPath: String) throws(WormholeError) {
+        let path = rawPath.count > 1 && rawPath.hasSuffix("/") ? String(rawPath.dropLast()) : rawPath
+        guard !path.isEmpty else { throw WormholeError(.invalidContainer, "container path is empty") }
+        self.path = path
+        var opened: [CInt] = []
+        do throws(WormholeError) {
+            let root = try Self.openDirectory(path, relativeTo: AT_FDCWD, create: true, what: "container")
+            opened.append(root)
+            let listeners = try Self.openDirectory("listeners", relativeTo: root, create: true, what: "container")
+            opened.append(listeners)
+            let spool = try Self.openDirectory("spool", relativeTo: root, create: true, what: "container")
+            opened.append(spool)
+            descriptor = root
+            listenersDescriptor = listeners
+            spoolDescriptor = spool
+            listenersPath = path + "/listeners"
+            owned = opened
+        } catch {
+            opened.forEach(Sys.close)
+            throw error
+        }
+    }
+
+    deinit {
+        owned.forEach(Sys.close)
+    }
+
+    /// Opens a directory, creating it 0700 when asked, and refuses one that is not this user's alone.
+    static func openDirectory(_ path: String, relativeTo directory: CInt, create: Bool, what: String)
+        throws(WormholeError) -> CInt
+    {
+        let shown = directory == AT_FDCWD ? path : "\(what) folder \(path)"
+        if create {
+            do throws(WormholeError) {
+                try Sys.makeDirectory(path, 0o700, relativeTo: directory)
+            } catch where error.errno == EEXIST {
+            } catch where error.errno == ENOENT {
+                throw WormholeError(.invalidContainer, "the folder that should hold \(shown) does not exist")
+            } catch {
+                throw WormholeError(.invalidContainer, "cannot create \(shown)", errno: error.errno)
+            }
+        }
+        // The container itself may be reached through a symbolic link; the folders inside it may not.
+        let flags = O_RDONLY | O_DIRECTORY | (directory == AT_FDCWD ? 0 : O_NOFOLLOW)
+        let opened = Result { () throws(WormholeError) -> CInt in try Sys.open(path, flags, relativeTo: directory).release() }
+        let descriptor: OwnedDescriptor
+        switch opened {
+        case .success(let fd):
+            descriptor = OwnedDescriptor(rawValue: fd)
+        case .failure(let error) where error.errno == ENOTDIR || error.errno == ELOOP:
+            throw WormholeError(.invalidContainer, "\(shown) is not a directory")
+        case .failure(let error):
+            throw WormholeError(.invalidContainer, "cannot open \(shown)", errno: error.errno)
+        }
+        let status = try Sys.status(of: descriptor.rawValue)
+        guard status.st_mode & S_IFMT == S_IFDIR else {
+            throw WormholeError(.invalidContainer, "\(shown) is not a directory")
+        }
+        guard status.st_uid == Sys.effectiveUserID else {
+            throw WormholeError(.insecureContainer, "\(shown) is owned by user \(status.st_uid), not by this user (\(Sys.effectiveUserID))")
+        }
+        if status.st_mode & 0o020 != 0 {
+            throw WormholeError(.insecureContainer, "\(shown) is writable by group; run chmod go-w on it")
+        }
+        if status.st_mode & 0o002 != 0 {
+            throw WormholeError(.insecureContainer, "\(shown) is writable by others; run chmod go-w on it")
+        }
+        guard faccessat(descriptor.rawValue, ".", W_OK | X_OK, 0) == 0 else {
+            throw WormholeError(.invalidContainer, "\(shown) is not writable", errno: currentErrno())
+        }
+        return descriptor.release()
+    }
+
+    /// The default container of a group: `$WORMHOLE_CONTAINER_ROOT/<group>`, else
+    /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms the App Group
+    /// container.
+    static func defaultPath(forGroup group: String) throws(WormholeError) -> String {
+        guard !group.isEmpty, group != ".", group != "..", !group.contains("/"), !group.contains("\0") else {
+            throw WormholeError(.invalidContainer, "group identifier \"\(group)\" cannot name a folder")
+        }
+        #if canImport(Darwin)
+        // Apple platforms: the App Group container (not compiled on this Linux machine).
+        guard let url = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group) else {
+            throw WormholeError(.invalidContainer, "no App Group container for \(group); check the entitlement")
+        }
+        return url.appendingPathComponent("Wormhole").path
+        #else
+        let environment = ProcessInfo.processInfo.environment
+        if let root = environment["WORMHOLE_CONTAINER_ROOT"], !root.isEmpty {
+            return root + "/" + group
+        }
+        if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
+            try ensurePrivateDirectory(runtime + "/wormhole")
+            return runtime + "/wormhole/" + group
+        }
+        let temporary = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        let root = temporary + "/wormhole-\(Sys.effectiveUserID)"
+        try ensurePrivateDirectory(root)
+        return root + "/" + group
+        #endif
+    }
+
+    /// Creates `path` 0700 if missing and checks that it is this user's alone, so nobody can plant a container.
+    private static func ensurePrivateDirectory(_ path: String) throws(WormholeError) {
+        let descriptor = try openDirectory(path, relativeTo: AT_FDCWD, create: true, what: "container root")
+        Sys.close(descriptor)
+    }
+}

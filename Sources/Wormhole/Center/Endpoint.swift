@@ -1,0 +1,245 @@
+import Foundation
+import Synchronization
+
+/// Everything one process keeps for one container, shared by all of its centers there: the registry cache,
+/// the links to other listeners, and, once anything observes, its own listener and observers.
+final class Endpoint: Sendable {
+    let container: Container
+    let registry: Registry
+    let counters = Counters()
+    /// Identifies this process's posts to receivers, with a sequence number per post.
+    let poster = UInt64.random(in: 1...UInt64.max)
+    private let sequence = Atomic<UInt64>(0)
+    private let nextObserverID = Atomic<UInt64>(1)
+    private let links = Mutex<[UInt64: PeerLink]>([:])
+    private let observers = Mutex(ObserverTable())
+    private let listener = Mutex<Listener?>(nil)
+
+    // MARK: One endpoint per container per process
+
+    private final class WeakEndpoint: @unchecked Sendable {
+        // Safe because it is read and written only under `table`'s lock.
+        weak var endpoint: Endpoint?
+        init(_ endpoint: Endpoint) { self.endpoint = endpoint }
+    }
+
+    private static let table = Mutex<[String: WeakEndpoint]>([:])
+
+    /// The endpoint of the container at `path`, opened and checked on first use.
+    static func shared(path: String) throws(WormholeError) -> Endpoint {
+        let container = try Container(path: path)
+        let key = realPath(path) ?? path
+        return table.withLock { table in
+            if let existing = table[key]?.endpoint { return existing }
+            let endpoint = Endpoint(container: container)
+            table[key] = WeakEndpoint(endpoint)
+            return endpoint
+        }
+    }
+
+    private init(container: Container) {
+        self.container = container
+        registry = Registry(container: container)
+    }
+
+    deinit {
+        guard let listener = listener.withLock({ $0 }) else { return }
+        listener.stop()
+        _ = try? registry.update { entries in entries.removeAll { $0.listener == listener.id } }
+    }
+
+    func makeObserverID() -> UInt64 {
+        nextObserverID.add(1, ordering: .relaxed).newValue
+    }
+
+    // MARK: Posting
+
+    /// Sends one notification to every matching listener and to this process's own matching observers.
+    func post(name: String, object: String?, userInfo: [UInt8]?) throws(WormholeError) -> PostReport {
+        let number = sequence.add(1, ordering: .relaxed).newValue
+        let frame = Frame(poster: poster, sequence: number, name: name, object: object, userInfo: userInfo)
+        let bytes = frame.encoded()
+        counters.count { $0.posted += 1 }
+        var report = PostReport()
+        let ownID = listener.withLock { $0?.id }
+        var gone: [RegistryEntry] = []
+        for entry in registry.snapshot().listeners(matching: name, object: object) where entry.listener != ownID {
+            switch link(to: entry.listener).send(bytes, nudge: Frame.nudge(from: poster).encoded()) {
+            case .direct:
+                report.delivered += 1
+            case .spooled:
+                report.spooled += 1
+            case .gone:
+                gone.append(entry)
+            case .failed(let error):
+                report.failures.append(PostReport.Failure(pid: entry.pid, error: error))
+            }
+        }
+        if ownID != nil, !observers.withLock({ $0.matching(name: name, object: object).isEmpty }) {
+            deliver([frame])
+            report.delivered += 1
+        }
+        if !gone.isEmpty {
+            removeDeadListeners(gone.map(\.listener))
+            report.removedDeadListeners = gone.count
+        }
+        counters.count {
+            $0.delivered += report.delivered
+            $0.spooled += report.spooled
+            $0.failed += report.failures.count
+        }
+        for failure in report.failures {
+            Log.warning("notification \(name) did not reach pid \(failure.pid): \(failure.error)")
+        }
+        return report
+    }
+
+    private func link(to listener: UInt64) -> PeerLink {
+        links.withLock { links in
+            if let link = links[listener] { return link }
+            let link = PeerLink(listener: listener, container: container)
+            links[listener] = link
+            return link
+        }
+    }
+
+    /// Removes listeners whose socket nobody listens on any more: their registry entries, socket and spool.
+    func removeDeadListeners(_ dead: [UInt64]) {
+        let removed = try? registry.update { entries in
+            let before = entries.count
+            entries.removeAll { dead.contains($0.listener) }
+            return before - entries.count
+        }
+        links.withLock { links in
+            for listener in dead { links[listener] = nil }
+        }
+        for listener in dead { Listener.removeFiles(of: listener, in: container) }
+        counters.count { $0.listenersRemoved += removed ?? 0 }
+    }
+
+    // MARK: Observing
+
+    /// Adds an observer; returns once every process that posts afterwards will reach it.
+    func add(_ observer: Observer) {
+        let isNew = observers.withLock { $0.add(observer) }
+        do throws(WormholeError) {
+            let started = try startListenerIfNeeded()
+            if isNew || started { try publishSubscriptions() }
+        } catch {
+            Log.warning("observer of \(observer.subscription.name ?? "any name") is not registered in \(container.path): \(error); it sees only this process's posts")
+        }
+    }
+
+    /// Removes the observers `shouldRemove` picks, and stops their pending deliveries.
+    func remove(where shouldRemove: (Observer) -> Bool) {
+        let (removed, changed) = observers.withLock { $0.remove(where: shouldRemove) }
+        removed.forEach { $0.deactivate() }
+        if changed { try? publishSubscriptions() }
+    }
+
+    private func startListenerIfNeeded() throws(WormholeError) -> Bool {
+        try listener.withLock { (current) throws(WormholeError) -> Bool in
+            guard current == nil else { return false }
+            let handlers = Listener.Handlers(
+                frames: { [weak self] frames in self?.deliver(frames) },
+                housekeeping: { [weak self] in self?.housekeeping() },
+                dropped: { [weak self] count, reason in
+                    self?.counters.count { $0.dropped += count }
+                    Log.warning(reason)
+                })
+            let started = try Listener(container: container, handlers: handlers)
+            started.start()
+            current = started
+            return true
+        }
+    }
+
+    /// Writes this process's subscriptions into the registry. They are read under the registry's lock, so
+    /// concurrent writers in one process cannot leave an older set behind.
+    private func publishSubscriptions() throws(WormholeError) {
+        guard let id = listener.withLock({ $0?.id }) else { return }
+        let stale = probeDeadListeners(except: id)
+        try registry.update { (entries) throws(WormholeError) in
+            entries.removeAll { stale.contains($0.listener) }
+            let entry = RegistryEntry(
+                listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions })
+            if let index = entries.firstIndex(where: { $0.listener == id }) {
+                entries[index] = entry
+            } else {
+                guard entries.count < GroupNotificationCenter.maximumListeners else {
+                    throw WormholeError(
+                        .tooManyListeners,
+                        "container \(container.path) already has \(GroupNotificationCenter.maximumListeners) listeners")
+                }
+                entries.append(entry)
+            }
+        }
+        if !stale.isEmpty {
+            for listener in stale { Listener.removeFiles(of: listener, in: container) }
+            counters.count { $0.listenersRemoved += stale.count }
+        }
+    }
+
+    /// Listeners in the registry whose socket refuses connections. Probed outside the registry lock.
+    private func probeDeadListeners(except own: UInt64) -> [UInt64] {
+        registry.snapshot().entries.compactMap { entry in
+            guard entry.listener != own else { return nil }
+            do throws(WormholeError) {
+                try UnixSocket.connect(
+                    directory: container.listenersDescriptor, directoryPath: container.listenersPath,
+                    name: entry.socketName
+                ).close()
+                return nil
+            } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
+                return entry.listener
+            } catch {
+                return nil
+            }
+        }
+    }
+
+    /// Once a second on the listener's thread: put this process's entry back if the registry lost it.
+    private func housekeeping() {
+        guard let id = listener.withLock({ $0?.id }) else { return }
+        let expected = observers.withLock { $0.subscriptions }
+        if registry.snapshot().entry(id)?.subscriptions != expected {
+            Log.warning("registry in \(container.path) lost this process's entry; registering again")
+            try? publishSubscriptions()
+        }
+    }
+
+    // MARK: Delivering
+
+    /// Hands frames to the matching observers, decoding each userInfo once per set of allowed classes.
+    func deliver(_ frames: [Frame]) {
+        for frame in frames {
+            let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
+            guard !matches.isEmpty else { continue }
+            counters.count { $0.received += 1 }
+            var decoded: [String: [AnyHashable: Any]?] = [:]
+            for observer in matches {
+                var userInfo: [AnyHashable: Any]? = nil
+                if let archive = frame.userInfo {
+                    if let cached = decoded[observer.allowed.key] {
+                        userInfo = cached
+                    } else {
+                        do throws(WormholeError) {
+                            userInfo = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: observer.allowed)
+                        } catch {
+                            counters.count { $0.userInfoRejected += 1 }
+                            Log.warning("userInfo of \(frame.name) withheld from an observer: \(error)")
+                        }
+                        decoded[observer.allowed.key] = .some(userInfo)
+                    }
+                }
+                observer.enqueue(name: frame.name, object: frame.object, userInfo: userInfo)
+            }
+        }
+    }
+}
+
+private func realPath(_ path: String) -> String? {
+    guard let resolved = realpath(path, nil) else { return nil }
+    defer { free(resolved) }
+    return String(cString: resolved)
+}

@@ -1,0 +1,20 @@
+/// The documented limits, in one place.
+enum Limits {
+    /// Frames up to this size go through the socket; larger ones always go through the spool, because a
+    /// seqpacket message must fit the socket buffer whole (212,960 bytes by default on Linux).
+    static let maximumDirectFrameSize = 64 * 1024
+    /// How often an idle listener checks its spool and its registry entry, in milliseconds.
+    static let housekeepingInterval: Int32 = 1000
+}
+
+extension GroupNotificationCenter {
+    /// The largest encoded userInfo a notification may carry: 16 MiB. Larger posts are refused whole.
+    public static let maximumPayloadSize = 16 << 20
+    /// The most bytes one listener's spool may hold: 128 MiB. A post that would pass it is not spooled for
+    /// that listener, and the reporting post says so.
+    public static let maximumSpoolSize = 128 << 20
+    /// The most listening processes one container may hold: 512.
+    public static let maximumListeners = 512
+    /// The longest notification name or object, in UTF-8 bytes: 4096.
+    public static let maximumNameLength = Frame.maximumNameLength
+}

@@ -1,0 +1,26 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// Where Wormhole's warnings go: standard error unless the application installs a handler.
+enum Log {
+    private static let handler = Mutex<(@Sendable (String) -> Void)?>(nil)
+
+    static func setHandler(_ newHandler: (@Sendable (String) -> Void)?) {
+        handler.withLock { $0 = newHandler }
+    }
+
+    static func warning(_ message: String) {
+        if let installed = handler.withLock({ $0 }) {
+            installed(message)
+            return
+        }
+        let line = "wormhole[\(getpid())]: warning: \(message)\n"
+        _ = line.utf8CString.withUnsafeBytes { raw in
+            write(2, raw.baseAddress, raw.count - 1)
+        }
+    }
+}

@@ -1,0 +1,36 @@
+/// A process's observers on one container, in registration order, and the subscriptions they add up to.
+struct ObserverTable {
+    private(set) var observers: [Observer] = []
+    private var counts: [Subscription: Int] = [:]
+
+    /// The distinct subscriptions, in a stable order, as the registry records them.
+    var subscriptions: [Subscription] {
+        counts.keys.sorted { ($0.name ?? "", $0.object ?? "") < ($1.name ?? "", $1.object ?? "") }
+    }
+
+    /// Adds `observer`; returns whether its subscription is new, so the registry must change.
+    mutating func add(_ observer: Observer) -> Bool {
+        observers.append(observer)
+        counts[observer.subscription, default: 0] += 1
+        return counts[observer.subscription] == 1
+    }
+
+    /// Removes the observers `shouldRemove` picks; returns them and whether the subscriptions changed.
+    mutating func remove(where shouldRemove: (Observer) -> Bool) -> (removed: [Observer], changed: Bool) {
+        var removed: [Observer] = []
+        var changed = false
+        observers.removeAll { observer in
+            guard shouldRemove(observer) else { return false }
+            removed.append(observer)
+            let remaining = (counts[observer.subscription] ?? 1) - 1
+            counts[observer.subscription] = remaining > 0 ? remaining : nil
+            changed = changed || remaining == 0
+            return true
+        }
+        return (removed, changed)
+    }
+
+    func matching(name: String, object: String?) -> [Observer] {
+        observers.filter { $0.subscription.matches(name: name, object: object) }
+    }
+}

@@ -1,0 +1,61 @@
+import Foundation
+
+extension GroupNotificationCenter {
+    /// Adds an observer of notifications posted by any process of the group, and returns its token.
+    ///
+    /// When this returns, the registration is visible to every process: anything posted afterwards reaches it.
+    /// The block is always called asynchronously, also for posts from this process.
+    /// - Parameters:
+    ///   - name: The name to observe, or nil for every name.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - queue: Where the block runs; nil means a serial queue of this center's, in the order received.
+    ///   - block: Receives each notification. Its userInfo holds only property-list classes.
+    /// - Returns: A token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(
+        forName name: Notification.Name?, object: String?, queue: OperationQueue?,
+        using block: @escaping @Sendable (Notification) -> Void
+    ) -> any NSObjectProtocol {
+        addObserver(forName: name, object: object, allowedClasses: AllowedClasses.propertyList, queue: queue, using: block)
+    }
+
+    /// Adds an observer whose userInfo may also hold the given `NSSecureCoding` classes.
+    ///
+    /// A notification whose userInfo holds any class outside `allowedClasses` (or is malformed) still reaches the
+    /// observer, with `userInfo == nil`, and a warning is logged.
+    @discardableResult
+    public func addObserver(
+        forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass], queue: OperationQueue?,
+        using block: @escaping @Sendable (Notification) -> Void
+    ) -> any NSObjectProtocol {
+        addObserver(forName: name, object: object, allowedClasses: AllowedClasses(allowedClasses), queue: queue, using: block)
+    }
+
+    func addObserver(
+        forName name: Notification.Name?, object: String?, allowedClasses: AllowedClasses, queue: OperationQueue?,
+        using block: @escaping @Sendable (Notification) -> Void
+    ) -> Observer {
+        let observer = Observer(
+            id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
+            subscription: Subscription(name: name?.rawValue, object: object), allowed: allowedClasses,
+            queue: queue, serialQueue: serialQueue, block: block)
+        endpoint.add(observer)
+        return observer
+    }
+
+    /// Removes an observer; no call to its block starts after this returns.
+    public func removeObserver(_ observer: Any) {
+        guard let token = observer as? Observer else { return }
+        endpoint.remove { $0 === token }
+    }
+
+    /// Removes an observer's registrations for `name` and `object`; nil matches any, as in Foundation.
+    public func removeObserver(_ observer: Any, name: Notification.Name?, object: String?) {
+        guard let token = observer as? Observer else { return }
+        endpoint.remove { candidate in
+            candidate === token
+                && (name == nil || candidate.subscription.name == name?.rawValue)
+                && (object == nil || candidate.subscription.object == object)
+        }
+    }
+}

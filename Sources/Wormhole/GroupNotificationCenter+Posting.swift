@@ -1,0 +1,62 @@
+import Foundation
+
+extension GroupNotificationCenter {
+    /// Posts a notification to every observer of `name` in every process of the group, this one included.
+    ///
+    /// Returns once the notification sits in each matching listener's socket or spool, so the process may exit
+    /// at once. Never waits for a receiver. Errors are logged; ``postReporting(name:object:userInfo:)`` throws
+    /// them instead.
+    /// - Parameters:
+    ///   - name: The notification's name; must not be empty.
+    ///   - object: A sender tag observers can filter on, or nil.
+    ///   - userInfo: Property-list values (String, numbers, Bool, Date, Data, arrays, dictionaries) or
+    ///     `NSSecureCoding` objects, archived with secure coding.
+    public func post(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]? = nil) {
+        do {
+            _ = try postReporting(name: name, object: object, userInfo: userInfo)
+        } catch {
+            Log.warning("notification \(name.rawValue) not posted: \(error)")
+        }
+    }
+
+    /// Posts `notification`, whose object must be a `String` or nil.
+    public func post(_ notification: Notification) {
+        if let object = notification.object, !(object is String) {
+            Log.warning("notification \(notification.name.rawValue) not posted: its object is a \(type(of: object)), not a String")
+            return
+        }
+        post(name: notification.name, object: notification.object as? String, userInfo: notification.userInfo)
+    }
+
+    /// Posts like ``post(name:object:userInfo:)`` and reports what happened to each listener.
+    ///
+    /// - Returns: How many listeners got it directly, how many will read it from their spool, and which
+    ///   failed (for example ``WormholeError/Code/spoolFull``). A dead listener found on the way is removed
+    ///   from the registry and counted, not reported as a failure.
+    /// - Throws: Before anyone is contacted: ``WormholeError/Code/invalidNotification`` for an empty or too
+    ///   long name or object, ``WormholeError/Code/unsupportedValue`` for a userInfo value that cannot be
+    ///   securely archived, ``WormholeError/Code/payloadTooLarge`` above ``maximumPayloadSize``.
+    @discardableResult
+    public func postReporting(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]? = nil)
+        throws -> PostReport
+    {
+        let name = name.rawValue
+        guard !name.isEmpty else {
+            throw WormholeError(.invalidNotification, "notification name is empty")
+        }
+        guard name.utf8.count <= Self.maximumNameLength, (object?.utf8.count ?? 0) <= Self.maximumNameLength else {
+            throw WormholeError(.invalidNotification, "notification name or object is longer than \(Self.maximumNameLength) bytes")
+        }
+        var archive: [UInt8]? = nil
+        if let userInfo {
+            let encoded = try UserInfoEncoder.encode(userInfo)
+            guard encoded.count <= Self.maximumPayloadSize else {
+                throw WormholeError(
+                    .payloadTooLarge,
+                    "userInfo of \(name) archives to \(encoded.count) bytes, over the \(Self.maximumPayloadSize)-byte maximum")
+            }
+            archive = encoded
+        }
+        return try endpoint.post(name: name, object: object, userInfo: archive)
+    }
+}

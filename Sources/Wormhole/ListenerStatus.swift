@@ -1,0 +1,58 @@
+import Foundation
+
+/// One listening process as the registry records it, and what the system says of it now.
+public struct ListenerStatus: Sendable, Hashable {
+    /// Whether the listener can take notifications now.
+    public enum State: String, Sendable, Hashable {
+        /// Its socket accepts connections and its process runs.
+        case alive
+        /// Its process is stopped (SIGSTOP, a debugger): posts go to its socket buffer, then its spool.
+        case stopped
+        /// Nobody listens on its socket: the next post that reaches it removes it.
+        case dead
+    }
+
+    /// The listener's identity, which names its socket and spool.
+    public var identifier: String
+    public var pid: Int32
+    /// The socket's path.
+    public var socketPath: String
+    /// The (name, object) pairs it observes; nil means any.
+    public var observing: [(name: String?, object: String?)] {
+        subscriptions.map { ($0.name, $0.object) }
+    }
+    public var state: State
+    /// Notifications waiting in its spool, and their bytes.
+    public var spooledNotifications: Int
+    public var spooledBytes: Int
+
+    var subscriptions: [Subscription]
+}
+
+extension GroupNotificationCenter {
+    /// Every listener in the registry, with its state and spool depth. Reads files; meant for tools.
+    public func listenerStatus() -> [ListenerStatus] {
+        let container = endpoint.container
+        return endpoint.registry.snapshot().entries.map { entry in
+            var state = ListenerStatus.State.alive
+            do throws(WormholeError) {
+                try UnixSocket.connect(
+                    directory: container.listenersDescriptor, directoryPath: container.listenersPath,
+                    name: entry.socketName
+                ).close()
+            } catch where error.isPeerGone {
+                state = .dead
+            } catch {
+                // EAGAIN: its backlog is full, so it is not reading.
+                state = .stopped
+            }
+            if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
+            let spool = (try? readSmallFile(entry.spoolName, relativeTo: container.spoolDescriptor, limit: Self.maximumSpoolSize * 2)) ?? []
+            return ListenerStatus(
+                identifier: RegistryEntry.hex(entry.listener), pid: entry.pid,
+                socketPath: container.listenersPath + "/" + entry.socketName, state: state,
+                spooledNotifications: SpoolRecord.decodeAll(spool).frames.count, spooledBytes: spool.count,
+                subscriptions: entry.subscriptions)
+        }
+    }
+}

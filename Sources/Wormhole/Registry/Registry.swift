@@ -1,0 +1,103 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// The container's registry of listening processes: the file `registry`, replaced whole by write-to-temporary
+/// and `rename(2)` under an exclusive `flock(2)` on `registry.lock`.
+///
+/// Readers take no lock: a rename is atomic, so they see the old file or the new one, never a torn one.
+/// A reader keeps the file it parsed open, so its inode cannot be reused, and re-reads only when `stat(2)`
+/// of the path shows another inode.
+final class Registry: Sendable {
+    private struct Cache: ~Copyable {
+        var file: OwnedDescriptor?
+        var inode: UInt64 = 0
+        var device: UInt64 = 0
+        var snapshot = RegistrySnapshot.empty
+    }
+
+    static let fileName = "registry"
+    static let lockName = "registry.lock"
+    static let temporaryName = "registry.tmp"
+    static let maximumFileSize = 16 << 20
+
+    private let container: Container
+    private let cache = Mutex(Cache())
+
+    init(container: Container) {
+        self.container = container
+    }
+
+    /// The current registry, re-read only when the file was replaced since the last call.
+    func snapshot() -> RegistrySnapshot {
+        let directory = container.descriptor
+        guard let status = try? Sys.status(Self.fileName, relativeTo: directory) else {
+            return cache.withLock { cache in
+                cache.file = nil
+                cache.snapshot = .empty
+                return .empty
+            }
+        }
+        return cache.withLock { cache in
+            if cache.file != nil, UInt64(status.st_ino) == cache.inode, UInt64(status.st_dev) == cache.device {
+                return cache.snapshot
+            }
+            do throws(WormholeError) {
+                let file = try Sys.open(Self.fileName, O_RDONLY | O_NOFOLLOW, relativeTo: directory)
+                let opened = try Sys.status(of: file.rawValue)
+                let bytes = try readWhole(file.rawValue, limit: Self.maximumFileSize)
+                cache.snapshot = RegistrySnapshot(entries: try Self.decode(bytes))
+                cache.inode = UInt64(opened.st_ino)
+                cache.device = UInt64(opened.st_dev)
+                cache.file = consume file
+            } catch {
+                Log.warning("registry in \(container.path) is unreadable, treating it as empty: \(error)")
+                cache.file = nil
+                cache.snapshot = .empty
+            }
+            return cache.snapshot
+        }
+    }
+
+    /// Changes the registry under its lock: reads the current file, lets `body` edit the entries, and
+    /// replaces the file atomically. A corrupt registry is rebuilt from nothing; live listeners add themselves
+    /// back within a second.
+    func update<R>(_ body: (inout [RegistryEntry]) throws(WormholeError) -> R) throws(WormholeError) -> R {
+        let directory = container.descriptor
+        let lock = try Sys.open(Self.lockName, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
+        return try Sys.withExclusiveLock(lock.rawValue) { () throws(WormholeError) -> R in
+            var entries: [RegistryEntry]
+            do throws(WormholeError) {
+                let bytes = try readSmallFile(Self.fileName, relativeTo: directory, limit: Self.maximumFileSize)
+                entries = try Self.decode(bytes)
+            } catch where error.errno == ENOENT {
+                entries = []
+            } catch {
+                Log.warning("registry in \(container.path) is corrupt, rebuilding it: \(error)")
+                entries = []
+            }
+            let original = entries
+            let result = try body(&entries)
+            if entries != original {
+                try write(entries, in: directory)
+            }
+            return result
+        }
+    }
+
+    private func write(_ entries: [RegistryEntry], in directory: CInt) throws(WormholeError) {
+        let bytes = RegistryFormat.encode(entries)
+        let temporary = try Sys.open(
+            Self.temporaryName, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
+        try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(temporary.rawValue, raw, at: 0) }
+        temporary.close()
+        try Sys.renameFile(Self.temporaryName, Self.fileName, in: directory)
+    }
+
+    private static func decode(_ bytes: [UInt8]) throws(WormholeError) -> [RegistryEntry] {
+        try RegistryFormat.decode(bytes)
+    }
+}

@@ -1,0 +1,29 @@
+/// What a center's process has sent and received on its container since it started.
+///
+/// Every drop is counted here and logged, so nothing is lost silently.
+public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// Notifications posted from this process.
+    public var posted = 0
+    /// Copies put straight into a listener's socket (or handed to an observer in this process).
+    public var delivered = 0
+    /// Copies written to a listener's spool because it could not take them now.
+    public var spooled = 0
+    /// Copies that could not be delivered or spooled (a full spool, a system error).
+    public var failed = 0
+    /// Notifications this process received for its observers.
+    public var received = 0
+    /// Received messages or spool records dropped as malformed, and damaged spool stretches skipped.
+    public var dropped = 0
+    /// Deliveries whose userInfo was refused (a disallowed class or a malformed archive): the observer got
+    /// the notification with `userInfo == nil`.
+    public var userInfoRejected = 0
+    /// Dead listeners removed from the registry.
+    public var listenersRemoved = 0
+
+    public init() {}
+
+    public var description: String {
+        "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
+            + "dropped \(dropped), userInfo rejected \(userInfoRejected), listeners removed \(listenersRemoved)"
+    }
+}

@@ -1,0 +1,101 @@
+/// One notification as it crosses a socket or sits in a spool.
+///
+/// Layout, all integers big-endian:
+/// ```
+/// "WH"  version:u8  kind:u8  poster:u64  sequence:u64
+/// name: u32 length + UTF-8
+/// hasObject:u8  [object: u32 length + UTF-8]
+/// userInfo: u32 length + keyed archive (length 0: no userInfo)
+/// ```
+/// A `nudge` frame has only the header: it wakes a listener to look at its spool.
+struct Frame: Sendable {
+    enum Kind: UInt8, Sendable {
+        case notification = 1
+        case nudge = 2
+    }
+
+    static let version: UInt8 = 1
+    static let headerSize = 20
+    /// The longest notification name or object accepted, in UTF-8 bytes.
+    static let maximumNameLength = 4096
+
+    var kind: Kind
+    var poster: UInt64
+    var sequence: UInt64
+    var name: String
+    var object: String?
+    /// The keyed archive of userInfo, or nil when the notification has none.
+    var userInfo: [UInt8]?
+
+    static func nudge(from poster: UInt64) -> Frame {
+        Frame(kind: .nudge, poster: poster, sequence: 0, name: "", object: nil, userInfo: nil)
+    }
+
+    func encoded() -> [UInt8] {
+        var writer = ByteWriter(capacity: Self.headerSize + 16 + name.utf8.count + (userInfo?.count ?? 0))
+        writer.write(UInt8(ascii: "W"))
+        writer.write(UInt8(ascii: "H"))
+        writer.write(Self.version)
+        writer.write(kind.rawValue)
+        writer.write(poster)
+        writer.write(sequence)
+        guard kind == .notification else { return writer.bytes }
+        writer.writeField(name)
+        if let object {
+            writer.write(UInt8(1))
+            writer.writeField(object)
+        } else {
+            writer.write(UInt8(0))
+        }
+        writer.writeField(userInfo ?? [])
+        return writer.bytes
+    }
+
+    /// Decodes a frame, checking every length against the bytes that are there.
+    /// - Throws: ``WormholeError/Code/corruptData`` saying what is wrong.
+    init(decoding bytes: [UInt8]) throws(WormholeError) {
+        var reader = ByteReader(bytes)
+        guard bytes.count >= Self.headerSize, bytes[0] == UInt8(ascii: "W"), bytes[1] == UInt8(ascii: "H") else {
+            throw WormholeError(.corruptData, "frame of \(bytes.count) bytes does not start with a Wormhole header")
+        }
+        _ = try reader.readBytes(2, "magic")
+        let version = try reader.read(UInt8.self, "version")
+        guard version == Self.version else { throw WormholeError(.corruptData, "frame has unknown version \(version)") }
+        let rawKind = try reader.read(UInt8.self, "kind")
+        guard let kind = Kind(rawValue: rawKind) else { throw WormholeError(.corruptData, "frame has unknown kind \(rawKind)") }
+        self.kind = kind
+        poster = try reader.read(UInt64.self, "poster")
+        sequence = try reader.read(UInt64.self, "sequence")
+        guard kind == .notification else {
+            name = ""
+            object = nil
+            userInfo = nil
+            return
+        }
+        name = try reader.readString("name", limit: Self.maximumNameLength)
+        guard !name.isEmpty else { throw WormholeError(.corruptData, "frame has an empty name") }
+        switch try reader.read(UInt8.self, "object flag") {
+        case 0: object = nil
+        case 1: object = try reader.readString("object", limit: Self.maximumNameLength)
+        case let flag: throw WormholeError(.corruptData, "frame has object flag \(flag)")
+        }
+        let archive = try reader.readField("userInfo", limit: Int(UInt32.max))
+        userInfo = archive.isEmpty ? nil : Array(archive)
+        guard reader.remaining == 0 else {
+            throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
+        }
+    }
+
+    private init(kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {
+        self.kind = kind
+        self.poster = poster
+        self.sequence = sequence
+        self.name = name
+        self.object = object
+        self.userInfo = userInfo
+    }
+
+    init(poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {
+        self.init(kind: .notification, poster: poster, sequence: sequence, name: name, object: object, userInfo: userInfo)
+    }
+}

@@ -1,0 +1,95 @@
+import Foundation
+import Synchronization
+import Wormhole
+
+/// `listen`, `post` and `status`.
+enum Commands {
+    static let containerOptions: Set<String> = ["group", "container"]
+
+    static func center(_ options: Options) throws -> GroupNotificationCenter {
+        switch (options["group"], options["container"]) {
+        case (let group?, nil): return try GroupNotificationCenter(groupIdentifier: group)
+        case (nil, let path?): return try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+        default: throw UsageError("give exactly one of --group ID and --container DIR")
+        }
+    }
+
+    /// Prints each notification as a JSON line; exits after `--count` of them.
+    static func listen(_ arguments: ArraySlice<String>) throws -> Never {
+        let options = try Options(arguments, flags: [])
+        try options.check(allowed: containerOptions.union(["name", "object", "count"]))
+        let limit = try options.integer("count")
+        let center = try center(options)
+        if limit == 0 { exit(0) }
+        let received = Counter()
+        center.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: nil) {
+            note in
+            Output.line(JSONValue.line(for: note))
+            if let limit, received.increment() >= limit { exit(0) }
+        }
+        Output.error("wormhole: listening in \(center.containerURL.path) (pid \(getpid()))")
+        while true { sleep(1_000_000) }
+    }
+
+    /// Posts one notification and prints what was delivered and spooled.
+    static func post(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Options(arguments, flags: [])
+        try options.check(allowed: containerOptions.union(["name", "object", "user-info"]))
+        guard let name = options["name"] else { throw UsageError("post needs --name") }
+        let userInfo = try options["user-info"].map(JSONValue.userInfo(from:))
+        let center = try center(options)
+        let report = try center.postReporting(name: Notification.Name(name), object: options["object"], userInfo: userInfo)
+        Output.line("posted \(name): \(report)")
+        return report.failures.isEmpty ? 0 : 1
+    }
+
+    /// Lists every registered listener.
+    static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Options(arguments, flags: ["json"])
+        try options.check(allowed: containerOptions)
+        let center = try center(options)
+        let listeners = center.listenerStatus()
+        if options.has("json") {
+            let rows: [[String: Any]] = listeners.map { listener in
+                [
+                    "identifier": listener.identifier, "pid": Int(listener.pid), "socket": listener.socketPath,
+                    "state": listener.state.rawValue, "spooledNotifications": listener.spooledNotifications,
+                    "spooledBytes": listener.spooledBytes,
+                    "observing": listener.observing.map { ["name": $0.name as Any? ?? NSNull(), "object": $0.object as Any? ?? NSNull()] },
+                ]
+            }
+            Output.line(JSONValue.string(["container": center.containerURL.path, "listeners": rows]))
+            return 0
+        }
+        Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)")
+        for listener in listeners {
+            let observing = listener.observing.map { "\($0.name ?? "*")/\($0.object ?? "*")" }.joined(separator: ", ")
+            Output.line(
+                "  pid \(listener.pid)  \(listener.state.rawValue)  spool \(listener.spooledNotifications) (\(listener.spooledBytes) B)  observes \(observing.isEmpty ? "nothing" : observing)")
+            Output.line("    \(listener.socketPath)")
+        }
+        return 0
+    }
+}
+
+/// Writes whole lines straight to the file descriptors, so that a reader sees each line as soon as it exists.
+enum Output {
+    static func line(_ text: String) { write(1, text + "\n") }
+    static func error(_ text: String) { write(2, text + "\n") }
+
+    private static func write(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { raw in Foundation.write(fd, raw.baseAddress.map { $0 + done }, raw.count - done) }
+            if n <= 0 { return }
+            done += n
+        }
+    }
+}
+
+/// A thread-safe count.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+    func increment() -> Int { value.withLock { $0 += 1; return $0 } }
+}
