@@ -1,1 +1,102 @@
-print("peer")
+// A peer process for the tests: posts numbered notifications and exits at once, or listens and prints one
+// JSON line per notification. It also knows a secure-coding class of its own, to test allowedClasses.
+import Foundation
+import Synchronization
+import Wormhole
+
+final class PeerPoint: NSObject, NSSecureCoding {
+    static let supportsSecureCoding = true
+    let x: Int
+    let y: Int
+
+    init(x: Int, y: Int) {
+        self.x = x
+        self.y = y
+    }
+
+    init?(coder: NSCoder) {
+        x = coder.decodeInteger(forKey: "x")
+        y = coder.decodeInteger(forKey: "y")
+    }
+
+    func encode(with coder: NSCoder) {
+        coder.encode(x, forKey: "x")
+        coder.encode(y, forKey: "y")
+    }
+}
+
+func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func flag(_ name: String) -> Bool { CommandLine.arguments.contains("--" + name) }
+
+func emit(_ object: [String: Any]) {
+    let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
+    var line = [UInt8](data)
+    line.append(UInt8(ascii: "\n"))
+    line.withUnsafeBytes { _ = write(1, $0.baseAddress, $0.count) }
+}
+
+guard let container = option("container") else {
+    FileHandle.standardError.write(Data("usage: wormhole-test-peer post|listen --container DIR ...\n".utf8))
+    exit(2)
+}
+let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+let name = option("name").map { Notification.Name($0) }
+let object = option("object")
+
+switch CommandLine.arguments.dropFirst().first {
+case "post":
+    // Posts --count numbered notifications, then exits without waiting for anything.
+    let count = Int(option("count") ?? "1") ?? 1
+    let start = Int(option("start") ?? "0") ?? 0
+    let payload = Int(option("payload") ?? "0") ?? 0
+    var delivered = 0, spooled = 0, failed = 0
+    for i in start..<(start + count) {
+        var userInfo: [AnyHashable: Any] = ["i": i, "pid": Int(getpid())]
+        if payload > 0 { userInfo["blob"] = Data((0..<payload).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }) }
+        if flag("custom") { userInfo["point"] = PeerPoint(x: i, y: -i) }
+        if flag("date") { userInfo["when"] = Date(timeIntervalSince1970: 1_000_000) }
+        if flag("types") {
+            userInfo["ids"] = [1, 2, 3]
+            userInfo["flag"] = true
+            userInfo["title"] = "héllo ✓"
+            userInfo["data"] = Data([0, 1, 2, 255])
+            userInfo["nested"] = ["a": ["b": 2.5]]
+            userInfo["null"] = "$null"
+        }
+        let report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+        delivered += report.delivered
+        spooled += report.spooled
+        failed += report.failures.count
+    }
+    emit(["posted": count, "delivered": delivered, "spooled": spooled, "failed": failed])
+    exit(0)
+case "listen":
+    let limit = Int(option("count") ?? "0") ?? 0
+    var classes: [AnyClass] = [NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self]
+    if !flag("no-date") { classes.append(NSDate.self) }
+    if flag("allow-custom") { classes.append(PeerPoint.self) }
+    let seen = Mutex(0)
+    center.addObserver(forName: name, object: object, allowedClasses: classes, queue: nil) { note in
+        var line: [String: Any] = ["name": note.name.rawValue, "object": (note.object as? String) ?? NSNull()]
+        if let info = note.userInfo {
+            line["keys"] = info.keys.map { "\($0.base)" }.sorted()
+            line["i"] = info["i"] as? Int ?? -1
+            line["pid"] = info["pid"] as? Int ?? -1
+            if let blob = info["blob"] as? Data { line["blobBytes"] = blob.count; line["blobSum"] = blob.reduce(0) { $0 &+ Int($1) } }
+            if let point = info["point"] as? PeerPoint { line["point"] = "\(point.x),\(point.y)" }
+        } else {
+            line["userInfo"] = NSNull()
+        }
+        emit(line)
+        if limit > 0, seen.withLock({ $0 += 1; return $0 }) >= limit { exit(0) }
+    }
+    emit(["ready": Int(getpid())])
+    while true { sleep(1000) }
+default:
+    exit(2)
+}

@@ -1,0 +1,154 @@
+import Foundation
+import Synchronization
+import Testing
+
+/// Another process: the `wormhole` tool or the test peer, with its output lines collected as they come.
+final class Peer: Sendable {
+    struct Timeout: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// Lines read from one of the process's outputs.
+    final class Lines: Sendable {
+        private let lines = Mutex<[String]>([])
+        func append(_ line: String) { lines.withLock { $0.append(line) } }
+        var all: [String] { lines.withLock { $0 } }
+    }
+
+    let process: Process
+    private let lines = Lines()
+    private let errors = Lines()
+    private let changed = NSCondition()
+
+    /// The folder that holds the test bundle and the package's executables.
+    static let productsDirectory: URL = {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: executable).deletingLastPathComponent()
+        while url.path != "/", !FileManager.default.fileExists(atPath: url.appendingPathComponent("wormhole").path) {
+            url.deleteLastPathComponent()
+        }
+        return url
+    }()
+
+    /// Starts `executable` (`wormhole` or `wormhole-test-peer`) with `arguments`.
+    init(_ executable: String, _ arguments: [String]) throws {
+        process = Process()
+        process.executableURL = Self.productsDirectory.appendingPathComponent(executable)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["WORMHOLE_CONTAINER_ROOT"] = nil
+        process.environment = environment
+        let output = Pipe()
+        let errorOutput = Pipe()
+        process.standardOutput = output
+        process.standardError = errorOutput
+        try process.run()
+        collect(output.fileHandleForReading, into: lines)
+        collect(errorOutput.fileHandleForReading, into: errors)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+        }
+    }
+
+    var pid: Int32 { process.processIdentifier }
+    var output: [String] { lines.all }
+    var errorOutput: [String] { errors.all }
+
+    /// Waits until the output holds `count` lines, or fails the test after `seconds`.
+    @discardableResult
+    func waitForLines(_ count: Int, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation)
+        throws -> [String]
+    {
+        try waitFor(timeout: seconds, "\(count) lines", sourceLocation) {
+            let current = lines.all
+            return current.count >= count ? current : nil
+        }
+    }
+
+    /// Waits until a line of standard error contains `text`.
+    func waitForError(containing text: String, timeout seconds: Double = 20,
+                      sourceLocation: SourceLocation = #_sourceLocation) throws {
+        _ = try waitFor(timeout: seconds, "stderr containing \(text)", sourceLocation) {
+            errors.all.contains { $0.contains(text) } ? true : nil
+        }
+    }
+
+    /// The output lines parsed as JSON objects.
+    func jsonLines() -> [[String: Any]] {
+        output.compactMap { line in
+            (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        }
+    }
+
+    /// Waits for the process to exit and returns its status, or fails the test after `seconds`.
+    @discardableResult
+    func waitForExit(timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int32 {
+        let exited = DispatchSemaphore(value: 0)
+        let process = self.process
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        guard exited.wait(timeout: .now() + seconds) == .success else {
+            Issue.record("process \(pid) did not exit within \(seconds) s; output: \(output), errors: \(errorOutput)", sourceLocation: sourceLocation)
+            throw Timeout(description: "exit")
+        }
+        return process.terminationStatus
+    }
+
+    func signal(_ number: Int32) {
+        kill(pid, number)
+    }
+
+    /// Stops the process with SIGSTOP and waits until the system reports it stopped.
+    func suspend() throws {
+        signal(SIGSTOP)
+        _ = try waitFor(timeout: 5, "process stopped", #_sourceLocation) { () -> Bool? in
+            let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+            guard let close = stat.lastIndex(of: ")") else { return nil }
+            return stat[close...].dropFirst(2).first == "T" ? true : nil
+        }
+    }
+
+    private func waitFor<R>(timeout seconds: Double, _ what: String, _ location: SourceLocation, _ check: () -> R?) throws -> R {
+        let deadline = Date().addingTimeInterval(seconds)
+        changed.lock()
+        defer { changed.unlock() }
+        while true {
+            if let result = check() { return result }
+            if Date() >= deadline {
+                Issue.record(
+                    "timed out after \(seconds) s waiting for \(what); output: \(output.suffix(5)), errors: \(errorOutput.suffix(5))",
+                    sourceLocation: location)
+                throw Timeout(description: what)
+            }
+            // Output wakes this at once; the cap only serves checks of /proc, which nothing signals.
+            _ = changed.wait(until: min(deadline, Date().addingTimeInterval(0.1)))
+        }
+    }
+
+    private func collect(_ handle: FileHandle, into store: Lines) {
+        let changed = self.changed
+        let thread = Thread {
+            var pending = Data()
+            while true {
+                let chunk = handle.availableData
+                if chunk.isEmpty { break }
+                pending.append(chunk)
+                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
+                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
+                    pending.removeSubrange(pending.startIndex...newline)
+                    store.append(line)
+                    changed.lock()
+                    changed.broadcast()
+                    changed.unlock()
+                }
+            }
+        }
+        thread.start()
+    }
+}
