@@ -49,7 +49,7 @@ extension GroupNotificationCenter {
         }
         var archive: [UInt8]? = nil
         if let userInfo {
-            let encoded = try UserInfoEncoder.encode(userInfo)
+            let encoded = try UserInfoEncoder.encode(userInfo, maximumSize: Self.maximumPayloadSize)
             guard encoded.count <= Self.maximumPayloadSize else {
                 throw WormholeError(
                     .payloadTooLarge,

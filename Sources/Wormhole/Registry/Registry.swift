@@ -26,6 +26,8 @@ final class Registry: Sendable {
 
     private let container: Container
     private let cache = Mutex(Cache())
+    /// How many times this process parsed the registry file; posting re-parses only after a change.
+    let parses = Atomic<Int>(0)
 
     init(container: Container) {
         self.container = container
@@ -49,6 +51,7 @@ final class Registry: Sendable {
                 let file = try Sys.open(Self.fileName, O_RDONLY | O_NOFOLLOW, relativeTo: directory)
                 let opened = try Sys.status(of: file.rawValue)
                 let bytes = try readWhole(file.rawValue, limit: Self.maximumFileSize)
+                parses.add(1, ordering: .relaxed)
                 cache.snapshot = RegistrySnapshot(entries: try Self.decode(bytes))
                 cache.inode = UInt64(opened.st_ino)
                 cache.device = UInt64(opened.st_dev)

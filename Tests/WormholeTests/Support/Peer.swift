@@ -32,12 +32,13 @@ final class Peer: Sendable {
     }()
 
     /// Starts `executable` (`wormhole` or `wormhole-test-peer`) with `arguments`.
-    init(_ executable: String, _ arguments: [String]) throws {
+    init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
         process = Process()
         process.executableURL = Self.productsDirectory.appendingPathComponent(executable)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["WORMHOLE_CONTAINER_ROOT"] = nil
+        environment.merge(extra) { $1 }
         process.environment = environment
         let output = Pipe()
         let errorOutput = Pipe()

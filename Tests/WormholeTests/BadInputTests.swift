@@ -1,0 +1,140 @@
+import Foundation
+import Testing
+@testable import Wormhole
+
+@Suite("Bad input: a clear error or a counted drop, never a crash")
+struct BadInputTests {
+    /// Connects to the listener of `center`'s process as a hostile peer would.
+    private func connectToOwnListener(_ center: GroupNotificationCenter) throws -> OwnedDescriptorBox {
+        let status = try #require(center.listenerStatus().first { $0.pid == getpid() })
+        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        var address = sockaddr_un()
+        address.sun_family = sa_family_t(AF_UNIX)
+        withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: status.socketPath.utf8) }
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        try #require(result == 0)
+        return OwnedDescriptorBox(fd: fd)
+    }
+
+    @Test("random and truncated messages on a listener's socket are dropped and counted; later posts arrive")
+    func garbageOnSocket() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("ok"), object: nil, queue: nil, using: recorder.block)
+        let hostile = try connectToOwnListener(center)
+
+        var generator = SeededGenerator(seed: 42)
+        let valid = Frame(poster: 1, sequence: 1, name: "ok", object: nil, userInfo: nil).encoded()
+        var sent = 0
+        for round in 0..<300 {
+            var message: [UInt8]
+            switch round % 3 {
+            case 0: message = (0..<Int.random(in: 1...200, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            case 1: message = Array(valid.prefix(Int.random(in: 1..<valid.count, using: &generator)))
+            default:
+                message = valid + [1, 2, 3]
+            }
+            if message.isEmpty { continue }
+            if message.withUnsafeBytes({ send(hostile.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 { sent += 1 }
+        }
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "3"])
+        #expect(try poster.waitForExit() == 0)
+        #expect(try recorder.wait(for: 3).compactMap(\.number) == [0, 1, 2])
+        #expect(center.statistics.dropped == sent)
+    }
+
+    @Test("a hostile archive in a well-formed frame reaches the observer with userInfo nil")
+    func hostileArchive() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("evil"), object: nil, queue: nil, using: recorder.block)
+        let hostile = try connectToOwnListener(center)
+        var archive = try UserInfoEncoder.encode(["a": ["b": "c"]], maximumSize: 1 << 20)
+        // Rename the nested dictionary's class to one that does not exist, keeping the length.
+        let from = Array("NSDictionary".utf8), to = Array("NSXictionary".utf8)
+        for index in 0...(archive.count - from.count) where Array(archive[index..<(index + from.count)]) == from {
+            archive.replaceSubrange(index..<(index + from.count), with: to)
+        }
+        let frame = Frame(poster: 9, sequence: 1, name: "evil", object: nil, userInfo: archive).encoded()
+        _ = frame.withUnsafeBytes { send(hostile.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        let received = try recorder.wait(for: 1)
+        #expect(received.first?.userInfo == nil)
+        #expect(center.statistics.userInfoRejected == 1)
+    }
+
+    @Test("a corrupt registry is read as empty and rebuilt; listeners register again by themselves")
+    func corruptRegistry() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "r", "--count", "1"])
+        try listener.waitForLines(1)
+        let registry = container.path + "/registry"
+        let original = try Data(contentsOf: URL(fileURLWithPath: registry))
+        // Replace the file (as a torn writer would leave it) with half of itself.
+        try original.prefix(original.count / 2).write(to: URL(fileURLWithPath: registry + ".new"))
+        try FileManager.default.removeItem(atPath: registry)
+        try FileManager.default.moveItem(atPath: registry + ".new", toPath: registry)
+
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(center.listenerStatus().isEmpty)
+        // The listener notices within its housekeeping interval and registers again.
+        let deadline = Date().addingTimeInterval(10)
+        while center.listenerStatus().isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        #expect(center.listenerStatus().map(\.pid) == [listener.pid])
+        try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": 3])
+        #expect(try listener.waitForExit() == 0)
+        #expect(listener.jsonLines().last?["i"] as? Int == 3)
+    }
+
+    @Test("damaged stretches of a spool are skipped and counted; the records around them arrive")
+    func damagedSpool() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("sp"), object: nil, queue: nil, using: recorder.block)
+        let status = try #require(center.listenerStatus().first)
+        let spoolPath = container.path + "/spool/\(status.identifier).spool"
+
+        func record(_ i: Int) throws -> [UInt8] {
+            let archive = try UserInfoEncoder.encode(["i": i], maximumSize: 1 << 20)
+            return SpoolRecord.encode(Frame(poster: 5, sequence: UInt64(i), name: "sp", object: nil, userInfo: archive).encoded())
+        }
+        var bytes = try record(1)
+        bytes += [0xde, 0xad, 0xbe, 0xef, 0, 0, 0]
+        bytes += try record(2)
+        let torn = try record(3)
+        bytes += torn.prefix(torn.count - 4)
+        let handle = try #require(FileHandle(forWritingAtPath: spoolPath))
+        handle.write(Data(bytes))
+        try handle.close()
+        // Any message wakes the listener, which then looks at its spool.
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "sp", "--start", "4"])
+        #expect(try poster.waitForExit() == 0)
+        let numbers = try recorder.wait(for: 3).compactMap(\.number)
+        #expect(Set(numbers) == [1, 2, 4])
+        #expect(center.statistics.dropped == 2)
+    }
+}
+
+/// A raw socket for tests that play a hostile peer.
+final class OwnedDescriptorBox {
+    let fd: Int32
+    init(fd: Int32) { self.fd = fd }
+    deinit { close(fd) }
+}
+
+/// A small deterministic generator (SplitMix64), so a failing seed reproduces.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

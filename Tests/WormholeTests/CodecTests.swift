@@ -1,0 +1,194 @@
+import Foundation
+import Testing
+@testable import Wormhole
+
+@Suite("Codec: the keyed-archive reader that guards every receiver")
+struct CodecTests {
+    /// A random property-list value, nested up to `depth`.
+    private func randomValue(_ generator: inout SeededGenerator, depth: Int) -> Any {
+        switch Int.random(in: 0..<(depth > 0 ? 9 : 6), using: &generator) {
+        case 0: return Int.random(in: -1_000_000...1_000_000, using: &generator)
+        case 1: return Double.random(in: -1e6...1e6, using: &generator)
+        case 2: return ["", "$null", "héllo", "✓ unicode ✓", "plain", "NSDictionary"].randomElement(using: &generator) ?? ""
+        case 3: return Data((0..<Int.random(in: 0...40, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) })
+        case 4: return Date(timeIntervalSinceReferenceDate: Double(Int.random(in: -1_000_000...1_000_000, using: &generator)))
+        case 5: return Int64.random(in: Int64.min...Int64.max, using: &generator)
+        case 6, 7:
+            return (0..<Int.random(in: 0...4, using: &generator)).map { _ in randomValue(&generator, depth: depth - 1) }
+        default:
+            var dictionary: [String: Any] = [:]
+            for index in 0..<Int.random(in: 0...4, using: &generator) { dictionary["k\(index)"] = randomValue(&generator, depth: depth - 1) }
+            return dictionary
+        }
+    }
+
+    /// Property-list equality that does not depend on how numbers were bridged.
+    private func same(_ a: Any, _ b: Any) -> Bool {
+        switch (a, b) {
+        case let (a as [AnyHashable: Any], b as [AnyHashable: Any]):
+            return a.count == b.count && a.allSatisfy { key, value in b[key].map { same(value, $0) } ?? false }
+        case let (a as [Any], b as [Any]):
+            return a.count == b.count && zip(a, b).allSatisfy { same($0, $1) }
+        case let (a as String, b as String): return a == b
+        case let (a as Data, b as Data): return a == b
+        case let (a as Date, b as Date): return a == b
+        case let (a as NSNumber, b as NSNumber): return a.int64Value == b.int64Value && a.doubleValue == b.doubleValue
+        default: return false
+        }
+    }
+
+    @Test("what Foundation's archiver writes, this decoder reads back equal (500 random values)")
+    func roundTrip() throws {
+        var generator = SeededGenerator(seed: 7)
+        for _ in 0..<500 {
+            var userInfo: [AnyHashable: Any] = [:]
+            for index in 0..<Int.random(in: 1...5, using: &generator) { userInfo["key\(index)"] = randomValue(&generator, depth: 3) }
+            let archive = try UserInfoEncoder.encode(userInfo, maximumSize: 1 << 20)
+            let decoded = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+            #expect(same(decoded, userInfo), "\(decoded) != \(userInfo)")
+        }
+    }
+
+    @Test("flipped, cut and spliced archives never crash the decoder (20,000 mutations)")
+    func mutations() throws {
+        var generator = SeededGenerator(seed: 11)
+        let seeds: [[AnyHashable: Any]] = [
+            ["key1": "string1", "key2": 1, "key3": ["innerKey1": "innerString1", "innerKey2": 1]],
+            ["ids": [1, 2, 3], "flag": true, "when": Date(), "data": Data([1, 2, 3])],
+            ["n": 1],
+        ]
+        let archives = try seeds.map { try UserInfoEncoder.encode($0, maximumSize: 1 << 20) }
+        var rejected = 0
+        for round in 0..<20_000 {
+            var bytes = archives[round % archives.count]
+            switch Int.random(in: 0..<4, using: &generator) {
+            case 0:
+                for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                    bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+                }
+            case 1:
+                bytes = Array(bytes.prefix(Int.random(in: 0..<bytes.count, using: &generator)))
+            case 2:
+                let index = Int.random(in: 8..<(bytes.count - 32), using: &generator)
+                bytes[index] = [0xAF, 0xDF, 0x8F, 0x5F, 0x4F].randomElement(using: &generator) ?? 0
+            default:
+                // Point a trailer field somewhere else.
+                let field = bytes.count - Int.random(in: 1...26, using: &generator)
+                bytes[field] = UInt8.random(in: 0...255, using: &generator)
+            }
+            do {
+                _ = try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: .propertyList)
+            } catch {
+                rejected += 1
+            }
+        }
+        #expect(rejected > 5_000)
+    }
+
+    /// $objects: 0 null, 1 root dictionary, 2 its class, 3 "key", then what `value` says at 4...
+    private func decode(_ tail: [CraftedArchive.Entry]) throws -> [AnyHashable: Any] {
+        let entries: [CraftedArchive.Entry] = [
+            .null,
+            .object(class: 2, fields: [("NS.keys", .uids([3])), ("NS.objects", .uids([4]))]),
+            .classEntry("NSDictionary"),
+            .string("key"),
+        ] + tail
+        return try KeyedArchiveDecoder.decodeUserInfo(CraftedArchive.build(entries), allowed: .propertyList)
+    }
+
+    private func rejection(_ tail: [CraftedArchive.Entry]) -> String? {
+        do {
+            _ = try decode(tail)
+            return nil
+        } catch {
+            return (error as? WormholeError)?.detail ?? "\(error)"
+        }
+    }
+
+    @Test("a hand-built archive decodes, so the hostile variants below differ from it in one way each")
+    func craftedBaseline() throws {
+        let decoded = try decode([.object(class: 5, fields: [("NS.objects", .uids([6, 6]))]), .classEntry("NSArray"), .string("v")])
+        #expect(decoded["key"] as? [String] == ["v", "v"])
+    }
+
+    @Test("hostile archives are refused with a reason, never handed to Foundation")
+    func hostileArchives() {
+        let array = CraftedArchive.Entry.classEntry("NSArray")
+        // An array that contains itself.
+        #expect(rejection([.object(class: 5, fields: [("NS.objects", .uids([4]))]), array])?.contains("contains itself") == true)
+        // A reference past the end of $objects.
+        #expect(rejection([.object(class: 5, fields: [("NS.objects", .uids([999]))]), array])?.contains("outside") == true)
+        // A class that is not allowed, and one that does not exist.
+        #expect(rejection([.object(class: 5, fields: []), .classEntry("NSUUID")]) != nil)
+        #expect(rejection([.object(class: 5, fields: []), .classEntry("NoSuchClass")])?.contains("unknown class") == true)
+        // $class pointing at something that is not a class entry.
+        #expect(rejection([.object(class: 3, fields: [])])?.contains("class entry") == true)
+        // More keys than objects.
+        #expect(rejection([
+            .object(class: 2, fields: [("NS.keys", .uids([3, 3])), ("NS.objects", .uids([3]))]),
+        ])?.contains("NS.keys") == true)
+        // Wrong value types under NS.string, NS.time and NS.data.
+        #expect(rejection([.object(class: 5, fields: [("NS.string", .integer(3))]), .classEntry("NSString")]) != nil)
+        #expect(rejection([.object(class: 5, fields: [("NS.time", .string("now"))]), .classEntry("NSDate")]) != nil)
+        #expect(rejection([.object(class: 5, fields: [("NS.data", .string("x"))]), .classEntry("NSData")]) != nil)
+        // A $null element inside an array.
+        #expect(rejection([.object(class: 5, fields: [("NS.objects", .uids([0]))]), array])?.contains("$null") == true)
+    }
+
+    @Test("nesting 100,000 deep is refused at the depth limit, without exhausting the stack")
+    func deepNesting() {
+        var entries: [CraftedArchive.Entry] = [.classEntry("NSArray")]  // index 4
+        for level in 0..<100_000 {
+            let next = level + 1 < 100_000 ? 6 + level : 3
+            entries.append(.object(class: 4, fields: [("NS.objects", .uids([next]))]))
+        }
+        let archive = CraftedArchive.build(
+            [.null, .object(class: 2, fields: [("NS.keys", .uids([3])), ("NS.objects", .uids([5]))]), .classEntry("NSDictionary"),
+             .string("key")] + entries)
+        #expect {
+            try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+        } throws: { ($0 as? WormholeError)?.detail.contains("deeper") == true }
+    }
+
+    @Test("a shared-reference bomb is refused instead of expanding")
+    func expansionBomb() {
+        // Level i is an array holding level i+1 ten times; eight levels share their way to 10^8 leaves.
+        var entries: [CraftedArchive.Entry] = [.classEntry("NSArray")]  // index 4
+        for level in 0..<8 {
+            let next = level < 7 ? 6 + level : 3
+            entries.append(.object(class: 4, fields: [("NS.objects", .uids(Array(repeating: next, count: 10)))]))
+        }
+        let archive = CraftedArchive.build(
+            [.null, .object(class: 2, fields: [("NS.keys", .uids([3])), ("NS.objects", .uids([5]))]), .classEntry("NSDictionary"),
+             .string("key")] + entries)
+        #expect(archive.count < 10_000)
+        #expect {
+            try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+        } throws: { ($0 as? WormholeError)?.detail.contains("expands") == true }
+    }
+
+    @Test("a userInfo nested deeper than receivers accept is refused by the poster")
+    func posterRefusesDeepNesting() throws {
+        var value: Any = "bottom"
+        for _ in 0..<(KeyedArchiveDecoder.maximumDepth + 1) { value = [value] }
+        #expect { try UserInfoEncoder.encode(["deep": value], maximumSize: 1 << 20) } throws: {
+            ($0 as? WormholeError)?.code == .unsupportedValue
+        }
+    }
+
+    @Test("frames survive random bytes and every truncation")
+    func frames() throws {
+        let frame = Frame(poster: 3, sequence: 4, name: "name", object: "object", userInfo: [1, 2, 3]).encoded()
+        let decoded = try Frame(decoding: frame)
+        #expect(decoded.name == "name" && decoded.object == "object" && decoded.userInfo == [1, 2, 3])
+        for length in 0..<frame.count {
+            #expect(throws: WormholeError.self) { try Frame(decoding: Array(frame.prefix(length))) }
+        }
+        var generator = SeededGenerator(seed: 3)
+        for _ in 0..<5_000 {
+            var bytes = frame
+            bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
+            _ = try? Frame(decoding: bytes)
+        }
+    }
+}

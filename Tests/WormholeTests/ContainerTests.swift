@@ -1,0 +1,110 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import Wormhole
+
+@Suite("Containers: checked like ssh checks its keys")
+struct ContainerTests {
+    private func code(_ body: () throws -> Void) -> WormholeError.Code? {
+        do {
+            try body()
+            return nil
+        } catch {
+            return (error as? WormholeError)?.code
+        }
+    }
+
+    @Test("a missing container is created 0700; its files and sockets are 0600")
+    func modes() throws {
+        let parent = TemporaryContainer()
+        let path = parent.path + "/group"
+        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+        center.addObserver(forName: .init("m"), object: nil, queue: nil) { _ in }
+        func mode(_ path: String) throws -> Int {
+            (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
+        }
+        #expect(try mode(path) == 0o700)
+        #expect(try mode(path + "/registry") == 0o600)
+        let status = try #require(center.listenerStatus().first)
+        #expect(try mode(status.socketPath) == 0o600)
+        #expect(try mode(path + "/spool/\(status.identifier).spool") == 0o600)
+    }
+
+    @Test("a container writable by group or others is refused")
+    func writableByOthers() throws {
+        let container = TemporaryContainer()
+        chmod(container.path, 0o777)
+        #expect(code { _ = try GroupNotificationCenter(containerURL: container.url) } == .insecureContainer)
+        chmod(container.path, 0o770)
+        #expect(code { _ = try GroupNotificationCenter(containerURL: container.url) } == .insecureContainer)
+        chmod(container.path, 0o700)
+        #expect(code { _ = try GroupNotificationCenter(containerURL: container.url) } == nil)
+    }
+
+    @Test("a container owned by another user is refused")
+    func ownedByAnother() throws {
+        try #require(geteuid() == 0, "needs root to give a folder away; skipped otherwise")
+        let container = TemporaryContainer()
+        chown(container.path, 65534, 65534)
+        defer { chown(container.path, 0, 0) }
+        #expect(code { _ = try GroupNotificationCenter(containerURL: container.url) } == .insecureContainer)
+    }
+
+    @Test("a file where the container should be is refused, and so is a missing parent folder")
+    func notADirectory() throws {
+        let parent = TemporaryContainer()
+        let file = parent.path + "/file"
+        #expect(FileManager.default.createFile(atPath: file, contents: Data("x".utf8)))
+        #expect(code { _ = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: file)) } == .invalidContainer)
+        #expect(code { _ = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: parent.path + "/a/b/c")) } == .invalidContainer)
+    }
+
+    @Test("a group identifier that cannot name a folder is refused")
+    func badGroup() {
+        #expect(code { _ = try GroupNotificationCenter(groupIdentifier: "../etc") } == .invalidContainer)
+        #expect(code { _ = try GroupNotificationCenter(groupIdentifier: "") } == .invalidContainer)
+    }
+
+    @Test("the default container follows WORMHOLE_CONTAINER_ROOT, then XDG_RUNTIME_DIR")
+    func defaultContainer() throws {
+        let root = TemporaryContainer()
+        let listener = try Peer("wormhole", ["listen", "--group", "group.test", "--count", "1"], environment: ["WORMHOLE_CONTAINER_ROOT": root.path])
+        try listener.waitForError(containing: "listening")
+        #expect(FileManager.default.fileExists(atPath: root.path + "/group.test/registry"))
+        let runtime = TemporaryContainer()
+        let poster = try Peer("wormhole", ["post", "--group", "group.test", "--name", "x"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        #expect(try poster.waitForExit() == 0)
+        #expect(FileManager.default.fileExists(atPath: runtime.path + "/wormhole/group.test"))
+        listener.signal(SIGKILL)
+    }
+
+    @Test("a container path longer than sun_path allows still works across processes")
+    func longPath() throws {
+        let parent = TemporaryContainer()
+        var path = parent.path
+        while path.utf8.count < 200 { path += "/a-rather-long-folder-name" }
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", path, "--name", "long", "--count", "1"])
+        try listener.waitForLines(1)
+        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+        let report = try center.postReporting(name: .init("long"), object: nil, userInfo: ["i": 1])
+        #expect(report.delivered == 1)
+        #expect(try listener.waitForExit() == 0)
+    }
+
+    @Test("posting re-reads the registry only when it changed")
+    func registryCache() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "c"])
+        try listener.waitForLines(1)
+        for i in 0..<200 { try center.postReporting(name: .init("c"), object: nil, userInfo: ["i": i]) }
+        let parses = center.endpoint.registry.parses.load(ordering: .relaxed)
+        #expect(parses == 1)
+        let second = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "c"])
+        try second.waitForLines(1)
+        let report = try center.postReporting(name: .init("c"), object: nil, userInfo: ["i": 0])
+        #expect(report.delivered == 2)
+        #expect(center.endpoint.registry.parses.load(ordering: .relaxed) == parses + 1)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import Testing
+import Wormhole
+
+@Suite("Payloads and allowed classes")
+struct PayloadTests {
+    @Test("an 8 MiB userInfo arrives intact in another process")
+    func eightMebibytes() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "1"])
+        try listener.waitForLines(1)
+        let size = 8 << 20
+        let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 5) })
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let report = try center.postReporting(name: .init("big"), object: nil, userInfo: ["i": 5, "blob": blob])
+        #expect(report.delivered + report.spooled == 1)
+        #expect(try listener.waitForExit(timeout: 60) == 0)
+        let line = try #require(listener.jsonLines().last)
+        #expect(line["blobBytes"] as? Int == size)
+        #expect(line["blobSum"] as? Int == blob.reduce(0) { $0 &+ Int($1) })
+    }
+
+    @Test("a userInfo above the maximum is refused whole, with a clear error")
+    func tooLarge() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("huge"), object: nil, queue: nil, using: recorder.block)
+        let blob = Data(count: GroupNotificationCenter.maximumPayloadSize + 1)
+        #expect {
+            try center.postReporting(name: .init("huge"), object: nil, userInfo: ["blob": blob])
+        } throws: { ($0 as? WormholeError)?.code == .payloadTooLarge }
+        try center.postReporting(name: .init("huge"), object: nil, userInfo: ["i": 1])
+        #expect(try recorder.wait(for: 1).first?.number == 1, "nothing of the refused post was sent")
+    }
+
+    @Test("a value that cannot be securely archived is refused with the key that holds it")
+    func unsupportedValue() throws {
+        struct NotCodable {}
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect {
+            try center.postReporting(name: .init("bad"), object: nil, userInfo: ["ok": 1, "list": [1, NotCodable()]])
+        } throws: { error in
+            let error = error as? WormholeError
+            return error?.code == .unsupportedValue && error?.detail.contains("list") == true
+        }
+    }
+
+    @Test("an empty name is refused")
+    func emptyName() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect { try center.postReporting(name: .init(""), object: nil) } throws: {
+            ($0 as? WormholeError)?.code == .invalidNotification
+        }
+    }
+
+    @Test("post(_:) with an object that is not a String is logged and not posted")
+    func nonStringObject() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("obj"), object: nil, queue: nil, using: recorder.block)
+        center.post(Notification(name: .init("obj"), object: NSNumber(value: 3), userInfo: ["i": 0]))
+        center.post(Notification(name: .init("obj"), object: "fine", userInfo: ["i": 1]))
+        let received = try recorder.wait(for: 1)
+        #expect(received.first?.number == 1)
+        #expect(center.statistics.posted == 1)
+    }
+
+    @Test("a class outside allowedClasses reaches the observer with userInfo nil; allowing it delivers it")
+    func customClass() throws {
+        let container = TemporaryContainer()
+        let strict = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "pt", "--count", "1"])
+        let open = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "pt", "--count", "1", "--allow-custom"])
+        try strict.waitForLines(1)
+        try open.waitForLines(1)
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "pt", "--start", "4", "--custom"])
+        #expect(try poster.waitForExit() == 0)
+        #expect(try strict.waitForExit() == 0)
+        #expect(try open.waitForExit() == 0)
+        #expect(strict.jsonLines().last?["userInfo"] is NSNull)
+        #expect(open.jsonLines().last?["point"] as? String == "4,-4")
+    }
+
+    @Test("a Date sent to an observer that does not allow NSDate: userInfo nil, the receiver lives on")
+    func disallowedDate() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d", "--count", "2", "--no-date"])
+        try listener.waitForLines(1)
+        let dated = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--date"])
+        #expect(try dated.waitForExit() == 0)
+        let plain = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--start", "9"])
+        #expect(try plain.waitForExit() == 0)
+        #expect(try listener.waitForExit() == 0)
+        let lines = listener.jsonLines().filter { $0["name"] != nil }
+        #expect(lines.count == 2)
+        #expect(lines.first?["userInfo"] is NSNull)
+        #expect(lines.last?["i"] as? Int == 9)
+        #expect(listener.errorOutput.contains { $0.contains("NSDate") })
+    }
+
+    @Test("in one process, each observer decodes with its own allowed classes")
+    func perObserverClasses() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let everything = Recorder(), noDates = Recorder()
+        center.addObserver(forName: .init("mixed"), object: nil, queue: nil, using: everything.block)
+        center.addObserver(
+            forName: .init("mixed"), object: nil, allowedClasses: [NSDictionary.self, NSString.self, NSNumber.self],
+            queue: nil, using: noDates.block)
+        center.post(name: .init("mixed"), object: nil, userInfo: ["i": 1, "when": Date(timeIntervalSince1970: 0)])
+        #expect(try everything.wait(for: 1).first?.userInfo?["when"] as? Date == Date(timeIntervalSince1970: 0))
+        #expect(try noDates.wait(for: 1).first?.userInfo == nil)
+        #expect(center.statistics.userInfoRejected == 1)
+    }
+}
