@@ -18,6 +18,12 @@ let package = Package(
         .target(name: "Wormhole", swiftSettings: strictSettings),
         .executableTarget(name: "wormhole", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         .executableTarget(
+            name: "wormhole-bench",
+            dependencies: ["Wormhole"],
+            path: "Benchmarks/WormholeBench",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "wormhole-test-peer",
             dependencies: ["Wormhole"],
             path: "Tests/WormholeTestPeer",

@@ -176,6 +176,15 @@ struct CodecTests {
         }
     }
 
+    @Test("CRC-32 matches zlib's check values, on every path through the sliced loop")
+    func crc() {
+        #expect(CRC32.checksum(Array("123456789".utf8)) == 0xCBF4_3926)
+        #expect(CRC32.checksum(Array("The quick brown fox jumps over the lazy dog".utf8)) == 0x414F_A339)
+        #expect(CRC32.checksum([UInt8]()) == 0)
+        let long = Array("The quick brown fox jumps over the lazy dog".utf8)
+        #expect(CRC32.checksum(long[1...]) == CRC32.checksum(Array(long[1...])))
+    }
+
     @Test("frames survive random bytes and every truncation")
     func frames() throws {
         let frame = Frame(poster: 3, sequence: 4, name: "name", object: "object", userInfo: [1, 2, 3]).encoded()

@@ -1,0 +1,114 @@
+// Measures Wormhole between two processes on this machine: one-way latency (half the round trip of a
+// ping answered by a pong) and one-way throughput, for a few payloads.
+//
+//     swift run -c release wormhole-bench [--quick]
+import Foundation
+import Synchronization
+import Wormhole
+
+/// Counts arrivals and lets the main thread wait for a given total, with a timeout.
+final class Arrivals: Sendable {
+    private let count = Mutex(0)
+    private let condition = NSCondition()
+
+    func add() {
+        count.withLock { $0 += 1 }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func wait(until total: Int, seconds: Double) -> Bool {
+        let deadline = Date().addingTimeInterval(seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while count.withLock({ $0 }) < total {
+            if !condition.wait(until: deadline) { return false }
+        }
+        return true
+    }
+}
+
+func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
+
+let payloads: [(String, [AnyHashable: Any]?)] = [
+    ("no userInfo", nil),
+    ("[\"n\": 1]", ["n": 1]),
+    ("3-key nested", ["key1": "string1", "key2": 1, "key3": ["innerKey1": "innerString1", "innerKey2": 1]]),
+    ("64 KiB Data", ["data": Data(count: 64 * 1024)]),
+]
+
+// The peer: answers every ping with a pong carrying the same userInfo, and counts floods.
+if CommandLine.arguments.dropFirst().first == "peer", let path = option("--container") {
+    let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+    center.addObserver(forName: .init("ping"), object: nil, queue: nil) { note in
+        center.post(name: .init("pong"), object: nil, userInfo: note.userInfo)
+    }
+    let flooded = Mutex(0)
+    center.addObserver(forName: .init("flood"), object: nil, queue: nil) { note in
+        let total = note.userInfo?["total"] as? Int ?? 0
+        if flooded.withLock({ $0 += 1; return $0 }) == total {
+            flooded.withLock { $0 = 0 }
+            center.post(name: .init("flooded"), object: nil)
+        }
+    }
+    center.post(name: .init("ready"), object: nil)
+    while true { sleep(1000) }
+}
+
+let quick = CommandLine.arguments.contains("--quick")
+let rounds = quick ? 300 : 5_000
+let floodSize = quick ? 2_000 : 20_000
+let folder = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
+var template = Array((folder + "wormhole-bench-XXXXXX").utf8CString)
+guard let made = mkdtemp(&template) else { fatalError("cannot create a temporary folder") }  // Safe because: a benchmark, not the library.
+let container = String(cString: made)
+defer { try? FileManager.default.removeItem(atPath: container) }
+
+let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+let pongs = Arrivals(), ready = Arrivals(), flooded = Arrivals()
+center.addObserver(forName: .init("pong"), object: nil, queue: nil) { _ in pongs.add() }
+center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
+center.addObserver(forName: .init("flooded"), object: nil, queue: nil) { _ in flooded.add() }
+
+let peer = Process()
+peer.executableURL = Bundle.main.executableURL
+peer.arguments = ["peer", "--container", container]
+try peer.run()
+defer { peer.terminate() }
+guard ready.wait(until: 1, seconds: 10) else { fatalError("peer did not start") }  // Safe because: a benchmark.
+
+print("Wormhole, two processes, \(rounds) round trips and \(floodSize) one-way posts per payload")
+print("payload          one-way p50   one-way p99   throughput 1→1")
+var pongTotal = 0
+var floodTotal = 0
+for (label, userInfo) in payloads {
+    var samples: [UInt64] = []
+    samples.reserveCapacity(rounds)
+    for _ in 0..<rounds {
+        let start = nanoseconds()
+        center.post(name: .init("ping"), object: nil, userInfo: userInfo)
+        pongTotal += 1
+        guard pongs.wait(until: pongTotal, seconds: 10) else { fatalError("pong lost") }  // Safe because: a benchmark.
+        samples.append((nanoseconds() - start) / 2)
+    }
+    samples.sort()
+    let p50 = Double(samples[samples.count / 2]) / 1000
+    let p99 = Double(samples[samples.count * 99 / 100]) / 1000
+
+    var flood = userInfo ?? [:]
+    flood["total"] = floodSize
+    let start = nanoseconds()
+    for _ in 0..<floodSize { center.post(name: .init("flood"), object: nil, userInfo: flood) }
+    floodTotal += 1
+    guard flooded.wait(until: floodTotal, seconds: 300) else { fatalError("flood lost") }  // Safe because: a benchmark.
+    let rate = Double(floodSize) / (Double(nanoseconds() - start) / 1e9)
+    let name = label.padding(toLength: 16, withPad: " ", startingAt: 0)
+    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s", p50, p99, rate))
+}

@@ -1,0 +1,82 @@
+import Foundation
+import Testing
+
+@Suite("The wormhole command")
+struct CommandLineTests {
+    @Test("listen prints JSON lines of what post sends; post prints what it delivered")
+    func listenAndPost() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "greet", "--count", "1"])
+        try listener.waitForError(containing: "listening")
+        let poster = try Peer("wormhole", [
+            "post", "--container", container.path, "--name", "greet", "--object", "cli",
+            "--user-info", #"{"who": "world", "n": 2, "list": [1, 2], "inner": {"ok": true}}"#,
+        ])
+        #expect(try poster.waitForExit() == 0)
+        #expect(poster.output.first == "posted greet: delivered 1, spooled 0")
+        #expect(try listener.waitForExit() == 0)
+        let line = try #require(listener.jsonLines().first)
+        #expect(line["name"] as? String == "greet")
+        #expect(line["object"] as? String == "cli")
+        let info = try #require(line["userInfo"] as? [String: Any])
+        #expect(info["who"] as? String == "world")
+        #expect(info["n"] as? Int == 2)
+        #expect(info["list"] as? [Int] == [1, 2])
+        #expect((info["inner"] as? [String: Any])?["ok"] as? Bool == true)
+    }
+
+    @Test("post refuses bad JSON and null values with a clear message and exit status 2")
+    func badUserInfo() throws {
+        let container = TemporaryContainer()
+        for json in [#"{"a": null}"#, "[1]", "{not json"] {
+            let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "x", "--user-info", json])
+            #expect(try poster.waitForExit() == 2)
+            #expect(poster.errorOutput.first?.contains("--user-info") == true)
+        }
+    }
+
+    @Test("status shows each listener: pid, what it observes, state and spool depth")
+    func status() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "s", "--object", "o"])
+        try listener.waitForError(containing: "listening")
+        try listener.suspend()
+        for _ in 0..<2 {
+            let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "s", "--object", "o",
+                                               "--user-info", #"{"blob": "\#(String(repeating: "x", count: 70_000))"}"#])
+            #expect(try poster.waitForExit() == 0)
+            #expect(poster.output.first?.hasSuffix("delivered 0, spooled 1") == true)
+        }
+        let status = try Peer("wormhole", ["status", "--container", container.path, "--json"])
+        #expect(try status.waitForExit() == 0)
+        let json = try #require(status.jsonLines().first)
+        let rows = try #require(json["listeners"] as? [[String: Any]])
+        #expect(rows.count == 1)
+        #expect(rows.first?["pid"] as? Int == Int(listener.pid))
+        #expect(rows.first?["state"] as? String == "stopped")
+        #expect(rows.first?["spooledNotifications"] as? Int == 2)
+        let observing = rows.first?["observing"] as? [[String: Any]]
+        #expect(observing?.first?["name"] as? String == "s" && observing?.first?["object"] as? String == "o")
+        listener.signal(SIGCONT)
+        let text = try Peer("wormhole", ["status", "--container", container.path])
+        #expect(try text.waitForExit() == 0)
+        #expect(text.output.contains { $0.contains("pid \(listener.pid)") })
+    }
+
+    @Test("the demo runs by itself and finishes in a few seconds")
+    func demo() throws {
+        let demo = try Peer("wormhole", ["demo"])
+        #expect(try demo.waitForExit(timeout: 60) == 0)
+        #expect(demo.output.contains { $0.contains("attachment of 262144 bytes") })
+        #expect(demo.output.last?.contains("in order") == true)
+    }
+
+    @Test("usage errors exit with status 2 and say what is wrong")
+    func usage() throws {
+        let missing = try Peer("wormhole", ["post", "--name", "x"])
+        #expect(try missing.waitForExit() == 2)
+        #expect(missing.errorOutput.first?.contains("--group") == true)
+        let unknown = try Peer("wormhole", ["frobnicate"])
+        #expect(try unknown.waitForExit() == 2)
+    }
+}

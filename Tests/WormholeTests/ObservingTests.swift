@@ -1,0 +1,94 @@
+import Foundation
+import Synchronization
+import Testing
+import Wormhole
+
+@Suite("Adding and removing observers")
+struct ObservingTests {
+    private func post(_ container: TemporaryContainer, _ name: String, object: String? = nil, count: Int = 1, start: Int = 0) throws {
+        var arguments = ["post", "--container", container.path, "--name", name, "--count", "\(count)", "--start", "\(start)"]
+        if let object { arguments += ["--object", object] }
+        let poster = try Peer("wormhole-test-peer", arguments)
+        #expect(try poster.waitForExit() == 0)
+    }
+
+    @Test("removing by token stops deliveries and drops the registration when it was the last")
+    func removeByToken() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let kept = Recorder(), removed = Recorder()
+        let token = center.addObserver(forName: .init("t"), object: nil, queue: nil, using: removed.block)
+        center.addObserver(forName: .init("u"), object: nil, queue: nil, using: kept.block)
+        center.removeObserver(token)
+        #expect(center.listenerStatus().first?.observing.map(\.name) == ["u"])
+        try post(container, "t")
+        try post(container, "u", start: 1)
+        #expect(try kept.wait(for: 1).first?.number == 1)
+        #expect(removed.all.isEmpty)
+    }
+
+    @Test("removing by name or object removes only the matching registration")
+    func removeByNameAndObject() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        let token = center.addObserver(forName: .init("n"), object: "a", queue: nil, using: recorder.block)
+        center.removeObserver(token, name: .init("other"), object: nil)
+        center.removeObserver(token, name: nil, object: "b")
+        try post(container, "n", object: "a", start: 1)
+        #expect(try recorder.wait(for: 1).first?.number == 1)
+        center.removeObserver(token, name: .init("n"), object: "a")
+        #expect(center.listenerStatus().first?.observing.isEmpty == true)
+        try post(container, "n", object: "a", start: 2)
+        let marker = Recorder()
+        center.addObserver(forName: .init("end"), object: nil, queue: nil, using: marker.block)
+        try post(container, "end")
+        try marker.wait(for: 1)
+        #expect(recorder.all.count == 1)
+    }
+
+    @Test("an observer block may post and add observers re-entrantly")
+    func reentrancy() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let second = Recorder()
+        center.addObserver(forName: .init("first"), object: nil, queue: nil) { note in
+            center.addObserver(forName: .init("second"), object: nil, queue: nil, using: second.block)
+            center.post(name: .init("second"), object: nil, userInfo: ["i": 2])
+        }
+        try post(container, "first")
+        #expect(try second.wait(for: 1).first?.number == 2)
+    }
+
+    @Test("a nil queue delivers serially, in the order received")
+    func serialDefaultQueue() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        let busy = Mutex(false)
+        let overlapped = Mutex(false)
+        center.addObserver(forName: .init("q"), object: nil, queue: nil) { note in
+            if busy.withLock({ let was = $0; $0 = true; return was }) { overlapped.withLock { $0 = true } }
+            recorder.block(note)
+            busy.withLock { $0 = false }
+        }
+        center.addObserver(forName: .init("q"), object: nil, queue: nil, using: recorder.block)
+        try post(container, "q", count: 300)
+        let received = try recorder.wait(for: 600)
+        #expect(overlapped.withLock { $0 } == false)
+        let numbers = received.compactMap(\.number)
+        #expect(numbers == (0..<300).flatMap { [$0, $0] })
+    }
+
+    @Test("a center's observers go away with it")
+    func centerLifetime() throws {
+        let container = TemporaryContainer()
+        let watcher = try GroupNotificationCenter(containerURL: container.url)
+        do {
+            let center = try GroupNotificationCenter(containerURL: container.url)
+            center.addObserver(forName: .init("gone"), object: nil, queue: nil) { _ in }
+            #expect(watcher.listenerStatus().first?.observing.map(\.name) == ["gone"])
+        }
+        #expect(watcher.listenerStatus().first?.observing.isEmpty == true)
+    }
+}
