@@ -14,6 +14,7 @@ final class Endpoint: Sendable {
     private let links = Mutex<[UInt64: PeerLink]>([:])
     private let observers = Mutex(ObserverTable())
     private let listener = Mutex<Listener?>(nil)
+    private let containerRemoved = Atomic<Bool>(false)
 
     // MARK: One endpoint per container per process
 
@@ -198,14 +199,24 @@ final class Endpoint: Sendable {
         }
     }
 
-    /// Once a second on the listener's thread: put this process's entry back if the registry lost it.
+    /// Once a second on the listener's thread: put this process's entry back if the registry lost it (a
+    /// corrupt registry is rebuilt empty), and mend it if it differs from the observers.
     private func housekeeping() {
         guard let id = listener.withLock({ $0?.id }) else { return }
+        if let status = try? Sys.status(of: container.descriptor), status.st_nlink == 0 {
+            if !containerRemoved.exchange(true, ordering: .relaxed) {
+                Log.warning("container \(container.path) was removed; this process's observers hear only its own posts")
+            }
+            return
+        }
         let expected = observers.withLock { $0.subscriptions }
-        if registry.snapshot().entry(id)?.subscriptions != expected {
+        guard let entry = registry.snapshot().entry(id) else {
             Log.warning("registry in \(container.path) lost this process's entry; registering again")
             try? publishSubscriptions()
+            return
         }
+        // A difference may only be an add or remove in flight; publishing again is harmless either way.
+        if entry.subscriptions != expected { try? publishSubscriptions() }
     }
 
     // MARK: Delivering
