@@ -8,10 +8,13 @@ final class Endpoint: Sendable {
     let registry: Registry
     let counters = Counters()
     /// Identifies this process's posts to receivers, with a sequence number per post.
-    let poster = UInt64.random(in: 1...UInt64.max)
+    let poster: UInt64
+    /// The frame that wakes a listener to look at its spool.
+    private let nudge: [UInt8]
     private let sequence = Atomic<UInt64>(0)
     private let nextObserverID = Atomic<UInt64>(1)
     private let links = Mutex<[UInt64: PeerLink]>([:])
+    private let linksGeneration = Atomic<Int>(0)
     private let observers = Mutex(ObserverTable())
     private let listener = Mutex<Listener?>(nil)
     private let containerRemoved = Atomic<Bool>(false)
@@ -41,6 +44,8 @@ final class Endpoint: Sendable {
     private init(container: Container) {
         self.container = container
         registry = Registry(container: container)
+        poster = UInt64.random(in: 1...UInt64.max)
+        nudge = Frame.nudge(from: poster).encoded()
     }
 
     deinit {
@@ -63,9 +68,11 @@ final class Endpoint: Sendable {
         counters.count { $0.posted += 1 }
         var report = PostReport()
         let ownID = listener.withLock { $0?.id }
+        let snapshot = registry.snapshot()
+        pruneLinks(to: snapshot)
         var gone: [RegistryEntry] = []
-        for entry in registry.snapshot().listeners(matching: name, object: object) where entry.listener != ownID {
-            switch link(to: entry.listener).send(bytes, nudge: Frame.nudge(from: poster).encoded()) {
+        for entry in snapshot.listeners(matching: name, object: object) where entry.listener != ownID {
+            switch link(to: entry.listener).send(bytes, nudge: nudge) {
             case .direct:
                 report.delivered += 1
             case .spooled:
@@ -93,6 +100,14 @@ final class Endpoint: Sendable {
             Log.warning("notification \(name) did not reach pid \(failure.pid): \(failure.error)")
         }
         return report
+    }
+
+    /// Drops the links (and their sockets) of listeners that left the registry, once per registry change.
+    private func pruneLinks(to snapshot: RegistrySnapshot) {
+        let generation = registry.parses.load(ordering: .relaxed)
+        guard linksGeneration.exchange(generation, ordering: .relaxed) != generation else { return }
+        let present = Set(snapshot.entries.map(\.listener))
+        links.withLock { links in links = links.filter { present.contains($0.key) } }
     }
 
     private func link(to listener: UInt64) -> PeerLink {
@@ -159,7 +174,9 @@ final class Endpoint: Sendable {
     /// concurrent writers in one process cannot leave an older set behind.
     private func publishSubscriptions() throws(WormholeError) {
         guard let id = listener.withLock({ $0?.id }) else { return }
-        let stale = probeDeadListeners(except: id)
+        // On first registration, collect the entries of listeners that died unnoticed, so that a container
+        // does not grow with every process that ever observed in it.
+        let stale = registry.snapshot().entry(id) == nil ? probeDeadListeners(except: id) : []
         try registry.update { (entries) throws(WormholeError) in
             entries.removeAll { stale.contains($0.listener) }
             let entry = RegistryEntry(

@@ -26,7 +26,8 @@ final class Registry: Sendable {
 
     private let container: Container
     private let cache = Mutex(Cache())
-    /// How many times this process parsed the registry file; posting re-parses only after a change.
+    /// How many times this process parsed the registry file; posting re-parses only after a change. Also tells
+    /// callers that the snapshot changed since they last looked.
     let parses = Atomic<Int>(0)
 
     init(container: Container) {

@@ -24,7 +24,9 @@ final class PeerLink: Sendable {
     private struct State: ~Copyable {
         var socket: OwnedDescriptor?
         var spool: Spool?
-        var spooling = false
+        /// Starts true: a new link cannot know whether this process left frames in the spool through a link it
+        /// dropped, so its first post looks at the spool under its lock before using the socket.
+        var spooling = true
     }
 
     let listener: UInt64
