@@ -129,6 +129,34 @@ struct BinaryPropertyList {
         }
     }
 
+    /// Whether object `index` is the ASCII string `expected`, read without making a String.
+    func isString(_ index: Int, _ expected: StaticString) -> Bool {
+        guard index >= 0, index < objectCount,
+            let start = try? unsigned(at: offsetTable + index * offsetSize, size: offsetSize),
+            start >= 8, start < UInt64(offsetTable)
+        else { return false }
+        var offset = Int(start)
+        let count = expected.utf8CodeUnitCount
+        if count < 15 {
+            guard bytes[offset] == 0x50 | UInt8(count) else { return false }
+            offset += 1
+        } else {
+            // A longer string's count follows its marker as an integer object of 1, 2, 4 or 8 bytes.
+            guard offset + 2 <= offsetTable, bytes[offset] == 0x5F, bytes[offset + 1] >> 4 == 0x1,
+                bytes[offset + 1] & 0x0F <= 3
+            else { return false }
+            let width = 1 << Int(bytes[offset + 1] & 0x0F)
+            guard let length = try? unsigned(at: offset + 2, size: width, limit: offsetTable), length == UInt64(count)
+            else { return false }
+            offset += 2 + width
+        }
+        guard offset + count <= offsetTable else { return false }
+        return expected.withUTF8Buffer { expectedBytes in
+            for position in 0..<count where bytes[offset + position] != expectedBytes[position] { return false }
+            return true
+        }
+    }
+
     /// The count in a marker's low nibble, or in the integer object that follows when the nibble is 0xF.
     private func length(_ low: Int, _ reader: inout ByteReader, _ index: Int) throws(WormholeError) -> Int {
         guard low == 0x0F else { return low }
@@ -168,7 +196,7 @@ struct BinaryPropertyList {
         }
         var value: UInt64 = 0
         for index in offset..<(offset + size) {
-            value = value << 8 | UInt64(bytes[index])
+            value = value &<< 8 | UInt64(bytes[index])
         }
         return value
     }

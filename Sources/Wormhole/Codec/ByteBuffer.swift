@@ -43,12 +43,12 @@ struct ByteReader {
     mutating func read<T: FixedWidthInteger>(_: T.Type, _ what: @autoclosure () -> String) throws(WormholeError) -> T {
         let size = MemoryLayout<T>.size
         guard remaining >= size else { throw truncated(what()) }
-        var value: T = 0
+        var value: UInt64 = 0
         for index in offset..<(offset + size) {
-            value = value << 8 | T(bytes[index])
+            value = value &<< 8 | UInt64(bytes[index])
         }
         offset += size
-        return value
+        return T(truncatingIfNeeded: value)
     }
 
     mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws(WormholeError) -> ArraySlice<UInt8> {

@@ -16,9 +16,11 @@ struct KeyedArchiveDecoder {
     private let plist: BinaryPropertyList
     private let objects: [Int]
     private let allowed: AllowedClasses
-    private var values: [Int: Any] = [:]
-    private var weights: [Int: Int] = [:]
-    private var inProgress: Set<Int> = []
+    /// Per archived object: its value once decoded, its expanded size, and whether it is being decoded now.
+    private var values: [Any?]
+    private var weights: [Int]
+    private var inProgress: [Bool]
+    private var classNames: [(uid: UInt64, name: String)] = []
     private var foreignClasses: [AnyClass] = []
     private var holdsNullString = false
 
@@ -36,20 +38,22 @@ struct KeyedArchiveDecoder {
         guard case .dictionary(let keys, let values) = try plist.object(plist.topObject) else {
             throw WormholeError(.corruptData, "archive's top level is not a dictionary")
         }
-        var fields: [String: Int] = [:]
+        var archiver: Int?
+        var list: Int?
         for (key, value) in zip(keys, values) {
-            guard case .string(let name) = try plist.object(key) else {
-                throw WormholeError(.corruptData, "archive's top level has a key that is not a string")
-            }
-            fields[name] = value
+            if plist.isString(key, "$archiver") { archiver = value }
+            if plist.isString(key, "$objects") { list = value }
         }
-        guard let archiver = fields["$archiver"], case .string("NSKeyedArchiver") = try plist.object(archiver) else {
+        guard let archiver, plist.isString(archiver, "NSKeyedArchiver") else {
             throw WormholeError(.corruptData, "archive's $archiver is not NSKeyedArchiver")
         }
-        guard let list = fields["$objects"], case .array(let objects) = try plist.object(list), !objects.isEmpty else {
+        guard let list, case .array(let objects) = try plist.object(list), !objects.isEmpty else {
             throw WormholeError(.corruptData, "archive has no $objects array")
         }
         self.objects = objects
+        self.values = Array(repeating: nil, count: objects.count)
+        self.weights = Array(repeating: 1, count: objects.count)
+        self.inProgress = Array(repeating: false, count: objects.count)
     }
 
     private mutating func decodeRoot(_ bytes: [UInt8]) throws(WormholeError) -> [AnyHashable: Any] {
@@ -68,13 +72,10 @@ struct KeyedArchiveDecoder {
         guard case .dictionary(let keys, let values) = try plist.object(plist.topObject) else {
             throw WormholeError(.corruptData, "archive's top level is not a dictionary")
         }
-        for (key, value) in zip(keys, values) {
-            guard case .string("$top") = try plist.object(key) else { continue }
+        for (key, value) in zip(keys, values) where plist.isString(key, "$top") {
             guard case .dictionary(let topKeys, let topValues) = try plist.object(value) else { break }
-            for (topKey, topValue) in zip(topKeys, topValues) {
-                if case .string("root") = try plist.object(topKey), case .uid(let root) = try plist.object(topValue) {
-                    return root
-                }
+            for (topKey, topValue) in zip(topKeys, topValues) where plist.isString(topKey, "root") {
+                if case .uid(let root) = try plist.object(topValue) { return root }
             }
         }
         throw WormholeError(.corruptData, "archive has no $top root reference")
@@ -91,10 +92,11 @@ struct KeyedArchiveDecoder {
         guard depth <= Self.maximumDepth else {
             throw WormholeError(.corruptData, "object \(index) is nested deeper than \(Self.maximumDepth) levels")
         }
-        guard inProgress.insert(index).inserted else {
+        guard !inProgress[index] else {
             throw WormholeError(.corruptData, "object \(index) contains itself")
         }
-        defer { inProgress.remove(index) }
+        inProgress[index] = true
+        defer { inProgress[index] = false }
 
         var weight = 1
         let value: Any
@@ -128,17 +130,23 @@ struct KeyedArchiveDecoder {
         return value
     }
 
+    /// The fields of an archived object, found by name without making Strings of the keys.
+    private struct Fields {
+        let plist: BinaryPropertyList
+        let keys: [Int]
+        let values: [Int]
+
+        subscript(name: StaticString) -> Int? {
+            for (key, value) in zip(keys, values) where plist.isString(key, name) { return value }
+            return nil
+        }
+    }
+
     /// An object with a `$class`: one of the classes decoded here, or a class left to Foundation.
     private mutating func decodeObject(_ index: Int, keys: [Int], values fieldValues: [Int], depth: Int)
         throws(WormholeError) -> (Any, Int)
     {
-        var fields: [String: Int] = [:]
-        for (key, value) in zip(keys, fieldValues) {
-            guard case .string(let name) = try plist.object(key) else {
-                throw WormholeError(.corruptData, "object \(index) has a key that is not a string")
-            }
-            fields[name] = value
-        }
+        let fields = Fields(plist: plist, keys: keys, values: fieldValues)
         guard let classField = fields["$class"], case .uid(let classUID) = try plist.object(classField) else {
             throw WormholeError(.corruptData, "object \(index) has no $class reference")
         }
@@ -200,13 +208,13 @@ struct KeyedArchiveDecoder {
             try require(className, as: "NSNull", at: index)
             return (NSNull(), 1)
         default:
-            return try checkForeignObject(index, className: className, fields: fields, depth: depth)
+            return try checkForeignObject(index, className: className, keys: keys, values: fieldValues, depth: depth)
         }
     }
 
     /// An object of a class Foundation must decode: the class must be allowed and secure-coding, and every
     /// object it refers to is checked like the rest of the archive.
-    private mutating func checkForeignObject(_ index: Int, className: String, fields: [String: Int], depth: Int)
+    private mutating func checkForeignObject(_ index: Int, className: String, keys: [Int], values fields: [Int], depth: Int)
         throws(WormholeError) -> (Any, Int)
     {
         guard let type = NSClassFromString(className) else {
@@ -220,16 +228,16 @@ struct KeyedArchiveDecoder {
         }
         foreignClasses.append(type)
         var weight = 1
-        for (name, field) in fields where name != "$class" {
+        for (key, field) in zip(keys, fields) where !plist.isString(key, "$class") {
             switch try plist.object(field) {
             case .uid(let uid):
                 _ = try decode(uid, depth: depth + 1)
-                weight += uid == 0 ? 0 : weights[Int(uid)] ?? 1
+                weight += uid == 0 ? 0 : weights[Int(uid)]
             case .array(let items):
                 for item in items {
                     if case .uid(let uid) = try plist.object(item) {
                         _ = try decode(uid, depth: depth + 1)
-                        weight += uid == 0 ? 0 : weights[Int(uid)] ?? 1
+                        weight += uid == 0 ? 0 : weights[Int(uid)]
                     }
                 }
             default:
@@ -245,7 +253,7 @@ struct KeyedArchiveDecoder {
         guard let value = try decode(uid, depth: depth + 1) else {
             throw WormholeError(.corruptData, "object \(index) holds a $null element")
         }
-        weight += weights[Int(uid)] ?? 1
+        weight += weights[Int(uid)]
         guard weight <= Self.maximumElements else { throw tooLarge(index) }
         return value
     }
@@ -254,14 +262,16 @@ struct KeyedArchiveDecoder {
         WormholeError(.corruptData, "object \(index) expands into more than \(Self.maximumElements) elements")
     }
 
-    private func className(_ uid: UInt64, of index: Int) throws(WormholeError) -> String {
+    private mutating func className(_ uid: UInt64, of index: Int) throws(WormholeError) -> String {
+        if let known = classNames.first(where: { $0.uid == uid }) { return known.name }
         guard uid > 0, uid < UInt64(objects.count),
             case .dictionary(let keys, let values) = try plist.object(objects[Int(uid)])
         else {
             throw WormholeError(.corruptData, "object \(index) has a $class that is not a class entry")
         }
-        for (key, value) in zip(keys, values) {
-            if case .string("$classname") = try plist.object(key), case .string(let name) = try plist.object(value) {
+        for (key, value) in zip(keys, values) where plist.isString(key, "$classname") {
+            if case .string(let name) = try plist.object(value) {
+                classNames.append((uid, name))
                 return name
             }
         }

@@ -1,11 +1,20 @@
 import Foundation
 
-/// Archives a userInfo dictionary with secure coding, after checking that every value can travel.
+/// Archives a userInfo dictionary with secure coding: property-list values with ``KeyedArchiveEncoder``, and a
+/// userInfo that also holds `NSSecureCoding` classes of the user's own with Foundation's archiver, after
+/// checking that every value can travel.
 enum UserInfoEncoder {
     /// The keyed archive of `userInfo`.
     /// - Throws: ``WormholeError/Code/unsupportedValue`` naming the key path of the first value that is neither
     ///   a property-list value nor `NSSecureCoding`.
     static func encode(_ userInfo: [AnyHashable: Any], maximumSize: Int) throws(WormholeError) -> [UInt8] {
+        do {
+            return try KeyedArchiveEncoder.encode(userInfo, maximumSize: maximumSize)
+        } catch let error as WormholeError {
+            throw error
+        } catch {
+            // A class of the user's own: Foundation archives the whole value, after the checks below.
+        }
         var budget = Budget(bytes: maximumSize)
         let root = try bridge(userInfo, path: "userInfo", budget: &budget)
         do {

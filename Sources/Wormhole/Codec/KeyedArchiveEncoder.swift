@@ -1,0 +1,269 @@
+import Foundation
+
+/// Writes the keyed-archive format of `NSKeyedArchiver` for property-list values, without Foundation's archiver.
+///
+/// The archive is the one Foundation writes: a binary property list whose top dictionary holds `$archiver`
+/// (`NSKeyedArchiver`), `$version` (100000), `$top` (`root` → UID) and `$objects`, with `$null` at index 0.
+/// Strings, numbers, booleans and data sit inline in `$objects`; dates, arrays and dictionaries are objects with
+/// a `$class` (`NSDate` with `NS.time`, `NSArray` with `NS.objects`, `NSDictionary` with `NS.keys` and
+/// `NS.objects`), and `NSNull` has no fields. Equal strings are written once and shared by UID.
+struct KeyedArchiveEncoder {
+    /// Thrown for a value this encoder does not own, such as an `NSSecureCoding` class of the user's own; the
+    /// caller then archives the whole value with Foundation.
+    struct NeedsFoundation: Error {}
+
+    private var writer = BinaryPropertyListWriter()
+    /// `$objects`, as writer indexes.
+    private var objects: [Int] = []
+    private var uids: [Int] = []
+    private var sharedStrings: [String: Int] = [:]
+    private let maximumSize: Int
+    private var bytesLeft: Int
+    private var depthLeft = KeyedArchiveDecoder.maximumDepth
+
+    /// The archive of `root`.
+    /// - Throws: ``NeedsFoundation`` for a value it does not own; ``WormholeError/Code/unsupportedValue`` for a
+    ///   value nested deeper than receivers decode; ``WormholeError/Code/payloadTooLarge`` once the strings and
+    ///   data seen pass `maximumSize`.
+    static func encode(_ root: Any, maximumSize: Int) throws -> [UInt8] {
+        var encoder = KeyedArchiveEncoder(maximumSize: maximumSize)
+        return try encoder.archive(root)
+    }
+
+    /// The strings every archive holds, at these writer indexes.
+    private enum Constant: Int, CaseIterable {
+        case null, classKey, keys, objects, time, classname, classes, nsObject
+        case archiverKey, archiver, versionKey, topKey, root, objectsKey
+
+        var text: String {
+            switch self {
+            case .null: "$null"
+            case .classKey: "$class"
+            case .keys: "NS.keys"
+            case .objects: "NS.objects"
+            case .time: "NS.time"
+            case .classname: "$classname"
+            case .classes: "$classes"
+            case .nsObject: "NSObject"
+            case .archiverKey: "$archiver"
+            case .archiver: "NSKeyedArchiver"
+            case .versionKey: "$version"
+            case .topKey: "$top"
+            case .root: "root"
+            case .objectsKey: "$objects"
+            }
+        }
+    }
+
+    /// The classes this encoder writes objects of, with their UID once written.
+    private enum KnownClass: Int {
+        case date, array, dictionary, null
+        var name: String { ["NSDate", "NSArray", "NSDictionary", "NSNull"][rawValue] }
+    }
+
+    private var classUIDs: [Int] = [-1, -1, -1, -1]
+
+    private init(maximumSize: Int) {
+        self.maximumSize = maximumSize
+        bytesLeft = maximumSize
+        for constant in Constant.allCases { _ = writer.add(.string(constant.text)) }
+        objects.reserveCapacity(16)
+        objects.append(Constant.null.rawValue)
+    }
+
+    private mutating func archive(_ root: Any) throws -> [UInt8] {
+        let rootUID = try encode(root, path: "root")
+        let version = writer.add(.integer(100_000))
+        let top = writer.add(.dictionary(keys: [Constant.root.rawValue], values: [uidReference(rootUID)]))
+        let list = writer.add(.array(objects))
+        let document = writer.add(
+            .dictionary(
+                keys: [Constant.archiverKey.rawValue, Constant.objectsKey.rawValue, Constant.topKey.rawValue, Constant.versionKey.rawValue],
+                values: [Constant.archiver.rawValue, list, top, version]))
+        return writer.bytes(top: document)
+    }
+
+    /// Archives `value` and returns its UID (its index in `$objects`).
+    private mutating func encode(_ value: Any, path: @autoclosure () -> String) throws -> Int {
+        // The common concrete types first: a failed dynamic cast costs more than this comparison.
+        let type = ObjectIdentifier(Swift.type(of: value))
+        if type == Self.stringType, let string = value as? String { return try shared(string) }
+        if type == Self.intType, let integer = value as? Int { return number(.integer(Int64(integer))) }
+        if type == Self.doubleType, let real = value as? Double { return number(.real(real)) }
+        if type == Self.boolType, let flag = value as? Bool { return number(.bool(flag)) }
+        if type == Self.dictionaryType, let dictionary = value as? [String: Any] {
+            return try encodeDictionary(dictionary.lazy.map { (AnyHashable($0.key), $0.value) }, count: dictionary.count, path: path())
+        }
+        if type == Self.anyDictionaryType, let dictionary = value as? [AnyHashable: Any] {
+            return try encodeDictionary(dictionary.lazy.map { ($0.key, $0.value) }, count: dictionary.count, path: path())
+        }
+        switch value {
+        case let string as String:
+            return try shared(string)
+        case let flag as Bool where Swift.type(of: value) == Bool.self:
+            return number(.bool(flag))
+        case let number as NSNumber:
+            return encodeNumber(number)
+        case let integer as Int:
+            return number(.integer(Int64(integer)))
+        case let real as Double:
+            return number(.real(real))
+        case let data as Data:
+            try spend(data.count)
+            return append(writer.add(.data(data)))
+        case let date as Date:
+            let time = writer.add(.real(date.timeIntervalSinceReferenceDate))
+            return object(.date, fields: [(Constant.time.rawValue, time)])
+        case let array as [Any]:
+            try descend(path())
+            defer { depthLeft += 1 }
+            var items: [Int] = []
+            items.reserveCapacity(array.count)
+            for (index, item) in array.enumerated() {
+                items.append(uidReference(try encode(item, path: "\(path())[\(index)]")))
+            }
+            return object(.array, fields: [(Constant.objects.rawValue, writer.add(.array(items)))])
+        case let dictionary as [AnyHashable: Any]:
+            return try encodeDictionary(dictionary.lazy.map { ($0.key, $0.value) }, count: dictionary.count, path: path())
+        case is NSNull:
+            return object(.null, fields: [])
+        case let integer as Int64:
+            return number(.integer(integer))
+        case let integer as Int32:
+            return number(.integer(Int64(integer)))
+        case let integer as Int16:
+            return number(.integer(Int64(integer)))
+        case let integer as Int8:
+            return number(.integer(Int64(integer)))
+        case let integer as UInt:
+            return encodeUnsigned(UInt64(integer))
+        case let integer as UInt64:
+            return encodeUnsigned(integer)
+        case let integer as UInt32:
+            return number(.integer(Int64(integer)))
+        case let integer as UInt16:
+            return number(.integer(Int64(integer)))
+        case let integer as UInt8:
+            return number(.integer(Int64(integer)))
+        case let real as Float:
+            return number(.real(Double(real)))
+        default:
+            throw NeedsFoundation()
+        }
+    }
+
+    private static let stringType = ObjectIdentifier(String.self)
+    private static let intType = ObjectIdentifier(Int.self)
+    private static let doubleType = ObjectIdentifier(Double.self)
+    private static let boolType = ObjectIdentifier(Bool.self)
+    private static let dictionaryType = ObjectIdentifier([String: Any].self)
+    private static let anyDictionaryType = ObjectIdentifier([AnyHashable: Any].self)
+
+    private mutating func encodeDictionary(
+        _ pairs: some Sequence<(AnyHashable, Any)>, count: Int, path: @autoclosure () -> String
+    ) throws -> Int {
+        try descend(path())
+        defer { depthLeft += 1 }
+        var keys: [Int] = []
+        var values: [Int] = []
+        keys.reserveCapacity(count)
+        values.reserveCapacity(count)
+        for (key, item) in pairs {
+            let keyUID: Int
+            switch key.base {
+            case let string as String: keyUID = try shared(string)
+            case let number as NSNumber: keyUID = encodeNumber(number)
+            case let integer as Int: keyUID = self.number(.integer(Int64(integer)))
+            default:
+                throw WormholeError(.unsupportedValue, "\(path()) has a key of type \(Swift.type(of: key.base)); use String keys")
+            }
+            keys.append(uidReference(keyUID))
+            values.append(uidReference(try encode(item, path: "\(path())[\"\(key.base)\"]")))
+        }
+        return object(
+            .dictionary, fields: [(Constant.keys.rawValue, writer.add(.array(keys))), (Constant.objects.rawValue, writer.add(.array(values)))])
+    }
+
+    private mutating func encodeNumber(_ number: NSNumber) -> Int {
+        // NSNumber's type letters: c is a Bool (or a char), d and f are reals, Q an unsigned 64-bit integer.
+        switch number.objCType.pointee {
+        case CChar(UInt8(ascii: "c")) where number.int64Value == 0 || number.int64Value == 1:
+            return self.number(.bool(number.boolValue))
+        case CChar(UInt8(ascii: "d")), CChar(UInt8(ascii: "f")):
+            return self.number(.real(number.doubleValue))
+        case CChar(UInt8(ascii: "Q")) where number.uint64Value > UInt64(Int64.max):
+            return encodeUnsigned(number.uint64Value)
+        default:
+            return self.number(.integer(number.int64Value))
+        }
+    }
+
+    private mutating func encodeUnsigned(_ value: UInt64) -> Int {
+        if value <= UInt64(Int64.max) { return number(.integer(Int64(value))) }
+        return number(.unsignedInteger(value))
+    }
+
+    /// A number, written inline each time: cheaper than looking for an equal one.
+    private mutating func number(_ object: BinaryPropertyListWriter.Object) -> Int {
+        append(writer.add(object))
+    }
+
+    private mutating func shared(_ string: String) throws(WormholeError) -> Int {
+        if let uid = sharedStrings[string] { return uid }
+        try spend(string.utf8.count)
+        // Not through the writer's string table: "$null" as a value must be an object of its own, not index 0.
+        let uid = append(writer.add(.string(string)))
+        sharedStrings[string] = uid
+        return uid
+    }
+
+    /// An object with a `$class` and `fields`.
+    private mutating func object(_ known: KnownClass, fields: [(Int, Int)]) -> Int {
+        var keys = [Constant.classKey.rawValue]
+        var values = [uidReference(classUID(known))]
+        for (name, value) in fields {
+            keys.append(name)
+            values.append(value)
+        }
+        return append(writer.add(.dictionary(keys: keys, values: values)))
+    }
+
+    private mutating func classUID(_ known: KnownClass) -> Int {
+        if classUIDs[known.rawValue] >= 0 { return classUIDs[known.rawValue] }
+        let name = writer.add(.string(known.name))
+        let list = writer.add(.array([name, Constant.nsObject.rawValue]))
+        let uid = append(
+            writer.add(.dictionary(keys: [Constant.classes.rawValue, Constant.classname.rawValue], values: [list, name])))
+        classUIDs[known.rawValue] = uid
+        return uid
+    }
+
+    /// Adds writer object `index` to `$objects`; returns its UID.
+    private mutating func append(_ index: Int) -> Int {
+        objects.append(index)
+        return objects.count - 1
+    }
+
+    /// The writer index of a UID object for `uid`, each written once.
+    private mutating func uidReference(_ uid: Int) -> Int {
+        if uid < uids.count, uids[uid] >= 0 { return uids[uid] }
+        if uid >= uids.count { uids.append(contentsOf: repeatElement(-1, count: uid - uids.count + 1)) }
+        let index = writer.add(.uid(uid))
+        uids[uid] = index
+        return index
+    }
+
+    private mutating func spend(_ bytes: Int) throws(WormholeError) {
+        bytesLeft -= bytes
+        guard bytesLeft >= 0 else {
+            throw WormholeError(.payloadTooLarge, "the value holds more than \(maximumSize) bytes of strings and data")
+        }
+    }
+
+    private mutating func descend(_ path: String) throws(WormholeError) {
+        depthLeft -= 1
+        guard depthLeft >= 0 else {
+            throw WormholeError(.unsupportedValue, "\(path) is nested deeper than \(KeyedArchiveDecoder.maximumDepth) levels")
+        }
+    }
+}
