@@ -17,6 +17,8 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Deliveries whose userInfo was refused (a disallowed class or a malformed archive): the observer got
     /// the notification with `userInfo == nil`.
     public var userInfoRejected = 0
+    /// Notifications that typed-message observers could not decode into their message type.
+    public var messagesRejected = 0
     /// Dead listeners removed from the registry.
     public var listenersRemoved = 0
 
@@ -24,6 +26,7 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
-            + "dropped \(dropped), userInfo rejected \(userInfoRejected), listeners removed \(listenersRemoved)"
+            + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), "
+            + "listeners removed \(listenersRemoved)"
     }
 }

@@ -28,6 +28,14 @@ struct KeyedArchiveDecoder {
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a class outside `allowed`, and
     ///   ``WormholeError/Code/corruptData`` saying what is wrong and at which object, for anything malformed.
     static func decodeUserInfo(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
+        guard let dictionary = try decodeRoot(bytes, allowed: allowed) as? [AnyHashable: Any] else {
+            throw WormholeError(.corruptData, "archive's root object is not a dictionary")
+        }
+        return dictionary
+    }
+
+    /// Decodes the root object of `bytes`, whatever its type; nil when the root is `$null`.
+    static func decodeRoot(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> Any? {
         var decoder = try KeyedArchiveDecoder(bytes, allowed: allowed)
         return try decoder.decodeRoot(bytes)
     }
@@ -56,16 +64,9 @@ struct KeyedArchiveDecoder {
         self.inProgress = Array(repeating: false, count: objects.count)
     }
 
-    private mutating func decodeRoot(_ bytes: [UInt8]) throws(WormholeError) -> [AnyHashable: Any] {
-        let root = try rootReference()
-        let value = try decode(root, depth: 0)
-        if !foreignClasses.isEmpty {
-            return try decodeWithFoundation(bytes)
-        }
-        guard let dictionary = value as? [AnyHashable: Any] else {
-            throw WormholeError(.corruptData, "archive's root object is not a dictionary")
-        }
-        return dictionary
+    private mutating func decodeRoot(_ bytes: [UInt8]) throws(WormholeError) -> Any? {
+        let value = try decode(try rootReference(), depth: 0)
+        return foreignClasses.isEmpty ? value : try decodeWithFoundation(bytes)
     }
 
     private func rootReference() throws(WormholeError) -> UInt64 {
@@ -300,20 +301,15 @@ struct KeyedArchiveDecoder {
     }
 
     /// Hands a fully checked archive that holds classes of the user's own to Foundation.
-    private func decodeWithFoundation(_ bytes: [UInt8]) throws(WormholeError) -> [AnyHashable: Any] {
+    private func decodeWithFoundation(_ bytes: [UInt8]) throws(WormholeError) -> Any? {
         guard !holdsNullString else {
             throw WormholeError(.corruptData, "archive holds the string \"$null\", which Foundation on this platform misreads")
         }
-        let classes: [AnyClass] = allowed.classes + foreignClasses + [NSDictionary.self]
-        let decoded: Any?
+        let classes: [AnyClass] = allowed.classes + foreignClasses
         do {
-            decoded = try NSKeyedUnarchiver.unarchivedObject(ofClasses: classes, from: Data(bytes))
+            return try NSKeyedUnarchiver.unarchivedObject(ofClasses: classes, from: Data(bytes))
         } catch {
             throw WormholeError(.corruptData, "Foundation could not decode the archive: \(error)")
         }
-        guard let dictionary = decoded as? [AnyHashable: Any] else {
-            throw WormholeError(.corruptData, "archive's root object is not a dictionary")
-        }
-        return dictionary
     }
 }

@@ -8,20 +8,25 @@ enum UserInfoEncoder {
     /// - Throws: ``WormholeError/Code/unsupportedValue`` naming the key path of the first value that is neither
     ///   a property-list value nor `NSSecureCoding`.
     static func encode(_ userInfo: [AnyHashable: Any], maximumSize: Int) throws(WormholeError) -> [UInt8] {
+        try encode(root: userInfo, maximumSize: maximumSize)
+    }
+
+    /// The archive of any property-list value or `NSSecureCoding` object graph.
+    static func encode(root value: Any, maximumSize: Int) throws(WormholeError) -> [UInt8] {
         do {
-            return try KeyedArchiveEncoder.encode(userInfo, maximumSize: maximumSize)
+            return try KeyedArchiveEncoder.encode(value, maximumSize: maximumSize)
         } catch let error as WormholeError {
             throw error
         } catch {
             // A class of the user's own: Foundation archives the whole value, after the checks below.
         }
         var budget = Budget(bytes: maximumSize)
-        let root = try bridge(userInfo, path: "userInfo", budget: &budget)
+        let root = try bridge(value, path: "userInfo", budget: &budget)
         do {
             let data = try NSKeyedArchiver.archivedData(withRootObject: root, requiringSecureCoding: true)
             return [UInt8](data)
         } catch {
-            throw WormholeError(.unsupportedValue, "userInfo could not be archived: \(error)")
+            throw WormholeError(.unsupportedValue, "the value could not be archived: \(error)")
         }
     }
 

@@ -1,0 +1,67 @@
+import Foundation
+
+extension GroupNotificationCenter {
+    /// Posts a typed message to every observer of its name, typed or not, in every process of the group.
+    public func post<Message: GroupMessage>(_ message: Message, object: String? = nil) {
+        do {
+            try postReporting(message, object: object)
+        } catch {
+            Log.warning("message \(Message.name.rawValue) not posted: \(error)")
+        }
+    }
+
+    /// Posts a typed message and reports, like ``postReporting(name:object:userInfo:)``.
+    /// - Throws: ``WormholeError/Code/unsupportedValue`` when the message does not encode as a keyed container.
+    @discardableResult
+    public func postReporting<Message: GroupMessage>(_ message: Message, object: String? = nil) throws -> PostReport {
+        try postReporting(name: Message.name, object: object, userInfo: try MessageCoding.userInfo(of: message))
+    }
+
+    /// Observes typed messages. A notification of the message's name whose userInfo does not decode into
+    /// `Message` is logged and counted in ``WormholeStatistics/messagesRejected``, and the block is not called.
+    @discardableResult
+    public func addObserver<Message: GroupMessage>(
+        of type: Message.Type, object: String? = nil, queue: OperationQueue? = nil,
+        using block: @escaping @Sendable (Message) -> Void
+    ) -> any NSObjectProtocol {
+        addMessageObserver(of: type, object: object, queue: queue, using: block)
+    }
+
+    func addMessageObserver<Message: GroupMessage>(
+        of type: Message.Type, object: String?, queue: OperationQueue?,
+        using block: @escaping @Sendable (Message) -> Void
+    ) -> Observer {
+        let counters = endpoint.counters
+        return addObserver(forName: Message.name, object: object, allowedClasses: .propertyList, queue: queue) { note in
+            do throws(WormholeError) {
+                block(try MessageCoding.message(Message.self, from: note.userInfo))
+            } catch {
+                counters.count { $0.messagesRejected += 1 }
+                Log.warning("\(error)")
+            }
+        }
+    }
+
+    /// Typed messages as an asynchronous sequence; undecodable ones are dropped and counted, as for observers.
+    public func messages<Message: GroupMessage>(of type: Message.Type, object: String? = nil) -> GroupMessages<Message> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .unbounded)
+        let observer = addMessageObserver(of: type, object: object, queue: nil) { message in continuation.yield(message) }
+        let endpoint = self.endpoint
+        continuation.onTermination = { _ in
+            endpoint.remove { $0 === observer }
+        }
+        return GroupMessages(stream: stream)
+    }
+}
+
+/// The typed messages a ``GroupNotificationCenter`` observer receives, in order.
+public struct GroupMessages<Message: GroupMessage>: AsyncSequence, Sendable {
+    public typealias Element = Message
+    public typealias Failure = Never
+
+    let stream: AsyncStream<Message>
+
+    public func makeAsyncIterator() -> AsyncStream<Message>.Iterator {
+        stream.makeAsyncIterator()
+    }
+}

@@ -1,0 +1,89 @@
+import Foundation
+import Synchronization
+import Testing
+import Wormhole
+
+struct CartChanged: GroupMessage, Equatable {
+    static let name = Notification.Name("cart.changed")
+    var itemIDs: [Int]
+    var note: String?
+    var at: Date
+}
+
+@Suite("Typed messages")
+struct MessageTests {
+    @Test("a typed message reaches typed and untyped observers, and another process's wormhole listen")
+    func typedAndUntyped() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "cart.changed", "--count", "1"])
+        try listener.waitForError(containing: "listening")
+        let typed = Recorder()
+        let received = MessageBox<CartChanged>()
+        center.addObserver(of: CartChanged.self) { message in received.put(message) }
+        center.addObserver(forName: CartChanged.name, object: nil, queue: nil, using: typed.block)
+
+        let message = CartChanged(itemIDs: [3, 4, 10], note: "hi", at: Date(timeIntervalSinceReferenceDate: 100))
+        let report = try center.postReporting(message)
+        #expect(report.delivered == 2)
+        #expect(try received.take() == message)
+        #expect(try typed.wait(for: 1).first?.userInfo?["itemIDs"] as? [Int] == [3, 4, 10])
+        #expect(try listener.waitForExit() == 0)
+        let info = try #require(listener.jsonLines().first?["userInfo"] as? [String: Any])
+        #expect(info["itemIDs"] as? [Int] == [3, 4, 10])
+    }
+
+    @Test("a payload that does not decode into the type is a counted drop, and later messages still arrive")
+    func undecodable() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let received = MessageBox<CartChanged>()
+        center.addObserver(of: CartChanged.self) { message in received.put(message) }
+        center.post(name: CartChanged.name, object: nil, userInfo: ["itemIDs": "not a list"])
+        let good = CartChanged(itemIDs: [1], note: nil, at: Date(timeIntervalSinceReferenceDate: 0))
+        center.post(good)
+        #expect(try received.take() == good)
+        #expect(center.statistics.messagesRejected == 1)
+    }
+
+    @Test("typed messages as an async sequence")
+    func sequence() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let messages = center.messages(of: CartChanged.self)
+        for i in 0..<3 { center.post(CartChanged(itemIDs: [i], note: nil, at: Date(timeIntervalSinceReferenceDate: 0))) }
+        let collected = Task {
+            var ids: [Int] = []
+            for await message in messages {
+                ids += message.itemIDs
+                if ids.count == 3 { break }
+            }
+            return ids
+        }
+        let timeout = Task {
+            try await Task.sleep(for: .seconds(20))
+            collected.cancel()
+        }
+        #expect(await collected.value == [0, 1, 2])
+        timeout.cancel()
+    }
+}
+
+/// Typed values handed from observer blocks to the test, with a bounded wait.
+final class MessageBox<Value: Sendable>: Sendable {
+    private let values = Mutex<[Value]>([])
+    private let available = DispatchSemaphore(value: 0)
+
+    func put(_ value: Value) {
+        values.withLock { $0.append(value) }
+        available.signal()
+    }
+
+    func take(timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) throws -> Value {
+        guard available.wait(timeout: .now() + seconds) == .success else {
+            Issue.record("nothing arrived in \(seconds) s", sourceLocation: sourceLocation)
+            throw Peer.Timeout(description: "message")
+        }
+        return values.withLock { $0.removeFirst() }
+    }
+}
