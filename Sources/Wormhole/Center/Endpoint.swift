@@ -240,10 +240,13 @@ final class Endpoint: Sendable {
 
     /// Hands frames to the matching observers, decoding each userInfo once per set of allowed classes.
     func deliver(_ frames: [Frame]) {
+        var batch = DeliveryBatch()
+        var received = 0
+        var rejected = 0
         for frame in frames {
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
-            counters.count { $0.received += 1 }
+            received += 1
             var decoded: [String: [AnyHashable: Any]?] = [:]
             for observer in matches {
                 var userInfo: [AnyHashable: Any]? = nil
@@ -254,15 +257,22 @@ final class Endpoint: Sendable {
                         do throws(WormholeError) {
                             userInfo = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: observer.allowed)
                         } catch {
-                            counters.count { $0.userInfoRejected += 1 }
+                            rejected += 1
                             Log.warning("userInfo of \(frame.name) withheld from an observer: \(error)")
                         }
                         decoded[observer.allowed.key] = .some(userInfo)
                     }
                 }
-                observer.enqueue(name: frame.name, object: frame.object, userInfo: userInfo)
+                batch.add(observer, name: frame.name, object: frame.object, userInfo: userInfo)
             }
         }
+        if received > 0 || rejected > 0 {
+            counters.count {
+                $0.received += received
+                $0.userInfoRejected += rejected
+            }
+        }
+        batch.dispatch()
     }
 }
 

@@ -32,12 +32,18 @@ final class Observer: NSObject, Sendable {
         active.store(false, ordering: .releasing)
     }
 
-    /// Calls the block on the observer's queue, later, unless the observer is removed first.
-    func enqueue(name: String, object: String?, userInfo: [AnyHashable: Any]?) {
-        let note = SendableNotification(Notification(name: Notification.Name(name), object: object, userInfo: userInfo))
-        let work: @Sendable () -> Void = { [self] in
-            if isActive { block(note.value) }
-        }
+    /// The queue the block runs on, and its identity, so that deliveries to one queue can go as one batch.
+    var queueIdentity: ObjectIdentifier {
+        operationQueue.map(ObjectIdentifier.init) ?? ObjectIdentifier(serialQueue)
+    }
+
+    /// Calls the block with `note` unless the observer was removed meanwhile.
+    func call(_ note: SendableNotification) {
+        if isActive { block(note.value) }
+    }
+
+    /// Runs `work` on this observer's queue.
+    func schedule(_ work: @escaping @Sendable () -> Void) {
         if let operationQueue {
             operationQueue.addOperation(work)
         } else {
@@ -58,4 +64,38 @@ struct SendableNotification: @unchecked Sendable {
     init(_ value: Notification) {
         self.value = value
     }
+}
+
+/// The deliveries of one batch of received frames, in order, handed to each queue as one piece of work:
+/// one wake-up of a queue per batch instead of one per notification.
+struct DeliveryBatch {
+    private var groups: [(queue: ObjectIdentifier, first: Observer, items: [(Observer, SendableNotification)])] = []
+
+    var isEmpty: Bool { groups.isEmpty }
+
+    mutating func add(_ observer: Observer, name: String, object: String?, userInfo: [AnyHashable: Any]?) {
+        let note = SendableNotification(Notification(name: Notification.Name(name), object: object, userInfo: userInfo))
+        let queue = observer.queueIdentity
+        if let index = groups.firstIndex(where: { $0.queue == queue }) {
+            groups[index].items.append((observer, note))
+        } else {
+            groups.append((queue, observer, [(observer, note)]))
+        }
+    }
+
+    /// Schedules each queue's deliveries, in the order they were added.
+    func dispatch() {
+        for group in groups {
+            let items = DeliveryItems(items: group.items)
+            group.first.schedule {
+                for (observer, note) in items.items { observer.call(note) }
+            }
+        }
+    }
+}
+
+/// A batch's deliveries for one queue.
+/// Safe because the array is built before scheduling and only read after.
+private struct DeliveryItems: @unchecked Sendable {
+    let items: [(Observer, SendableNotification)]
 }

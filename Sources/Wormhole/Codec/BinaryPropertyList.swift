@@ -14,9 +14,30 @@ struct BinaryPropertyList {
         case data(ArraySlice<UInt8>)
         case string(String)
         case uid(UInt64)
-        case array([Int])
-        case set([Int])
-        case dictionary(keys: [Int], values: [Int])
+        case array(References)
+        case set(References)
+        case dictionary(keys: References, values: References)
+    }
+
+    /// A container's element references, read in place; every one was checked to be in range when parsed.
+    struct References: RandomAccessCollection {
+        let bytes: [UInt8]
+        let start: Int
+        let count: Int
+        let size: Int
+
+        var startIndex: Int { 0 }
+        var endIndex: Int { count }
+
+        subscript(position: Int) -> Int {
+            var value = 0
+            var offset = start + position * size
+            for _ in 0..<size {
+                value = value &<< 8 | Int(bytes[offset])
+                offset += 1
+            }
+            return value
+        }
     }
 
     let bytes: [UInt8]
@@ -25,6 +46,8 @@ struct BinaryPropertyList {
     private let offsetSize: Int
     private let referenceSize: Int
     private let offsetTable: Int
+    /// Where each object starts, read once from the offset table and checked to lie in the object area.
+    private let offsets: [Int]
 
     init(_ bytes: [UInt8]) throws(WormholeError) {
         self.bytes = bytes
@@ -49,6 +72,21 @@ struct BinaryPropertyList {
         objectCount = Int(count)
         topObject = Int(top)
         offsetTable = Int(table)
+        var offsets: [Int] = []
+        offsets.reserveCapacity(objectCount)
+        var position = offsetTable
+        for index in 0..<objectCount {
+            var start = 0
+            for _ in 0..<offsetSize {
+                start = start &<< 8 | Int(bytes[position])
+                position += 1
+            }
+            guard start >= 8, start < offsetTable else {
+                throw WormholeError(.corruptData, "object \(index) starts outside the object area")
+            }
+            offsets.append(start)
+        }
+        self.offsets = offsets
     }
 
     /// Parses the object at `index`.
@@ -56,11 +94,7 @@ struct BinaryPropertyList {
         guard index >= 0, index < objectCount else {
             throw WormholeError(.corruptData, "object reference \(index) is outside 0..<\(objectCount)")
         }
-        let rawStart = try unsigned(at: offsetTable + index * offsetSize, size: offsetSize)
-        guard rawStart >= 8, rawStart < UInt64(offsetTable) else {
-            throw WormholeError(.corruptData, "object \(index) starts outside the object area")
-        }
-        let start = Int(rawStart)
+        let start = offsets[index]
         var reader = ByteReader(bytes, from: start, to: offsetTable)
         let marker = try reader.read(UInt8.self, "object \(index) marker")
         let low = Int(marker & 0x0F)
@@ -116,26 +150,38 @@ struct BinaryPropertyList {
             guard size <= 8 else { throw WormholeError(.corruptData, "object \(index) has a UID of \(size) bytes") }
             return .uid(try unsigned(at: reader.offset, size: size, limit: offsetTable))
         case 0xA:
-            return .array(try references(try length(low, &reader, index), &reader, index))
+            return .array(try references(try length(low, &reader, index), at: reader.offset, index))
         case 0xC:
-            return .set(try references(try length(low, &reader, index), &reader, index))
+            return .set(try references(try length(low, &reader, index), at: reader.offset, index))
         case 0xD:
             let count = try length(low, &reader, index)
             guard count <= Int.max / 2 else { throw WormholeError(.corruptData, "dictionary of object \(index) is too large") }
-            let all = try references(count * 2, &reader, index)
-            return .dictionary(keys: Array(all[0..<count]), values: Array(all[count...]))
+            let keys = try references(count * 2, at: reader.offset, index)
+            return .dictionary(
+                keys: References(bytes: bytes, start: keys.start, count: count, size: referenceSize),
+                values: References(bytes: bytes, start: keys.start + count * referenceSize, count: count, size: referenceSize))
         default:
             throw WormholeError(.corruptData, "object \(index) has unknown marker \(marker)")
         }
     }
 
+    /// The value of object `index` if it is a UID, read without the rest of ``object(_:)``.
+    func uid(_ index: Int) -> UInt64? {
+        guard index >= 0, index < objectCount else { return nil }
+        let start = offsets[index]
+        let marker = bytes[start]
+        guard marker >> 4 == 0x8 else { return nil }
+        let size = Int(marker & 0x0F) + 1
+        guard size <= 8, start + 1 + size <= offsetTable else { return nil }
+        var value: UInt64 = 0
+        for position in (start + 1)...(start + size) { value = value &<< 8 | UInt64(bytes[position]) }
+        return value
+    }
+
     /// Whether object `index` is the ASCII string `expected`, read without making a String.
     func isString(_ index: Int, _ expected: StaticString) -> Bool {
-        guard index >= 0, index < objectCount,
-            let start = try? unsigned(at: offsetTable + index * offsetSize, size: offsetSize),
-            start >= 8, start < UInt64(offsetTable)
-        else { return false }
-        var offset = Int(start)
+        guard index >= 0, index < objectCount else { return false }
+        var offset = offsets[index]
         let count = expected.utf8CodeUnitCount
         if count < 15 {
             guard bytes[offset] == 0x50 | UInt8(count) else { return false }
@@ -173,20 +219,16 @@ struct BinaryPropertyList {
         return Int(value)
     }
 
-    private func references(_ count: Int, _ reader: inout ByteReader, _ index: Int) throws(WormholeError) -> [Int] {
-        guard count <= reader.remaining / referenceSize else {
+    /// `count` references starting at byte `start`, each checked to name an existing object.
+    private func references(_ count: Int, at start: Int, _ index: Int) throws(WormholeError) -> References {
+        guard count <= (offsetTable - start) / referenceSize else {
             throw WormholeError(.corruptData, "references of object \(index) are cut short")
         }
-        var result: [Int] = []
-        result.reserveCapacity(count)
-        for position in 0..<count {
-            let reference = try unsigned(at: reader.offset + position * referenceSize, size: referenceSize)
-            guard reference < UInt64(objectCount) else {
-                throw WormholeError(.corruptData, "object \(index) refers to object \(reference) of \(objectCount)")
-            }
-            result.append(Int(reference))
+        let references = References(bytes: bytes, start: start, count: count, size: referenceSize)
+        for reference in references where reference >= objectCount || reference < 0 {
+            throw WormholeError(.corruptData, "object \(index) refers to object \(reference) of \(objectCount)")
         }
-        return result
+        return references
     }
 
     private func unsigned(at offset: Int, size: Int, limit: Int? = nil) throws(WormholeError) -> UInt64 {

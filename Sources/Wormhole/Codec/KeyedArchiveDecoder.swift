@@ -14,7 +14,7 @@ struct KeyedArchiveDecoder {
     static let maximumElements = 4_000_000
 
     private let plist: BinaryPropertyList
-    private let objects: [Int]
+    private let objects: BinaryPropertyList.References
     private let allowed: AllowedClasses
     /// Per archived object: its value once decoded, its expanded size, and whether it is being decoded now.
     private var values: [Any?]
@@ -134,8 +134,8 @@ struct KeyedArchiveDecoder {
     /// The fields of an archived object, found by name without making Strings of the keys.
     private struct Fields {
         let plist: BinaryPropertyList
-        let keys: [Int]
-        let values: [Int]
+        let keys: BinaryPropertyList.References
+        let values: BinaryPropertyList.References
 
         subscript(name: StaticString) -> Int? {
             for (key, value) in zip(keys, values) where plist.isString(key, name) { return value }
@@ -144,7 +144,9 @@ struct KeyedArchiveDecoder {
     }
 
     /// An object with a `$class`: one of the classes decoded here, or a class left to Foundation.
-    private mutating func decodeObject(_ index: Int, keys: [Int], values fieldValues: [Int], depth: Int)
+    private mutating func decodeObject(
+        _ index: Int, keys: BinaryPropertyList.References, values fieldValues: BinaryPropertyList.References, depth: Int
+    )
         throws(WormholeError) -> (Any, Int)
     {
         let fields = Fields(plist: plist, keys: keys, values: fieldValues)
@@ -167,10 +169,14 @@ struct KeyedArchiveDecoder {
             for (keyUID, valueUID) in zip(keyUIDs, valueUIDs) {
                 let key = try element(keyUID, in: index, depth: depth, weight: &weight)
                 let value = try element(valueUID, in: index, depth: depth, weight: &weight)
-                guard let hashable = key as? AnyHashable, key is String || key is NSNumber else {
+                // Not `key as? AnyHashable`: that cast looks up Hashable conformance at run time, every time.
+                if let string = key as? String {
+                    dictionary[AnyHashable(string)] = value
+                } else if let number = key as? NSNumber {
+                    dictionary[AnyHashable(number)] = value
+                } else {
                     throw WormholeError(.corruptData, "object \(index) has a key that is not a string or number")
                 }
-                dictionary[hashable] = value
             }
             return (dictionary, weight)
         case "NSArray", "NSMutableArray", "NSSet", "NSMutableSet":
@@ -215,8 +221,10 @@ struct KeyedArchiveDecoder {
 
     /// An object of a class Foundation must decode: the class must be allowed and secure-coding, and every
     /// object it refers to is checked like the rest of the archive.
-    private mutating func checkForeignObject(_ index: Int, className: String, keys: [Int], values fields: [Int], depth: Int)
-        throws(WormholeError) -> (Any, Int)
+    private mutating func checkForeignObject(
+        _ index: Int, className: String, keys: BinaryPropertyList.References, values fields: BinaryPropertyList.References,
+        depth: Int
+    ) throws(WormholeError) -> (Any, Int)
     {
         guard let type = NSClassFromString(className) else {
             throw WormholeError(.disallowedClass, "object \(index) is of unknown class \(className)")
@@ -286,7 +294,7 @@ struct KeyedArchiveDecoder {
         var result: [UInt64] = []
         result.reserveCapacity(items.count)
         for item in items {
-            guard case .uid(let uid) = try plist.object(item) else {
+            guard let uid = plist.uid(item) else {
                 throw WormholeError(.corruptData, "object \(index) has an \(name) entry that is not a reference")
             }
             result.append(uid)
