@@ -94,9 +94,9 @@ struct BinaryPropertyList {
         guard index >= 0, index < objectCount else {
             throw WormholeError(.corruptData, "object reference \(index) is outside 0..<\(objectCount)")
         }
-        let start = offsets[index]
-        var reader = ByteReader(bytes, from: start, to: offsetTable)
-        let marker = try reader.read(UInt8.self, "object \(index) marker")
+        var offset = offsets[index]
+        let marker = bytes[offset]
+        offset += 1
         let low = Int(marker & 0x0F)
         switch marker >> 4 {
         case 0x0:
@@ -107,62 +107,78 @@ struct BinaryPropertyList {
             default: throw WormholeError(.corruptData, "object \(index) has unknown marker \(marker)")
             }
         case 0x1:
-            switch low {
-            case 0: return .integer(Int64(try reader.read(UInt8.self, "integer")))
-            case 1: return .integer(Int64(try reader.read(UInt16.self, "integer")))
-            case 2: return .integer(Int64(try reader.read(UInt32.self, "integer")))
-            case 3: return .integer(Int64(bitPattern: try reader.read(UInt64.self, "integer")))
-            case 4:
-                let high = try reader.read(UInt64.self, "integer")
-                let lowBits = try reader.read(UInt64.self, "integer")
-                guard high == 0 else { throw WormholeError(.corruptData, "object \(index) is a 128-bit integer") }
-                return .unsignedInteger(lowBits)
-            default: throw WormholeError(.corruptData, "object \(index) has an integer of 2^\(low) bytes")
+            guard low <= 4 else { throw WormholeError(.corruptData, "object \(index) has an integer of 2^\(low) bytes") }
+            let size = 1 << low
+            guard offset + size <= offsetTable else { throw cutShort(index) }
+            if size == 16 {
+                guard unchecked(at: offset, size: 8) == 0 else {
+                    throw WormholeError(.corruptData, "object \(index) is a 128-bit integer")
+                }
+                return .unsignedInteger(unchecked(at: offset + 8, size: 8))
             }
+            let value = unchecked(at: offset, size: size)
+            // Eight-byte integers are signed; narrower ones are not.
+            return .integer(size == 8 ? Int64(bitPattern: value) : Int64(value))
         case 0x2:
-            switch low {
-            case 2: return .real(Double(Float(bitPattern: try reader.read(UInt32.self, "real"))))
-            case 3: return .real(Double(bitPattern: try reader.read(UInt64.self, "real")))
-            default: throw WormholeError(.corruptData, "object \(index) has a real of 2^\(low) bytes")
-            }
+            guard low == 2 || low == 3 else { throw WormholeError(.corruptData, "object \(index) has a real of 2^\(low) bytes") }
+            guard offset + (1 << low) <= offsetTable else { throw cutShort(index) }
+            let bits = unchecked(at: offset, size: 1 << low)
+            return .real(low == 2 ? Double(Float(bitPattern: UInt32(truncatingIfNeeded: bits))) : Double(bitPattern: bits))
         case 0x3:
             guard marker == 0x33 else { throw WormholeError(.corruptData, "object \(index) has unknown marker \(marker)") }
-            return .date(Double(bitPattern: try reader.read(UInt64.self, "date")))
+            guard offset + 8 <= offsetTable else { throw cutShort(index) }
+            return .date(Double(bitPattern: unchecked(at: offset, size: 8)))
         case 0x4:
-            let count = try length(low, &reader, index)
-            return .data(try reader.readBytes(count, "data of object \(index)"))
+            let count = try length(low, &offset, index)
+            guard count <= offsetTable - offset else { throw cutShort(index) }
+            return .data(bytes[offset..<(offset + count)])
         case 0x5:
-            let count = try length(low, &reader, index)
-            let raw = try reader.readBytes(count, "string of object \(index)")
+            let count = try length(low, &offset, index)
+            guard count <= offsetTable - offset else { throw cutShort(index) }
+            let raw = bytes[offset..<(offset + count)]
             guard raw.allSatisfy({ $0 < 0x80 }) else {
                 throw WormholeError(.corruptData, "ASCII string of object \(index) holds a byte over 127")
             }
             return .string(String(decoding: raw, as: UTF8.self))
         case 0x6:
-            let count = try length(low, &reader, index)
-            guard count <= reader.remaining / 2 else { throw WormholeError(.corruptData, "string of object \(index) is cut short") }
+            let count = try length(low, &offset, index)
+            guard count <= (offsetTable - offset) / 2 else { throw cutShort(index) }
             var units: [UInt16] = []
             units.reserveCapacity(count)
-            for _ in 0..<count { units.append(try reader.read(UInt16.self, "UTF-16 string")) }
+            for position in 0..<count { units.append(UInt16(unchecked(at: offset + 2 * position, size: 2))) }
             return .string(String(decoding: units, as: UTF16.self))
         case 0x8:
             let size = low + 1
             guard size <= 8 else { throw WormholeError(.corruptData, "object \(index) has a UID of \(size) bytes") }
-            return .uid(try unsigned(at: reader.offset, size: size, limit: offsetTable))
+            guard offset + size <= offsetTable else { throw cutShort(index) }
+            return .uid(unchecked(at: offset, size: size))
         case 0xA:
-            return .array(try references(try length(low, &reader, index), at: reader.offset, index))
+            let count = try length(low, &offset, index)
+            return .array(try references(count, at: offset, index))
         case 0xC:
-            return .set(try references(try length(low, &reader, index), at: reader.offset, index))
+            let count = try length(low, &offset, index)
+            return .set(try references(count, at: offset, index))
         case 0xD:
-            let count = try length(low, &reader, index)
+            let count = try length(low, &offset, index)
             guard count <= Int.max / 2 else { throw WormholeError(.corruptData, "dictionary of object \(index) is too large") }
-            let keys = try references(count * 2, at: reader.offset, index)
+            let keys = try references(count * 2, at: offset, index)
             return .dictionary(
                 keys: References(bytes: bytes, start: keys.start, count: count, size: referenceSize),
                 values: References(bytes: bytes, start: keys.start + count * referenceSize, count: count, size: referenceSize))
         default:
             throw WormholeError(.corruptData, "object \(index) has unknown marker \(marker)")
         }
+    }
+
+    private func cutShort(_ index: Int) -> WormholeError {
+        WormholeError(.corruptData, "object \(index) is cut short by the offset table")
+    }
+
+    /// A big-endian integer of `size` bytes at `offset`, which the caller has checked to be in bounds.
+    private func unchecked(at offset: Int, size: Int) -> UInt64 {
+        var value: UInt64 = 0
+        for position in offset..<(offset + size) { value = value &<< 8 | UInt64(bytes[position]) }
+        return value
     }
 
     /// The value of object `index` if it is a UID, read without the rest of ``object(_:)``.
@@ -192,8 +208,9 @@ struct BinaryPropertyList {
                 bytes[offset + 1] & 0x0F <= 3
             else { return false }
             let width = 1 << Int(bytes[offset + 1] & 0x0F)
-            guard let length = try? unsigned(at: offset + 2, size: width, limit: offsetTable), length == UInt64(count)
-            else { return false }
+            guard offset + 2 + width <= offsetTable, unchecked(at: offset + 2, size: width) == UInt64(count) else {
+                return false
+            }
             offset += 2 + width
         }
         guard offset + count <= offsetTable else { return false }
@@ -204,15 +221,17 @@ struct BinaryPropertyList {
     }
 
     /// The count in a marker's low nibble, or in the integer object that follows when the nibble is 0xF.
-    private func length(_ low: Int, _ reader: inout ByteReader, _ index: Int) throws(WormholeError) -> Int {
+    private func length(_ low: Int, _ offset: inout Int, _ index: Int) throws(WormholeError) -> Int {
         guard low == 0x0F else { return low }
-        let marker = try reader.read(UInt8.self, "length of object \(index)")
+        guard offset < offsetTable else { throw cutShort(index) }
+        let marker = bytes[offset]
         guard marker >> 4 == 0x1, marker & 0x0F <= 3 else {
             throw WormholeError(.corruptData, "length of object \(index) is not an integer")
         }
         let size = 1 << Int(marker & 0x0F)
-        let value = try unsigned(at: reader.offset, size: size, limit: offsetTable)
-        _ = try reader.readBytes(size, "length of object \(index)")
+        guard offset + 1 + size <= offsetTable else { throw cutShort(index) }
+        let value = unchecked(at: offset + 1, size: size)
+        offset += 1 + size
         guard value <= UInt64(bytes.count) else {
             throw WormholeError(.corruptData, "object \(index) claims \(value) elements")
         }
@@ -229,17 +248,5 @@ struct BinaryPropertyList {
             throw WormholeError(.corruptData, "object \(index) refers to object \(reference) of \(objectCount)")
         }
         return references
-    }
-
-    private func unsigned(at offset: Int, size: Int, limit: Int? = nil) throws(WormholeError) -> UInt64 {
-        let end = limit ?? bytes.count
-        guard offset >= 0, size <= 8, offset <= end - size else {
-            throw WormholeError(.corruptData, "a \(size)-byte integer at \(offset) is past the end")
-        }
-        var value: UInt64 = 0
-        for index in offset..<(offset + size) {
-            value = value &<< 8 | UInt64(bytes[index])
-        }
-        return value
     }
 }

@@ -16,6 +16,9 @@ struct KeyedArchiveEncoder {
     /// `$objects`, as writer indexes.
     private var objects: [Int] = []
     private var uids: [Int] = []
+    /// Strings written so far, so that each is written once: a short list searched in order while small (a
+    /// hash costs more than a few comparisons), a dictionary once it grows.
+    private var recentStrings: [(String, Int)] = []
     private var sharedStrings: [String: Int] = [:]
     private let maximumSize: Int
     private var bytesLeft: Int
@@ -209,11 +212,20 @@ struct KeyedArchiveEncoder {
     }
 
     private mutating func shared(_ string: String) throws(WormholeError) -> Int {
-        if let uid = sharedStrings[string] { return uid }
+        if recentStrings.count < 16 {
+            for (candidate, uid) in recentStrings where candidate == string { return uid }
+        } else if let uid = sharedStrings[string] {
+            return uid
+        }
         try spend(string.utf8.count)
-        // Not through the writer's string table: "$null" as a value must be an object of its own, not index 0.
+        // Not a writer constant: "$null" as a value must be an object of its own, not index 0.
         let uid = append(writer.add(.string(string)))
-        sharedStrings[string] = uid
+        if recentStrings.count < 16 {
+            recentStrings.append((string, uid))
+            if recentStrings.count == 16 { sharedStrings = Dictionary(recentStrings, uniquingKeysWith: { first, _ in first }) }
+        } else {
+            sharedStrings[string] = uid
+        }
         return uid
     }
 
