@@ -1,5 +1,5 @@
-// Measures Wormhole between two processes on this machine: one-way latency (half the round trip of a
-// ping answered by a pong) and one-way throughput, for a few payloads.
+// Measures Wormhole on this machine: the userInfo codec against Foundation's archiver, then, between two
+// processes, one-way latency (half the round trip of a ping answered by a pong) and one-way throughput.
 //
 //     swift run -c release wormhole-bench [--quick]
 import Foundation
@@ -84,6 +84,34 @@ peer.arguments = ["peer", "--container", container]
 try peer.run()
 defer { peer.terminate() }
 guard ready.wait(until: 1, seconds: 10) else { fatalError("peer did not start") }  // Safe because: a benchmark.
+
+/// The fastest of five runs of `count` calls, in microseconds per call.
+func microseconds(_ count: Int, _ body: () throws -> Void) rethrows -> Double {
+    var best = Double.infinity
+    for _ in 0..<5 {
+        let start = nanoseconds()
+        for _ in 0..<count { try body() }
+        best = min(best, Double(nanoseconds() - start) / Double(count) / 1000)
+    }
+    return best
+}
+
+let foundationClasses: [AnyClass] = [NSDictionary.self, NSArray.self, NSString.self, NSNumber.self, NSData.self, NSDate.self]
+print("userInfo codec, encode + decode, µs (fastest of 5 runs)")
+print("payload          SecureArchive   NSKeyedArchiver/Unarchiver")
+for (label, userInfo, divisor) in payloads {
+    guard let userInfo else { continue }
+    let calls = (quick ? 200 : 5_000) / divisor
+    let ours = try microseconds(calls) {
+        _ = try SecureArchive.unarchivedObject(ofClasses: foundationClasses, from: SecureArchive.archivedData(withRootObject: userInfo))
+    }
+    let theirs = try microseconds(max(1, calls / 20)) {
+        let data = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: userInfo), requiringSecureCoding: true)
+        _ = try NSKeyedUnarchiver.unarchivedObject(ofClasses: foundationClasses, from: data)
+    }
+    print(label.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " %12.1f   %12.1f", ours, theirs))
+}
+print("")
 
 print("Wormhole, two processes, \(rounds) round trips and \(floodSize) one-way posts per payload (fewer for large ones)")
 print("payload          one-way p50   one-way p99   throughput 1→1")

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// The classes an observer accepts in a userInfo, as Foundation's `allowedClasses`.
 struct AllowedClasses: Sendable {
@@ -7,7 +8,6 @@ struct AllowedClasses: Sendable {
         NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self, NSDate.self,
     ])
 
-    /// Safe because class objects are immutable metadata, shared freely between threads.
     let classes: [AnyClass]
     let names: Set<String>
     /// Identifies the set, so that one decoding can serve every observer with the same classes.
@@ -15,8 +15,9 @@ struct AllowedClasses: Sendable {
 
     init(_ classes: [AnyClass]) {
         self.classes = classes
-        self.names = Set(classes.map { NSStringFromClass($0) })
-        self.key = names.sorted().joined(separator: ",")
+        let names = classes.map(Self.name(of:))
+        self.names = Set(names)
+        self.key = names.count == 1 ? names[0] : self.names.sorted().joined(separator: ",")
     }
 
     /// Whether an archived object of class `name`, which Wormhole decodes itself as `canonical`, is accepted.
@@ -28,5 +29,16 @@ struct AllowedClasses: Sendable {
     func permits(_ type: AnyClass) -> Bool {
         guard let object = type as? NSObject.Type else { return false }
         return classes.contains { object.isSubclass(of: $0) }
+    }
+
+    /// Class names by class, since `NSStringFromClass` costs microseconds here and callers repeat themselves.
+    private static let knownNames = Mutex<[ObjectIdentifier: String]>([:])
+
+    private static func name(of type: AnyClass) -> String {
+        let id = ObjectIdentifier(type)
+        if let name = knownNames.withLock({ $0[id] }) { return name }
+        let name = NSStringFromClass(type)
+        knownNames.withLock { $0[id] = name }
+        return name
     }
 }
