@@ -114,7 +114,7 @@ for (label, userInfo, divisor) in payloads {
 print("")
 
 print("Wormhole, two processes, \(rounds) round trips and \(floodSize) one-way posts per payload (fewer for large ones)")
-print("payload          one-way p50   one-way p99   throughput 1→1")
+print("payload          one-way p50   one-way p99   throughput 1→1   spooled")
 var pongTotal = 0
 var floodTotal = 0
 for (label, userInfo, divisor) in payloads {
@@ -133,11 +133,13 @@ for (label, userInfo, divisor) in payloads {
 
     // The object tells the peer how many to expect, so the userInfo is exactly the payload measured.
     let count = floodSize / divisor
+    let spooledBefore = center.statistics.spooled
     let start = nanoseconds()
     for _ in 0..<count { center.post(name: .init("flood"), object: String(count), userInfo: userInfo) }
     floodTotal += 1
     guard flooded.wait(until: floodTotal, seconds: 300) else { fatalError("flood lost") }  // Safe because: a benchmark.
     let rate = Double(count) / (Double(nanoseconds() - start) / 1e9)
+    let spooled = 100 * Double(center.statistics.spooled - spooledBefore) / Double(count)
     let name = label.padding(toLength: 16, withPad: " ", startingAt: 0)
-    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s", p50, p99, rate))
+    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s   %5.1f %%", p50, p99, rate, spooled))
 }
