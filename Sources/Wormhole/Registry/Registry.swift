@@ -48,20 +48,30 @@ final class Registry: Sendable {
             if cache.file != nil, UInt64(status.st_ino) == cache.inode, UInt64(status.st_dev) == cache.device {
                 return cache.snapshot
             }
-            do throws(WormholeError) {
-                let file = try Sys.open(Self.fileName, O_RDONLY | O_NOFOLLOW, relativeTo: directory)
-                let opened = try Sys.status(of: file.rawValue)
-                let bytes = try readWhole(file.rawValue, limit: Self.maximumFileSize)
-                parses.add(1, ordering: .relaxed)
-                cache.snapshot = RegistrySnapshot(entries: try Self.decode(bytes))
-                cache.inode = UInt64(opened.st_ino)
-                cache.device = UInt64(opened.st_dev)
-                cache.file = consume file
-            } catch {
-                Log.warning("registry in \(container.path) is unreadable, treating it as empty: \(error)")
+            // Replaced or removed between the stat and the open: the next post looks again.
+            guard let fd = try? Sys.open(Self.fileName, O_RDONLY | O_NOFOLLOW, relativeTo: directory).release() else {
                 cache.file = nil
                 cache.snapshot = .empty
+                return .empty
             }
+            let file = OwnedDescriptor(rawValue: fd)
+            guard let opened = try? Sys.status(of: fd) else {
+                cache.file = nil
+                cache.snapshot = .empty
+                return .empty
+            }
+            parses.add(1, ordering: .relaxed)
+            do throws(WormholeError) {
+                let bytes = try readWhole(file.rawValue, limit: Self.maximumFileSize)
+                cache.snapshot = RegistrySnapshot(entries: try Self.decode(bytes))
+            } catch {
+                // Said once per file: a corrupt file stays cached as empty until a writer replaces it.
+                Log.warning("registry in \(container.path) is unreadable, treating it as empty: \(error)")
+                cache.snapshot = .empty
+            }
+            cache.inode = UInt64(opened.st_ino)
+            cache.device = UInt64(opened.st_dev)
+            cache.file = consume file
             return cache.snapshot
         }
     }
