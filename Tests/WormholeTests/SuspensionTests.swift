@@ -12,23 +12,20 @@ struct SuspensionTests {
         try listener.suspend()
 
         let center = try GroupNotificationCenter(containerURL: container.url)
+        // Were posting to wait for the stopped process, this loop would never end and the test would time out.
         var spooled = 0
         var delivered = 0
-        let started = Date()
         for i in 0..<3000 {
             let report = try center.postReporting(name: .init("stop"), object: nil, userInfo: ["i": i])
             spooled += report.spooled
             delivered += report.delivered
             #expect(report.failures.isEmpty)
         }
-        let elapsed = Date().timeIntervalSince(started)
         #expect(delivered + spooled == 3000)
         #expect(spooled > 0, "the socket buffer fills and the rest goes to the spool")
         let status = try #require(center.listenerStatus().first)
         #expect(status.state == .stopped)
         #expect(status.spooledNotifications == spooled)
-        // A generous bound: posts must not wait for the stopped process (which would never answer).
-        #expect(elapsed < 60)
 
         listener.signal(SIGCONT)
         #expect(try listener.waitForExit(timeout: 30) == 0)
