@@ -10,11 +10,25 @@ extension GroupNotificationCenter {
         }
     }
 
-    /// Posts a typed message and reports, like ``postReporting(name:object:userInfo:)``.
+    /// Posts a typed message and reports, like ``postReporting(name:object:userInfo:)``; with `retain`, the
+    /// message also becomes its name's current value (see ``retainedMessage(of:)``).
     /// - Throws: ``WormholeError/Code/unsupportedValue`` when the message does not encode as a keyed container.
     @discardableResult
-    public func postReporting<Message: GroupMessage>(_ message: Message, object: String? = nil) throws -> PostReport {
-        try postReporting(name: Message.name, object: object, userInfo: try MessageCoding.userInfo(of: message))
+    public func postReporting<Message: GroupMessage>(_ message: Message, object: String? = nil, retain: Bool = false)
+        throws -> PostReport
+    {
+        try postReporting(name: Message.name, object: object, userInfo: try MessageCoding.userInfo(of: message), retain: retain)
+    }
+
+    /// The current retained message of its type, or nil when there is none or it does not decode (logged).
+    public func retainedMessage<Message: GroupMessage>(of type: Message.Type) -> Message? {
+        guard let note = retainedNotification(named: Message.name) else { return nil }
+        do throws(WormholeError) {
+            return try MessageCoding.message(Message.self, from: note.userInfo)
+        } catch {
+            Log.warning("\(error)")
+            return nil
+        }
     }
 
     /// Observes typed messages. A notification of the message's name whose userInfo does not decode into

@@ -40,23 +40,28 @@ extension GroupNotificationCenter {
     public func postReporting(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]? = nil)
         throws -> PostReport
     {
-        let name = name.rawValue
+        let archive = try checkedArchive(name: name, object: object, userInfo: userInfo)
+        return try endpoint.post(name: name.rawValue, object: object, userInfo: archive)
+    }
+
+    /// Checks a notification and archives its userInfo, before anyone is contacted.
+    func checkedArchive(name notificationName: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?)
+        throws(WormholeError) -> [UInt8]?
+    {
+        let name = notificationName.rawValue
         guard !name.isEmpty else {
             throw WormholeError(.invalidNotification, "notification name is empty")
         }
         guard name.utf8.count <= Self.maximumNameLength, (object?.utf8.count ?? 0) <= Self.maximumNameLength else {
             throw WormholeError(.invalidNotification, "notification name or object is longer than \(Self.maximumNameLength) bytes")
         }
-        var archive: [UInt8]? = nil
-        if let userInfo {
-            let encoded = try UserInfoEncoder.encode(userInfo, maximumSize: Self.maximumPayloadSize)
-            guard encoded.count <= Self.maximumPayloadSize else {
-                throw WormholeError(
-                    .payloadTooLarge,
-                    "userInfo of \(name) archives to \(encoded.count) bytes, over the \(Self.maximumPayloadSize)-byte maximum")
-            }
-            archive = encoded
+        guard let userInfo else { return nil }
+        let encoded = try UserInfoEncoder.encode(userInfo, maximumSize: Self.maximumPayloadSize)
+        guard encoded.count <= Self.maximumPayloadSize else {
+            throw WormholeError(
+                .payloadTooLarge,
+                "userInfo of \(name) archives to \(encoded.count) bytes, over the \(Self.maximumPayloadSize)-byte maximum")
         }
-        return try endpoint.post(name: name, object: object, userInfo: archive)
+        return encoded
     }
 }

@@ -33,14 +33,33 @@ enum Commands {
 
     /// Posts one notification and prints what was delivered and spooled.
     static func post(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, flags: [])
+        let options = try Options(arguments, flags: ["retain"])
         try options.check(allowed: containerOptions.union(["name", "object", "user-info"]))
         guard let name = options["name"] else { throw UsageError("post needs --name") }
         let userInfo = try options["user-info"].map(JSONValue.userInfo(from:))
         let center = try center(options)
-        let report = try center.postReporting(name: Notification.Name(name), object: options["object"], userInfo: userInfo)
+        let report = try center.postReporting(
+            name: Notification.Name(name), object: options["object"], userInfo: userInfo, retain: options.has("retain"))
         Output.line("posted \(name): \(report)")
         return report.failures.isEmpty ? 0 : 1
+    }
+
+    /// Prints the retained notification of `--name` as one JSON line; exits 1 when there is none.
+    static func retained(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Options(arguments, flags: ["clear"])
+        try options.check(allowed: containerOptions.union(["name"]))
+        guard let name = options["name"] else { throw UsageError("retained needs --name") }
+        let center = try center(options)
+        if options.has("clear") {
+            center.clearRetainedNotification(named: Notification.Name(name))
+            return 0
+        }
+        guard let note = center.retainedNotification(named: Notification.Name(name)) else {
+            Output.error("wormhole: no retained notification named \(name)")
+            return 1
+        }
+        Output.line(JSONValue.line(for: note))
+        return 0
     }
 
     /// Lists every registered listener.

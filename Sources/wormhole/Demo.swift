@@ -8,6 +8,7 @@ enum Demo {
     static let quit = Notification.Name("app.quit")
     static let ready = Notification.Name("extension.ready")
     static let update = Notification.Name("extension.didUpdate")
+    static let status = Notification.Name("app.status")
 
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         guard arguments.isEmpty else { throw UsageError("demo takes no options") }
@@ -51,15 +52,34 @@ enum Demo {
 
         center.post(name: quit, object: "app")
         child.waitUntilExit()
-        say("app", "done: 4 notifications with payloads crossed to the extension and 4 replies came back, in order")
+        say("app", "4 notifications with payloads crossed to the extension and 4 replies came back, in order")
+
+        // A widget that starts only after the app has posted still gets the app's latest status.
+        try center.postReporting(name: status, object: "app", userInfo: ["summary": "Notes.txt at revision 4"], retain: true)
+        say("app", "posted \(status.rawValue) with retain: true while no widget runs")
+        let widget = Process()
+        widget.executableURL = child.executableURL
+        widget.arguments = ["demo-extension", "--container", container, "--widget"]
+        try widget.run()
+        widget.waitUntilExit()
+        guard widget.terminationStatus == 0 else { return fail("the widget did not get the retained status") }
+        say("app", "done")
         return 0
     }
 
     /// The extension's side: observe saves, reply to each, leave when the app says so.
     static func runExtension(_ arguments: ArraySlice<String>) throws -> Never {
-        let options = try Options(arguments, flags: [])
+        let options = try Options(arguments, flags: ["widget"])
         guard let container = options["container"] else { throw UsageError("demo-extension needs --container") }
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+        if options.has("widget") {
+            let shown = Mailbox()
+            center.addObserver(forName: status, object: nil, queue: nil, includingRetained: true) { note in
+                say("widget", "started after the app posted, and shows at once: \(note.userInfo?["summary"] as? String ?? "?")")
+                shown.put(1)
+            }
+            exit(shown.take(timeout: 5) == 1 ? 0 : 1)
+        }
         center.addObserver(forName: save, object: "app", queue: nil) { note in
             let info = note.userInfo ?? [:]
             let revision = info["revision"] as? Int ?? -1

@@ -4,8 +4,11 @@ let usage = """
     usage: wormhole <command> [options]
       listen (--group ID | --container DIR) [--name N] [--object O] [--count K]
             print each notification as one JSON line; exit after K
-      post   (--group ID | --container DIR) --name N [--object O] [--user-info '<JSON object>']
-            post one notification; print how many listeners got it and how many were spooled
+      post   (--group ID | --container DIR) --name N [--object O] [--user-info '<JSON object>'] [--retain]
+            post one notification; print how many listeners got it and how many were spooled;
+            with --retain, also keep it as the current value of its name
+      retained (--group ID | --container DIR) --name N [--clear]
+            print the current retained notification of N as one JSON line (exit 1 if none), or forget it
       status (--group ID | --container DIR) [--json]
             list the registered listeners: pid, socket, what they observe, state, spool depth
       demo  an app and an extension process talking through a temporary container
@@ -17,6 +20,7 @@ do {
     case "listen": try Commands.listen(arguments.dropFirst())
     case "post": exit(try Commands.post(arguments.dropFirst()))
     case "status": exit(try Commands.status(arguments.dropFirst()))
+    case "retained": exit(try Commands.retained(arguments.dropFirst()))
     case "demo": exit(try Demo.run(arguments.dropFirst()))
     case "demo-extension": try Demo.runExtension(arguments.dropFirst())
     case "help", "--help", "-h": Output.line(usage); exit(0)

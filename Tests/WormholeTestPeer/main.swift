@@ -97,6 +97,14 @@ case "listen":
     }
     emit(["ready": Int(getpid())])
     while true { sleep(1000) }
+case "watch-retained":
+    // Prints the current retained value of --name at once, then every change.
+    guard let name else { exit(2) }
+    center.addObserver(forName: name, object: nil, queue: nil, includingRetained: true) { note in
+        emit(["value": note.userInfo?["value"] ?? NSNull()])
+    }
+    emit(["ready": Int(getpid())])
+    while true { sleep(1000) }
 default:
     exit(2)
 }

@@ -68,7 +68,9 @@ struct CommandLineTests {
         let demo = try Peer("wormhole", ["demo"])
         #expect(try demo.waitForExit(timeout: 60) == 0)
         #expect(demo.output.contains { $0.contains("attachment of 262144 bytes") })
-        #expect(demo.output.last?.contains("in order") == true)
+        #expect(demo.output.contains { $0.contains("replies came back, in order") })
+        #expect(demo.output.contains { $0.hasPrefix("[widget]") && $0.contains("revision 4") })
+        #expect(demo.output.last == "[app] done")
     }
 
     @Test("usage errors exit with status 2 and say what is wrong")

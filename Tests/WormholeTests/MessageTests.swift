@@ -74,6 +74,9 @@ final class MessageBox<Value: Sendable>: Sendable {
     private let values = Mutex<[Value]>([])
     private let available = DispatchSemaphore(value: 0)
 
+    /// Values put and not yet taken.
+    var waiting: Int { values.withLock { $0.count } }
+
     func put(_ value: Value) {
         values.withLock { $0.append(value) }
         available.signal()

@@ -7,13 +7,15 @@ import Foundation
 
 /// The shared directory of a group, opened and checked: a directory of this user's, writable by nobody else.
 ///
-/// Layout: `registry`, `registry.lock`, `listeners/<id>.socket`, `spool/<id>.spool`.
+/// Layout: `registry`, `registry.lock`, `listeners/<id>.socket`, `spool/<id>.spool`, `retained/<name>`.
 final class Container: Sendable {
     let path: String
     let descriptor: CInt
     let listenersPath: String
     let listenersDescriptor: CInt
     let spoolDescriptor: CInt
+    let retainedDescriptor: CInt
+    let retainedPath: String
     private let owned: [CInt]
 
     /// Opens (creating it 0700 if it is missing) and checks the container at `path`.
@@ -31,6 +33,10 @@ final class Container: Sendable {
             opened.append(listeners)
             let spool = try Self.openDirectory("spool", relativeTo: root, create: true, what: "container")
             opened.append(spool)
+            let retained = try Self.openDirectory("retained", relativeTo: root, create: true, what: "container")
+            opened.append(retained)
+            retainedDescriptor = retained
+            retainedPath = path + "/retained"
             descriptor = root
             listenersDescriptor = listeners
             spoolDescriptor = spool

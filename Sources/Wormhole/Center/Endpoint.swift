@@ -6,6 +6,7 @@ import Synchronization
 final class Endpoint: Sendable {
     let container: Container
     let registry: Registry
+    let retained: RetainedStore
     let counters = Counters()
     /// Identifies this process's posts to receivers, with a sequence number per post.
     let poster: UInt64
@@ -44,6 +45,7 @@ final class Endpoint: Sendable {
     private init(container: Container) {
         self.container = container
         registry = Registry(container: container)
+        retained = RetainedStore(container: container)
         poster = UInt64.random(in: 1...UInt64.max)
         nudge = Frame.nudge(from: poster).encoded()
     }
@@ -61,10 +63,12 @@ final class Endpoint: Sendable {
     // MARK: Posting
 
     /// Sends one notification to every matching listener and to this process's own matching observers.
-    func post(name: String, object: String?, userInfo: [UInt8]?) throws(WormholeError) -> PostReport {
+    /// With `retain`, the notification is first stored as its name's current value.
+    func post(name: String, object: String?, userInfo: [UInt8]?, retain: Bool = false) throws(WormholeError) -> PostReport {
         let number = sequence.add(1, ordering: .relaxed).newValue
         let frame = Frame(poster: poster, sequence: number, name: name, object: object, userInfo: userInfo)
         let bytes = frame.encoded()
+        if retain { try retained.store(bytes, name: name) }
         counters.count { $0.posted += 1 }
         var report = PostReport()
         let ownID = listener.withLock { $0?.id }
@@ -254,16 +258,11 @@ final class Endpoint: Sendable {
                     if let cached = decoded[observer.allowed.key] {
                         userInfo = cached
                     } else {
-                        do throws(WormholeError) {
-                            userInfo = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: observer.allowed)
-                        } catch {
-                            rejected += 1
-                            Log.warning("userInfo of \(frame.name) withheld from an observer: \(error)")
-                        }
+                        userInfo = decodeUserInfo(archive, of: frame.name, allowed: observer.allowed, rejected: &rejected)
                         decoded[observer.allowed.key] = .some(userInfo)
                     }
                 }
-                batch.add(observer, name: frame.name, object: frame.object, userInfo: userInfo)
+                batch.add(observer, frame: frame, userInfo: userInfo)
             }
         }
         if received > 0 || rejected > 0 {
@@ -273,6 +272,28 @@ final class Endpoint: Sendable {
             }
         }
         batch.dispatch()
+    }
+
+    /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.
+    func decodeUserInfo(_ archive: [UInt8], of name: String, allowed: AllowedClasses, rejected: inout Int)
+        -> [AnyHashable: Any]?
+    {
+        do throws(WormholeError) {
+            return try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: allowed)
+        } catch {
+            rejected += 1
+            Log.warning("userInfo of \(name) withheld from an observer: \(error)")
+            return nil
+        }
+    }
+
+    /// The retained notification of `name` as an observer with `allowed` classes sees it, and which post it was.
+    func retainedNotification(named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity)? {
+        guard let frame = retained.load(name: name) else { return nil }
+        var rejected = 0
+        let userInfo = frame.userInfo.flatMap { decodeUserInfo($0, of: name, allowed: allowed, rejected: &rejected) }
+        if rejected > 0 { counters.count { $0.userInfoRejected += rejected } }
+        return (Notification(name: Notification.Name(name), object: frame.object, userInfo: userInfo), FrameIdentity(frame))
     }
 }
 

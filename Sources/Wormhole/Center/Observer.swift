@@ -11,10 +11,14 @@ final class Observer: NSObject, Sendable {
     private let serialQueue: DispatchQueue
     private let block: @Sendable (Notification) -> Void
     private let active = Atomic<Bool>(true)
+    /// While not nil, deliveries wait here: an observer that first receives the retained value holds live
+    /// notifications until that value is on its queue.
+    private let gate: Mutex<[(note: SendableNotification, frame: FrameIdentity)]?>
 
     init(
         id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses,
-        queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void
+        queue: OperationQueue?, serialQueue: DispatchQueue, gated: Bool = false,
+        block: @escaping @Sendable (Notification) -> Void
     ) {
         self.id = id
         self.center = center
@@ -22,7 +26,33 @@ final class Observer: NSObject, Sendable {
         self.allowed = allowed
         self.operationQueue = queue
         self.serialQueue = serialQueue
+        self.gate = Mutex(gated ? [] : nil)
         self.block = block
+    }
+
+    /// Keeps `note` back if the gate is closed; returns whether it did.
+    func hold(_ note: SendableNotification, frame: FrameIdentity) -> Bool {
+        gate.withLock { held in
+            guard var waiting = held else { return false }
+            waiting.append((note, frame))
+            held = waiting
+            return true
+        }
+    }
+
+    /// Opens the gate: schedules `first` (the retained value), then what was held back, less the copy of `first`
+    /// that may have arrived live meanwhile.
+    func open(first: (note: SendableNotification, frame: FrameIdentity)?) {
+        gate.withLock { held in
+            guard let waiting = held else { return }
+            held = nil
+            var notes: [SendableNotification] = first.map { [$0.note] } ?? []
+            notes += waiting.filter { $0.frame != first?.frame }.map(\.note)
+            guard !notes.isEmpty else { return }
+            let items = DeliveryItems(items: notes.map { (self, $0) })
+            // Scheduled under the gate's lock: later live deliveries are scheduled after this one.
+            schedule { for (observer, note) in items.items { observer.call(note) } }
+        }
     }
 
     var isActive: Bool { active.load(ordering: .acquiring) }
@@ -73,8 +103,10 @@ struct DeliveryBatch {
 
     var isEmpty: Bool { groups.isEmpty }
 
-    mutating func add(_ observer: Observer, name: String, object: String?, userInfo: [AnyHashable: Any]?) {
-        let note = SendableNotification(Notification(name: Notification.Name(name), object: object, userInfo: userInfo))
+    mutating func add(_ observer: Observer, frame: Frame, userInfo: [AnyHashable: Any]?) {
+        let note = SendableNotification(
+            Notification(name: Notification.Name(frame.name), object: frame.object, userInfo: userInfo))
+        if observer.hold(note, frame: FrameIdentity(frame)) { return }
         let queue = observer.queueIdentity
         if let index = groups.firstIndex(where: { $0.queue == queue }) {
             groups[index].items.append((observer, note))
@@ -94,8 +126,19 @@ struct DeliveryBatch {
     }
 }
 
+/// Which post a frame came from.
+struct FrameIdentity: Hashable, Sendable {
+    let poster: UInt64
+    let sequence: UInt64
+
+    init(_ frame: Frame) {
+        poster = frame.poster
+        sequence = frame.sequence
+    }
+}
+
 /// A batch's deliveries for one queue.
 /// Safe because the array is built before scheduling and only read after.
-private struct DeliveryItems: @unchecked Sendable {
+struct DeliveryItems: @unchecked Sendable {
     let items: [(Observer, SendableNotification)]
 }

@@ -1,0 +1,68 @@
+import Foundation
+
+extension GroupNotificationCenter {
+    /// Posts, and with `retain` also keeps the notification as its name's current value in the container,
+    /// readable with ``retainedNotification(named:allowedClasses:)`` after the poster has exited.
+    ///
+    /// The value is written to a temporary file and renamed into place before the notification is sent, so
+    /// no lock is held and a reader sees the old value or the new one, never a torn one.
+    public func post(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?, retain: Bool) {
+        do {
+            try postReporting(name: name, object: object, userInfo: userInfo, retain: retain)
+        } catch {
+            Log.warning("notification \(name.rawValue) not posted: \(error)")
+        }
+    }
+
+    /// ``postReporting(name:object:userInfo:)`` that with `retain` also keeps the notification as its name's
+    /// current value.
+    /// - Throws: As ``postReporting(name:object:userInfo:)``, and a system error when the value cannot be stored
+    ///   (then nothing is sent).
+    @discardableResult
+    public func postReporting(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?, retain: Bool)
+        throws -> PostReport
+    {
+        let archive = try checkedArchive(name: name, object: object, userInfo: userInfo)
+        return try endpoint.post(name: name.rawValue, object: object, userInfo: archive, retain: retain)
+    }
+
+    /// The last retained notification of `name`, with its userInfo decoded for `allowedClasses` (by default the
+    /// property-list classes; a class outside them gives `userInfo == nil` and a warning), or nil if none.
+    public func retainedNotification(named name: Notification.Name, allowedClasses: [AnyClass]? = nil) -> Notification? {
+        let allowed = allowedClasses.map(AllowedClasses.init) ?? .propertyList
+        return endpoint.retainedNotification(named: name.rawValue, allowed: allowed)?.0
+    }
+
+    /// Forgets the retained value of `name`.
+    public func clearRetainedNotification(named name: Notification.Name) {
+        endpoint.retained.clear(name: name.rawValue)
+    }
+
+    /// Forgets every retained value in the container.
+    public func clearAllRetainedNotifications() {
+        endpoint.retained.clearAll()
+    }
+
+    /// Adds an observer that, with `includingRetained`, first receives the current retained value of `name`
+    /// (if any, and if its object matches), then every later notification: a widget that starts late is never
+    /// blank. A notification posted while the observer registers is delivered once, after the retained value.
+    @discardableResult
+    public func addObserver(
+        forName name: Notification.Name, object: String?, queue: OperationQueue?, includingRetained: Bool,
+        allowedClasses: [AnyClass]? = nil, using block: @escaping @Sendable (Notification) -> Void
+    ) -> any NSObjectProtocol {
+        let allowed = allowedClasses.map(AllowedClasses.init) ?? .propertyList
+        let observer = Observer(
+            id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
+            subscription: Subscription(name: name.rawValue, object: object), allowed: allowed,
+            queue: queue, serialQueue: serialQueue, gated: includingRetained, block: block)
+        endpoint.add(observer)
+        guard includingRetained else { return observer }
+        // Read after registering, so nothing posted in between is missed.
+        let current = endpoint.retainedNotification(named: name.rawValue, allowed: allowed).flatMap { note, frame in
+            object == nil || (note.object as? String) == object ? (SendableNotification(note), frame) : nil
+        }
+        observer.open(first: current)
+        return observer
+    }
+}

@@ -1,0 +1,73 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// The current value of each retained notification name: one file per name in the container's `retained/`
+/// folder, holding one spool record (length, CRC-32, frame). Replaced whole by writing a temporary file and
+/// renaming it, so readers see the old value or the new one and no lock is ever held.
+struct RetainedStore: Sendable {
+    let container: Container
+
+    /// The file of `name`: `n-` and its UTF-8 in hex when that fits a file name, else `h-` and a 64-bit hash
+    /// (the frame inside names the notification, so a collision reads as "no value", never as another's).
+    static func fileName(for name: String) -> String {
+        let utf8 = Array(name.utf8)
+        if utf8.count <= 100 { return "n-" + utf8.map { String(format: "%02x", $0) }.joined() }
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return "h-" + RegistryEntry.hex(hash)
+    }
+
+    /// Stores an encoded frame as the current value of `name`.
+    func store(_ frame: [UInt8], name: String) throws(WormholeError) {
+        let directory = container.retainedDescriptor
+        let temporary = ".tmp-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max))
+        let file = try Sys.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
+        do throws(WormholeError) {
+            try SpoolRecord.encode(frame).withRawBytes { (bytes) throws(WormholeError) in
+                try Sys.pwriteAll(file.rawValue, bytes, at: 0)
+            }
+            file.close()
+            try Sys.renameFile(temporary, Self.fileName(for: name), in: directory)
+        } catch {
+            try? Sys.removeFile(temporary, relativeTo: directory)
+            throw error
+        }
+    }
+
+    /// The current frame of `name`, or nil when there is none. A damaged file is reported and reads as none.
+    func load(name: String) -> Frame? {
+        let bytes: [UInt8]
+        do throws(WormholeError) {
+            bytes = try readSmallFile(
+                Self.fileName(for: name), relativeTo: container.retainedDescriptor,
+                limit: GroupNotificationCenter.maximumPayloadSize + 2 * Frame.maximumNameLength + 64)
+        } catch where error.errno == ENOENT {
+            return nil
+        } catch {
+            Log.warning("retained \(name) cannot be read: \(error)")
+            return nil
+        }
+        guard let record = SpoolRecord.decodeAll(bytes).frames.first,
+            let frame = try? Frame(decoding: record), frame.kind == .notification, frame.name == name
+        else {
+            Log.warning("retained \(name) in \(container.retainedPath) is damaged; ignoring it")
+            return nil
+        }
+        return frame
+    }
+
+    func clear(name: String) {
+        try? Sys.removeFile(Self.fileName(for: name), relativeTo: container.retainedDescriptor)
+    }
+
+    func clearAll() {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: container.retainedPath)) ?? []
+        for name in names where name.hasPrefix("n-") || name.hasPrefix("h-") {
+            try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)
+        }
+    }
+}

@@ -1,0 +1,97 @@
+import Foundation
+import Synchronization
+
+/// MMWormhole's vocabulary over a ``GroupNotificationCenter``: messages passed under an identifier stay
+/// readable until cleared, and listeners hear each new one at once, from any process of the group.
+///
+/// ```swift
+/// let wormhole = WormholeMailbox(center)
+/// try wormhole.passMessage(["buttonNumber": 1], identifier: "button")
+/// let value = wormhole.message(withIdentifier: "button")        // the last one, even if its sender is gone
+/// let listener = wormhole.listenForMessage(withIdentifier: "button") { message in … }
+/// wormhole.stopListening(listener)
+/// ```
+/// A message is any property-list value or `NSSecureCoding` object (or nil). It travels as the notification
+/// `wormhole.message.<identifier>` with the message under the userInfo key `message`, so plain observers and
+/// `wormhole listen` see it too.
+public final class WormholeMailbox: Sendable {
+    public let center: GroupNotificationCenter
+    private let listeners = Mutex<[String: [any NSObjectProtocol & Sendable]]>([:])
+
+    public init(_ center: GroupNotificationCenter) {
+        self.center = center
+    }
+
+    /// A mailbox on the default container of an App Group.
+    public convenience init(groupIdentifier: String) throws {
+        self.init(try GroupNotificationCenter(groupIdentifier: groupIdentifier))
+    }
+
+    /// The notification name that carries messages of `identifier`.
+    public static func notificationName(forIdentifier identifier: String) -> Notification.Name {
+        Notification.Name("wormhole.message." + identifier)
+    }
+
+    /// Stores `message` as the current message of `identifier` and tells every listener.
+    /// - Throws: ``WormholeError/Code/invalidNotification`` for an empty identifier; what
+    ///   ``GroupNotificationCenter/postReporting(name:object:userInfo:retain:)`` throws.
+    @discardableResult
+    public func passMessage(_ message: Any?, identifier: String) throws -> PostReport {
+        let name = try Self.name(identifier)
+        return try center.postReporting(name: name, object: nil, userInfo: message.map { ["message": $0] }, retain: true)
+    }
+
+    /// The current message of `identifier`, decoded for `allowedClasses` (by default the property-list classes),
+    /// or nil when there is none.
+    public func message(withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil) -> Any? {
+        guard let name = try? Self.name(identifier) else { return nil }
+        return center.retainedNotification(named: name, allowedClasses: allowedClasses.map { $0 + [NSDictionary.self] })?
+            .userInfo?["message"]
+    }
+
+    /// Calls `listener` with every message passed under `identifier` from now on; with `includingCurrent`,
+    /// first with the current one.
+    @discardableResult
+    public func listenForMessage(
+        withIdentifier identifier: String, queue: OperationQueue? = nil, includingCurrent: Bool = false,
+        listener: @escaping @Sendable (Any?) -> Void
+    ) -> any NSObjectProtocol {
+        let name = Self.notificationName(forIdentifier: identifier)
+        let token = center.addObserver(forName: name, object: nil, queue: queue, includingRetained: includingCurrent) { note in
+            listener(note.userInfo?["message"])
+        }
+        if let observer = token as? Observer {
+            listeners.withLock { $0[identifier, default: []].append(observer) }
+        }
+        return token
+    }
+
+    /// Stops one listener.
+    public func stopListening(_ listener: any NSObjectProtocol) {
+        center.removeObserver(listener)
+    }
+
+    /// Stops every listener of `identifier` added through this mailbox.
+    public func stopListeningForMessage(withIdentifier identifier: String) {
+        let removed = listeners.withLock { $0.removeValue(forKey: identifier) } ?? []
+        for listener in removed { center.removeObserver(listener) }
+    }
+
+    /// Forgets the current message of `identifier`.
+    public func clearMessageContents(forIdentifier identifier: String) {
+        guard let name = try? Self.name(identifier) else { return }
+        center.clearRetainedNotification(named: name)
+    }
+
+    /// Forgets every current message, and every other retained notification of the container.
+    public func clearAllMessageContents() {
+        center.clearAllRetainedNotifications()
+    }
+
+    private static func name(_ identifier: String) throws(WormholeError) -> Notification.Name {
+        guard !identifier.isEmpty else {
+            throw WormholeError(.invalidNotification, "a message identifier must not be empty")
+        }
+        return notificationName(forIdentifier: identifier)
+    }
+}

@@ -1,0 +1,136 @@
+import Foundation
+import Testing
+import Wormhole
+
+@Suite("Retained notifications and the MMWormhole vocabulary")
+struct RetainedTests {
+    @Test("a retained notification outlives its poster and is read by a new process")
+    func outlivesPoster() throws {
+        let container = TemporaryContainer()
+        let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "state", "--retain",
+                                            "--user-info", #"{"value": "first"}"#])
+        #expect(try poster.waitForExit() == 0)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(center.retainedNotification(named: .init("state"))?.userInfo?["value"] as? String == "first")
+        let reader = try Peer("wormhole", ["retained", "--container", container.path, "--name", "state"])
+        #expect(try reader.waitForExit() == 0)
+        #expect((reader.jsonLines().first?["userInfo"] as? [String: Any])?["value"] as? String == "first")
+        let missing = try Peer("wormhole", ["retained", "--container", container.path, "--name", "nothing"])
+        #expect(try missing.waitForExit() == 1)
+    }
+
+    @Test("an observer can start with the current value, then hear every change, from other processes")
+    func behaviourSubject() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        center.post(name: .init("level"), object: "app", userInfo: ["value": 1], retain: true)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: recorder.block)
+        #expect(try recorder.wait(for: 1).first?.userInfo?["value"] as? Int == 1)
+        let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
+                                            "--user-info", #"{"value": 2}"#])
+        #expect(try poster.waitForExit() == 0)
+        #expect(try recorder.wait(for: 2).last?.userInfo?["value"] as? Int == 2)
+        // An observer filtering on another object is not handed the retained value.
+        let other = Recorder()
+        center.addObserver(forName: .init("level"), object: "elsewhere", queue: nil, includingRetained: true, using: other.block)
+        let marker = Recorder()
+        center.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: marker.block)
+        try marker.wait(for: 1)
+        #expect(other.all.isEmpty)
+    }
+
+    @Test("a value retained while a reader is stopped is current when it resumes")
+    func stoppedReader() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        center.post(name: .init("w"), object: nil, userInfo: ["value": "old"], retain: true)
+        let reader = try Peer("wormhole-test-peer", ["watch-retained", "--container", container.path, "--name", "w"])
+        try reader.waitForLines(2)
+        try reader.suspend()
+        center.post(name: .init("w"), object: nil, userInfo: ["value": "new"], retain: true)
+        #expect(center.retainedNotification(named: .init("w"))?.userInfo?["value"] as? String == "new")
+        reader.signal(SIGCONT)
+        try reader.waitForLines(3)
+        let values = reader.jsonLines().compactMap { $0["value"] as? String }
+        #expect(values == ["old", "new"])
+    }
+
+    @Test("clearing forgets one value or all of them")
+    func clearing() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        for name in ["a", "b", String(repeating: "long-name-", count: 30)] {
+            try center.postReporting(name: .init(name), object: nil, userInfo: ["value": name], retain: true)
+            #expect(center.retainedNotification(named: .init(name))?.userInfo?["value"] as? String == name)
+        }
+        center.clearRetainedNotification(named: .init("a"))
+        #expect(center.retainedNotification(named: .init("a")) == nil)
+        #expect(center.retainedNotification(named: .init("b")) != nil)
+        center.clearAllRetainedNotifications()
+        #expect(center.retainedNotification(named: .init("b")) == nil)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/retained").isEmpty)
+    }
+
+    @Test("a retained value holding a class outside allowedClasses reads with userInfo nil")
+    func retainedAllowedClasses() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        center.post(name: .init("d"), object: nil, userInfo: ["when": Date(timeIntervalSince1970: 0)], retain: true)
+        let strict = center.retainedNotification(named: .init("d"), allowedClasses: [NSDictionary.self, NSString.self])
+        #expect(strict != nil && strict?.userInfo == nil)
+        #expect(center.retainedNotification(named: .init("d"))?.userInfo?["when"] as? Date == Date(timeIntervalSince1970: 0))
+    }
+
+    @Test("typed messages can be retained")
+    func typedRetained() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(center.retainedMessage(of: CartChanged.self) == nil)
+        let message = CartChanged(itemIDs: [7], note: nil, at: Date(timeIntervalSinceReferenceDate: 5))
+        try center.postReporting(message, retain: true)
+        #expect(center.retainedMessage(of: CartChanged.self) == message)
+    }
+
+    @Test("MMWormhole's calls: pass, read after the sender is gone, listen, stop, clear")
+    func mailbox() throws {
+        let container = TemporaryContainer()
+        let wormhole = WormholeMailbox(try GroupNotificationCenter(containerURL: container.url))
+        #expect { try wormhole.passMessage(["buttonNumber": 1], identifier: "") } throws: {
+            ($0 as? WormholeError)?.code == .invalidNotification
+        }
+        // Another process passes a message, then exits.
+        let sender = try Peer("wormhole", [
+            "post", "--container", container.path, "--name", "wormhole.message.button", "--retain",
+            "--user-info", #"{"message": {"buttonNumber": 1}}"#,
+        ])
+        #expect(try sender.waitForExit() == 0)
+        #expect((wormhole.message(withIdentifier: "button") as? [String: Int])?["buttonNumber"] == 1)
+
+        let first = MessageBox<Int>(), second = MessageBox<Int>()
+        let listener = wormhole.listenForMessage(withIdentifier: "button") { message in
+            first.put((message as? [String: Int])?["buttonNumber"] ?? -1)
+        }
+        wormhole.listenForMessage(withIdentifier: "button", includingCurrent: true) { message in
+            second.put((message as? [String: Int])?["buttonNumber"] ?? -1)
+        }
+        #expect(try second.take() == 1)
+        try wormhole.passMessage(["buttonNumber": 2], identifier: "button")
+        #expect(try first.take() == 2)
+        #expect(try second.take() == 2)
+
+        wormhole.stopListening(listener)
+        try wormhole.passMessage(["buttonNumber": 3], identifier: "button")
+        #expect(try second.take() == 3)
+        #expect(first.waiting == 0, "a stopped listener hears nothing more")
+        wormhole.stopListeningForMessage(withIdentifier: "button")
+        let status = try #require(wormhole.center.listenerStatus().first)
+        #expect(status.observing.isEmpty)
+
+        wormhole.clearMessageContents(forIdentifier: "button")
+        #expect(wormhole.message(withIdentifier: "button") == nil)
+        try wormhole.passMessage("text", identifier: "other")
+        wormhole.clearAllMessageContents()
+        #expect(wormhole.message(withIdentifier: "other") == nil)
+    }
+}
