@@ -36,15 +36,42 @@ public final class GroupNotificationCenter: Sendable {
     /// A center on any folder shared by the processes that talk. The folder is created (mode 0700) if missing.
     /// - Throws: ``WormholeError/Code/invalidContainer`` when it is not a usable directory, and
     ///   ``WormholeError/Code/insecureContainer`` when another user owns it or group or others may write to it.
-    public init(containerURL: URL) throws {
+    public convenience init(containerURL: URL) throws {
+        try self.init(containerURL: containerURL, clientIdentifier: nil)
+    }
+
+    /// A durable center on the default container of an App Group: see ``init(containerURL:clientIdentifier:)``.
+    public convenience init(groupIdentifier: String, clientIdentifier: String) throws {
+        try self.init(
+            containerURL: URL(fileURLWithPath: try Container.defaultPath(forGroup: groupIdentifier)),
+            clientIdentifier: clientIdentifier)
+    }
+
+    /// A durable center: its registration and spool outlive the process, so that nothing is missed while no
+    /// process runs as `clientIdentifier` (a widget, an extension that is not running).
+    ///
+    /// While no process runs it, posts that match the subscriptions of its last run are spooled under the
+    /// identity (up to ``maximumSpoolSize``; past it, posts report ``WormholeError/Code/spoolFull``). The next
+    /// process that opens a center with the same identity receives each of them, once and in per-poster order,
+    /// as soon as it adds an observer they match; until then they wait in the spool. An identity unseen for
+    /// ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
+    /// - Throws: ``WormholeError/Code/identityInUse`` when another live process already runs `clientIdentifier`
+    ///   on this container; the container errors of ``init(containerURL:)``.
+    public init(containerURL: URL, clientIdentifier: String?) throws {
+        if let clientIdentifier, clientIdentifier.isEmpty || clientIdentifier.utf8.count > Self.maximumNameLength {
+            throw WormholeError(.invalidNotification, "a client identifier must be 1 to \(Self.maximumNameLength) bytes long")
+        }
         self.containerURL = containerURL
-        endpoint = try Endpoint.shared(path: containerURL.path)
+        endpoint = try Endpoint.shared(path: containerURL.path, identity: clientIdentifier)
         serialQueue = DispatchQueue(label: "Wormhole.GroupNotificationCenter")
     }
 
+    /// The client identifier of a durable center; nil for an ephemeral one.
+    public var clientIdentifier: String? { endpoint.identity }
+
     deinit {
         let id = ObjectIdentifier(self)
-        endpoint.remove { $0.center == id }
+        endpoint.remove(publish: endpoint.identity == nil) { $0.center == id }
     }
 
     /// What this process has sent and received on this center's container.

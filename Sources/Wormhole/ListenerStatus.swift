@@ -10,10 +10,16 @@ public struct ListenerStatus: Sendable, Hashable {
         case stopped
         /// Nobody listens on its socket: the next post that reaches it removes it.
         case dead
+        /// A durable identity that no process runs now: posts for it collect in its spool.
+        case offline
     }
 
     /// The listener's identity, which names its socket and spool.
     public var identifier: String
+    /// A durable listener's client identifier; nil for an ephemeral one.
+    public var clientIdentifier: String?
+    /// When a durable identity last started or stopped running.
+    public var lastSeen: Date?
     public var pid: Int32
     /// The socket's path.
     public var socketPath: String
@@ -47,9 +53,11 @@ extension GroupNotificationCenter {
                 state = .stopped
             }
             if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
+            if state == .dead && entry.isDurable { state = .offline }
             let spool = (try? readSmallFile(entry.spoolName, relativeTo: container.spoolDescriptor, limit: Self.maximumSpoolSize * 2)) ?? []
             return ListenerStatus(
-                identifier: RegistryEntry.hex(entry.listener), pid: entry.pid,
+                identifier: RegistryEntry.hex(entry.listener), clientIdentifier: entry.identity,
+                lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
                 socketPath: container.listenersPath + "/" + entry.socketName, state: state,
                 spooledNotifications: SpoolRecord.decodeAll(spool).frames.count, spooledBytes: spool.count,
                 subscriptions: entry.subscriptions)

@@ -12,7 +12,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
     public struct Code: Hashable, Sendable, CustomStringConvertible {
         enum Storage: Hashable, Sendable {
             case invalidContainer, insecureContainer, invalidNotification, unsupportedValue
-            case payloadTooLarge, spoolFull, tooManyListeners, corruptData, disallowedClass, system
+            case payloadTooLarge, spoolFull, tooManyListeners, corruptData, disallowedClass, system, identityInUse
         }
         let storage: Storage
 
@@ -34,6 +34,8 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let corruptData = Code(storage: .corruptData)
         /// An archive holds a class outside the observer's allowed classes.
         public static let disallowedClass = Code(storage: .disallowedClass)
+        /// Another live process already runs a center with this client identifier on this container.
+        public static let identityInUse = Code(storage: .identityInUse)
         /// A system call failed; ``WormholeError/errno`` says why.
         public static let system = Code(storage: .system)
 
@@ -49,6 +51,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
             case .corruptData: "corrupt data"
             case .disallowedClass: "disallowed class"
             case .system: "system error"
+            case .identityInUse: "identity in use"
             }
         }
     }

@@ -6,10 +6,16 @@ import Wormhole
 enum Commands {
     static let containerOptions: Set<String> = ["group", "container"]
 
+    /// The center `--group` or `--container` names; durable as `--client ID` when given.
     static func center(_ options: Options) throws -> GroupNotificationCenter {
         switch (options["group"], options["container"]) {
-        case (let group?, nil): return try GroupNotificationCenter(groupIdentifier: group)
-        case (nil, let path?): return try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+        case (let group?, nil):
+            if let client = options["client"] {
+                return try GroupNotificationCenter(groupIdentifier: group, clientIdentifier: client)
+            }
+            return try GroupNotificationCenter(groupIdentifier: group)
+        case (nil, let path?):
+            return try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path), clientIdentifier: options["client"])
         default: throw UsageError("give exactly one of --group ID and --container DIR")
         }
     }
@@ -17,7 +23,7 @@ enum Commands {
     /// Prints each notification as a JSON line; exits after `--count` of them.
     static func listen(_ arguments: ArraySlice<String>) throws -> Never {
         let options = try Options(arguments, flags: [])
-        try options.check(allowed: containerOptions.union(["name", "object", "count"]))
+        try options.check(allowed: containerOptions.union(["name", "object", "count", "client"]))
         let limit = try options.integer("count")
         let center = try center(options)
         if limit == 0 { exit(0) }
@@ -72,6 +78,8 @@ enum Commands {
             let rows: [[String: Any]] = listeners.map { listener in
                 [
                     "identifier": listener.identifier, "pid": Int(listener.pid), "socket": listener.socketPath,
+                    "clientIdentifier": listener.clientIdentifier as Any? ?? NSNull(),
+                    "lastSeen": listener.lastSeen.map { ISO8601DateFormatter().string(from: $0) } as Any? ?? NSNull(),
                     "state": listener.state.rawValue, "spooledNotifications": listener.spooledNotifications,
                     "spooledBytes": listener.spooledBytes,
                     "observing": listener.observing.map { ["name": $0.name as Any? ?? NSNull(), "object": $0.object as Any? ?? NSNull()] },
@@ -83,8 +91,9 @@ enum Commands {
         Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)")
         for listener in listeners {
             let observing = listener.observing.map { "\($0.name ?? "*")/\($0.object ?? "*")" }.joined(separator: ", ")
+            let durable = listener.clientIdentifier.map { "durable \"\($0)\"  " } ?? ""
             Output.line(
-                "  pid \(listener.pid)  \(listener.state.rawValue)  spool \(listener.spooledNotifications) (\(listener.spooledBytes) B)  observes \(observing.isEmpty ? "nothing" : observing)")
+                "  \(durable)pid \(listener.pid)  \(listener.state.rawValue)  spool \(listener.spooledNotifications) (\(listener.spooledBytes) B)  observes \(observing.isEmpty ? "nothing" : observing)")
             Output.line("    \(listener.socketPath)")
         }
         return 0

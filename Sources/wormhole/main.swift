@@ -2,8 +2,9 @@ import Foundation
 
 let usage = """
     usage: wormhole <command> [options]
-      listen (--group ID | --container DIR) [--name N] [--object O] [--count K]
-            print each notification as one JSON line; exit after K
+      listen (--group ID | --container DIR) [--name N] [--object O] [--count K] [--client ID]
+            print each notification as one JSON line; exit after K; with --client, as a durable
+            listener that receives what was posted for it while it was not running
       post   (--group ID | --container DIR) --name N [--object O] [--user-info '<JSON object>'] [--retain]
             post one notification; print how many listeners got it and how many were spooled;
             with --retain, also keep it as the current value of its name

@@ -5,6 +5,8 @@ import Synchronization
 /// the links to other listeners, and, once anything observes, its own listener and observers.
 final class Endpoint: Sendable {
     let container: Container
+    /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
+    let identity: String?
     let registry: Registry
     let retained: RetainedStore
     let counters = Counters()
@@ -19,6 +21,9 @@ final class Endpoint: Sendable {
     private let observers = Mutex(ObserverTable())
     private let listener = Mutex<Listener?>(nil)
     private let containerRemoved = Atomic<Bool>(false)
+    /// Whether a durable endpoint has had an observer in this run: until then its registry entry keeps the
+    /// subscriptions of its last run, so that posters keep spooling for it while the process starts up.
+    private let adopted = Atomic<Bool>(false)
 
     // MARK: One endpoint per container per process
 
@@ -30,20 +35,23 @@ final class Endpoint: Sendable {
 
     private static let table = Mutex<[String: WeakEndpoint]>([:])
 
-    /// The endpoint of the container at `path`, opened and checked on first use.
-    static func shared(path: String) throws(WormholeError) -> Endpoint {
+    /// The endpoint of the container at `path` (for `identity`, if durable), opened and checked on first use.
+    /// - Throws: ``WormholeError/Code/identityInUse`` when another live process runs `identity` there.
+    static func shared(path: String, identity: String? = nil) throws(WormholeError) -> Endpoint {
         let container = try Container(path: path)
-        let key = realPath(path) ?? path
-        return table.withLock { table in
+        let key = (realPath(path) ?? path) + (identity.map { "\u{0}" + $0 } ?? "")
+        return try table.withLock { (table) throws(WormholeError) -> Endpoint in
             if let existing = table[key]?.endpoint { return existing }
-            let endpoint = Endpoint(container: container)
+            let endpoint = Endpoint(container: container, identity: identity)
+            if identity != nil { try endpoint.claimIdentity() }
             table[key] = WeakEndpoint(endpoint)
             return endpoint
         }
     }
 
-    private init(container: Container) {
+    private init(container: Container, identity: String?) {
         self.container = container
+        self.identity = identity
         registry = Registry(container: container)
         retained = RetainedStore(container: container)
         poster = UInt64.random(in: 1...UInt64.max)
@@ -53,7 +61,38 @@ final class Endpoint: Sendable {
     deinit {
         guard let listener = listener.withLock({ $0 }) else { return }
         listener.stop()
-        _ = try? registry.update { entries in entries.removeAll { $0.listener == listener.id } }
+        _ = try? registry.update { entries in
+            guard identity != nil else {
+                entries.removeAll { $0.listener == listener.id }
+                return
+            }
+            // A durable entry stays, with no process, so that posters keep its spool filling.
+            if let index = entries.firstIndex(where: { $0.listener == listener.id }) {
+                entries[index].pid = 0
+                entries[index].lastSeen = Int64(Date().timeIntervalSince1970)
+            }
+        }
+    }
+
+    /// Starts a durable endpoint's listener and records the identity as running, keeping the subscriptions of
+    /// its last run until an observer is added in this one.
+    private func claimIdentity() throws(WormholeError) {
+        _ = try startListenerIfNeeded()
+        guard let id = listener.withLock({ $0?.id }) else { return }
+        let stale = probeDeadListeners(except: id)
+        try registry.update { (entries) throws(WormholeError) in
+            entries.removeAll { stale.contains($0.listener) }
+            let now = Int64(Date().timeIntervalSince1970)
+            if let index = entries.firstIndex(where: { $0.listener == id }) {
+                entries[index].pid = getpid()
+                entries[index].identity = identity
+                entries[index].lastSeen = now
+            } else {
+                try Self.checkRoom(entries, container)
+                entries.append(RegistryEntry(listener: id, pid: getpid(), subscriptions: [], identity: identity, lastSeen: now))
+            }
+        }
+        removeFiles(of: stale)
     }
 
     func makeObserverID() -> UInt64 {
@@ -76,7 +115,7 @@ final class Endpoint: Sendable {
         pruneLinks(to: snapshot)
         var gone: [RegistryEntry] = []
         for entry in snapshot.listeners(matching: name, object: object) where entry.listener != ownID {
-            switch link(to: entry.listener).send(bytes, nudge: nudge) {
+            switch link(to: entry).send(bytes, nudge: nudge) {
             case .direct:
                 report.delivered += 1
             case .spooled:
@@ -114,11 +153,11 @@ final class Endpoint: Sendable {
         links.withLock { links in links = links.filter { present.contains($0.key) } }
     }
 
-    private func link(to listener: UInt64) -> PeerLink {
+    private func link(to entry: RegistryEntry) -> PeerLink {
         links.withLock { links in
-            if let link = links[listener] { return link }
-            let link = PeerLink(listener: listener, container: container)
-            links[listener] = link
+            if let link = links[entry.listener] { return link }
+            let link = PeerLink(listener: entry.listener, durable: entry.isDurable, container: container)
+            links[entry.listener] = link
             return link
         }
     }
@@ -137,6 +176,19 @@ final class Endpoint: Sendable {
         counters.count { $0.listenersRemoved += removed ?? 0 }
     }
 
+    private func removeFiles(of stale: [UInt64]) {
+        guard !stale.isEmpty else { return }
+        for listener in stale { Listener.removeFiles(of: listener, in: container) }
+        counters.count { $0.listenersRemoved += stale.count }
+    }
+
+    private static func checkRoom(_ entries: [RegistryEntry], _ container: Container) throws(WormholeError) {
+        guard entries.count < GroupNotificationCenter.maximumListeners else {
+            throw WormholeError(
+                .tooManyListeners, "container \(container.path) already has \(GroupNotificationCenter.maximumListeners) listeners")
+        }
+    }
+
     // MARK: Observing
 
     /// Adds an observer; returns once every process that posts afterwards will reach it.
@@ -144,17 +196,21 @@ final class Endpoint: Sendable {
         let isNew = observers.withLock { $0.add(observer) }
         do throws(WormholeError) {
             let started = try startListenerIfNeeded()
-            if isNew || started { try publishSubscriptions() }
+            let adopting = identity != nil && !adopted.exchange(true, ordering: .relaxed)
+            if isNew || started || adopting { try publishSubscriptions() }
+            // A durable spool may hold what this observer waits for.
+            listener.withLock { $0 }?.recheckHeldBack()
         } catch {
             Log.warning("observer of \(observer.subscription.name ?? "any name") is not registered in \(container.path): \(error); it sees only this process's posts")
         }
     }
 
-    /// Removes the observers `shouldRemove` picks, and stops their pending deliveries.
-    func remove(where shouldRemove: (Observer) -> Bool) {
+    /// Removes the observers `shouldRemove` picks, and stops their pending deliveries. With `publish` false
+    /// (a durable center going away), the registry keeps their subscriptions, so posters keep spooling for them.
+    func remove(publish: Bool = true, where shouldRemove: (Observer) -> Bool) {
         let (removed, changed) = observers.withLock { $0.remove(where: shouldRemove) }
         removed.forEach { $0.deactivate() }
-        if changed { try? publishSubscriptions() }
+        if changed && publish { try? publishSubscriptions() }
     }
 
     private func startListenerIfNeeded() throws(WormholeError) -> Bool {
@@ -166,8 +222,11 @@ final class Endpoint: Sendable {
                 dropped: { [weak self] count, reason in
                     self?.counters.count { $0.dropped += count }
                     Log.warning(reason)
+                },
+                holdBack: { [weak self] frame in
+                    self?.observers.withLock { $0.matching(name: frame.name, object: frame.object).isEmpty } ?? false
                 })
-            let started = try Listener(container: container, handlers: handlers)
+            let started = try Listener(container: container, identity: identity, handlers: handlers)
             started.start()
             current = started
             return true
@@ -184,28 +243,25 @@ final class Endpoint: Sendable {
         try registry.update { (entries) throws(WormholeError) in
             entries.removeAll { stale.contains($0.listener) }
             let entry = RegistryEntry(
-                listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions })
+                listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions }, identity: identity,
+                lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970))
             if let index = entries.firstIndex(where: { $0.listener == id }) {
                 entries[index] = entry
             } else {
-                guard entries.count < GroupNotificationCenter.maximumListeners else {
-                    throw WormholeError(
-                        .tooManyListeners,
-                        "container \(container.path) already has \(GroupNotificationCenter.maximumListeners) listeners")
-                }
+                try Self.checkRoom(entries, container)
                 entries.append(entry)
             }
         }
-        if !stale.isEmpty {
-            for listener in stale { Listener.removeFiles(of: listener, in: container) }
-            counters.count { $0.listenersRemoved += stale.count }
-        }
+        removeFiles(of: stale)
     }
 
-    /// Listeners in the registry whose socket refuses connections. Probed outside the registry lock.
+    /// Listeners in the registry whose socket refuses connections. Probed outside the registry lock. A durable
+    /// identity counts as dead only once unseen for ``GroupNotificationCenter/maximumDurableAge``.
     private func probeDeadListeners(except own: UInt64) -> [UInt64] {
-        registry.snapshot().entries.compactMap { entry in
+        let now = Date().timeIntervalSince1970
+        return registry.snapshot().entries.compactMap { entry in
             guard entry.listener != own else { return nil }
+            if entry.isDurable && now - Double(entry.lastSeen) < GroupNotificationCenter.maximumDurableAge { return nil }
             do throws(WormholeError) {
                 try UnixSocket.connect(
                     directory: container.listenersDescriptor, directoryPath: container.listenersPath,
@@ -230,6 +286,7 @@ final class Endpoint: Sendable {
             }
             return
         }
+        if identity != nil && !adopted.load(ordering: .relaxed) { return }
         let expected = observers.withLock { $0.subscriptions }
         guard let entry = registry.snapshot().entry(id) else {
             Log.warning("registry in \(container.path) lost this process's entry; registering again")

@@ -15,6 +15,9 @@ extension GroupNotificationCenter {
     public static let maximumSpoolSize = 128 << 20
     /// The most listening processes one container may hold: 512.
     public static let maximumListeners = 512
+    /// How long a durable client identity may go unseen before the next process that registers in the container
+    /// removes it with its spool: 30 days, in seconds.
+    public static let maximumDurableAge: Double = 30 * 24 * 3600
     /// The longest notification name or object, in UTF-8 bytes: 4096.
     public static let maximumNameLength = Frame.maximumNameLength
 }

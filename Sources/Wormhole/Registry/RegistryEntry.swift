@@ -1,9 +1,23 @@
 /// One listening process in the registry: who it is, where its socket and spool are, and what it observes.
 struct RegistryEntry: Hashable, Sendable {
     /// A random identity, fresh for every listener; names its socket and spool, so a reused pid is harmless.
+    /// A durable listener's is derived from its client identifier instead, so each of its runs finds its spool.
     var listener: UInt64
     var pid: Int32
     var subscriptions: [Subscription]
+    /// The client identifier of a durable listener, which keeps its entry and spool while no process runs it.
+    var identity: String? = nil
+    /// When a durable listener's process last registered or left, in seconds since 1970.
+    var lastSeen: Int64 = 0
+
+    var isDurable: Bool { identity != nil }
+
+    /// The listener id of a durable identity: a 64-bit FNV-1a hash of it, never zero.
+    static func durableListener(_ identity: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in "durable:\(identity)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        return hash == 0 ? 1 : hash
+    }
 
     var socketName: String { Self.socketName(listener) }
     var spoolName: String { Self.spoolName(listener) }

@@ -2,11 +2,12 @@
 /// ```
 /// "WHRG"  version:u8  count:u32
 /// count × { listener:u64  pid:i32  subscriptions:u32
-///           subscriptions × { hasName:u8 [name: u32 length + UTF-8]  hasObject:u8 [object: u32 length + UTF-8] } }
+///           subscriptions × { hasName:u8 [name: u32 length + UTF-8]  hasObject:u8 [object: u32 length + UTF-8] }
+///           hasIdentity:u8 [identity: u32 length + UTF-8]  lastSeen:i64 }     (version 2; version 1 ends before)
 /// crc32:u32 of everything before it
 /// ```
 enum RegistryFormat {
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     static func encode(_ entries: [RegistryEntry]) -> [UInt8] {
         var writer = ByteWriter(capacity: 64 + entries.count * 64)
@@ -21,6 +22,8 @@ enum RegistryFormat {
                 writeOptional(subscription.name, to: &writer)
                 writeOptional(subscription.object, to: &writer)
             }
+            writeOptional(entry.identity, to: &writer)
+            writer.write(entry.lastSeen)
         }
         writer.write(CRC32.checksum(writer.bytes))
         return writer.bytes
@@ -40,7 +43,9 @@ enum RegistryFormat {
         }
         var reader = ByteReader(bytes, from: 4, to: bytes.count - 4)
         let version = try reader.read(UInt8.self, "registry version")
-        guard version == Self.version else { throw WormholeError(.corruptData, "registry has unknown version \(version)") }
+        guard version == 1 || version == Self.version else {
+            throw WormholeError(.corruptData, "registry has unknown version \(version)")
+        }
         let count = Int(try reader.read(UInt32.self, "registry count"))
         guard count <= GroupNotificationCenter.maximumListeners else {
             throw WormholeError(.corruptData, "registry claims \(count) listeners")
@@ -61,7 +66,12 @@ enum RegistryFormat {
                 let object = try readOptional(&reader, "object")
                 subscriptions.append(Subscription(name: name, object: object))
             }
-            entries.append(RegistryEntry(listener: listener, pid: pid, subscriptions: subscriptions))
+            var entry = RegistryEntry(listener: listener, pid: pid, subscriptions: subscriptions)
+            if version >= 2 {
+                entry.identity = try readOptional(&reader, "identity")
+                entry.lastSeen = try reader.read(Int64.self, "last seen")
+            }
+            entries.append(entry)
         }
         guard reader.remaining == 0 else { throw WormholeError(.corruptData, "registry has bytes after its entries") }
         return entries

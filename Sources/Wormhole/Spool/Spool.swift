@@ -10,10 +10,18 @@ final class Spool: Sendable {
     let name: String
     private let descriptor: OwnedDescriptor
 
-    /// Opens the spool `name` in `directory`; only its listener creates it, so a missing spool means a gone one.
-    init(name: String, in directory: CInt, create: Bool) throws(WormholeError) {
+    enum Opening { case existing, new, reuse }
+
+    /// Opens the spool `name` in `directory`. Only its listener creates it (`new`, or `reuse` for a durable
+    /// listener, whose spool outlives its processes), so a missing spool means a gone listener.
+    init(name: String, in directory: CInt, _ opening: Opening) throws(WormholeError) {
         self.name = name
-        let flags = O_RDWR | (create ? O_CREAT | O_EXCL : 0) | O_NOFOLLOW
+        let creation: CInt = switch opening {
+        case .existing: 0
+        case .new: O_CREAT | O_EXCL
+        case .reuse: O_CREAT
+        }
+        let flags = O_RDWR | creation | O_NOFOLLOW
         descriptor = try Sys.open(name, flags, mode: 0o600, relativeTo: directory)
     }
 
@@ -36,11 +44,23 @@ final class Spool: Sendable {
 
     /// Reads the whole spool and empties it; call it inside ``withLock(_:)``.
     func takeAll(size: Int) throws(WormholeError) -> [UInt8] {
+        let bytes = try readAll(size: size)
+        try Sys.truncate(descriptor.rawValue, 0)
+        return bytes
+    }
+
+    /// Reads the whole spool; call it inside ``withLock(_:)``.
+    func readAll(size: Int) throws(WormholeError) -> [UInt8] {
         guard size > 0 else { return [] }
         let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: size, alignment: 8)
         defer { buffer.deallocate() }
         let count = try Sys.preadAll(descriptor.rawValue, into: buffer, at: 0)
-        try Sys.truncate(descriptor.rawValue, 0)
         return Array(buffer[0..<count])
+    }
+
+    /// Replaces the spool's contents with `bytes`; call it inside ``withLock(_:)``.
+    func replace(with bytes: [UInt8]) throws(WormholeError) {
+        try Sys.truncate(descriptor.rawValue, 0)
+        if !bytes.isEmpty { try append(bytes, at: 0) }
     }
 }

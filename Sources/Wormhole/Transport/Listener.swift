@@ -14,12 +14,17 @@ final class Listener: Sendable {
         var frames: @Sendable ([Frame]) -> Void
         var housekeeping: @Sendable () -> Void
         var dropped: @Sendable (_ count: Int, _ reason: String) -> Void
+        /// For a durable listener: whether a spooled frame must stay in the spool because nothing in this
+        /// process observes it yet.
+        var holdBack: @Sendable (Frame) -> Bool = { _ in false }
     }
 
     /// The most connections a listener keeps; more are closed at once, and their posters spool instead.
     static let maximumConnections = 1000
 
     let id: UInt64
+    /// The client identifier of a durable listener; nil for one that lives and dies with its process.
+    let identity: String?
     private let container: Container
     private let socket: CInt
     private let wakeRead: CInt
@@ -28,22 +33,68 @@ final class Listener: Sendable {
     private let handlers: Handlers
     private let stopping = Atomic<Bool>(false)
     private let finished = DispatchSemaphore(value: 0)
+    /// Set when an observer was added: frames held back in a durable spool may now have one.
+    private let recheck = Atomic<Bool>(true)
 
-    init(container: Container, handlers: Handlers) throws(WormholeError) {
-        id = UInt64.random(in: 1...UInt64.max)
+    /// Opens the listener's socket and spool. A durable listener (`identity` not nil) claims its identity's
+    /// socket, and reuses its spool.
+    /// - Throws: ``WormholeError/Code/identityInUse`` when a live process already listens as `identity`.
+    init(container: Container, identity: String?, handlers: Handlers) throws(WormholeError) {
+        self.identity = identity
+        id = identity.map(RegistryEntry.durableListener) ?? UInt64.random(in: 1...UInt64.max)
         self.container = container
         self.handlers = handlers
-        spool = try Spool(name: RegistryEntry.spoolName(id), in: container.spoolDescriptor, create: true)
-        do throws(WormholeError) {
+        if let identity {
+            socket = try Self.claim(identity, id: id, in: container)
+        } else {
             socket = try UnixSocket.listen(
                 directory: container.listenersDescriptor, directoryPath: container.listenersPath,
                 name: RegistryEntry.socketName(id)
             ).release()
+        }
+        do throws(WormholeError) {
+            spool = try Spool(name: RegistryEntry.spoolName(id), in: container.spoolDescriptor, identity == nil ? .new : .reuse)
+            (wakeRead, wakeWrite) = try Sys.makePipe()
         } catch {
-            try? Sys.removeFile(RegistryEntry.spoolName(id), relativeTo: container.spoolDescriptor)
+            try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
+            Sys.close(socket)
             throw error
         }
-        (wakeRead, wakeWrite) = try Sys.makePipe()
+    }
+
+    /// Binds a durable identity's socket, unless a live process listens on it. Holds the registry's lock for
+    /// the moment it takes, so that two processes starting at once cannot both claim the identity.
+    private static func claim(_ identity: String, id: UInt64, in container: Container) throws(WormholeError) -> CInt {
+        let name = RegistryEntry.socketName(id)
+        let lock = try Sys.open(Registry.lockName, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o600, relativeTo: container.descriptor)
+        return try Sys.withExclusiveLock(lock.rawValue) { () throws(WormholeError) -> CInt in
+            do throws(WormholeError) {
+                try UnixSocket.connect(
+                    directory: container.listenersDescriptor, directoryPath: container.listenersPath, name: name
+                ).close()
+                throw WormholeError(.identityInUse, "client identifier \"\(identity)\" is in use by another live process")
+            } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
+                // Nobody listens: a socket file left by a process that died, or none at all.
+                try? Sys.removeFile(name, relativeTo: container.listenersDescriptor)
+            } catch where error.isWouldBlock {
+                throw WormholeError(.identityInUse, "client identifier \"\(identity)\" is in use by a stopped process")
+            }
+            return try UnixSocket.listen(
+                directory: container.listenersDescriptor, directoryPath: container.listenersPath, name: name
+            ).release()
+        }
+    }
+
+    /// Asks the receive thread to offer held-back spooled frames to the observers again.
+    func recheckHeldBack() {
+        guard identity != nil else { return }
+        recheck.store(true, ordering: .releasing)
+        wake()
+    }
+
+    private func wake() {
+        var byte: UInt8 = 1
+        _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(wakeWrite, $0) }
     }
 
     /// Starts the receive thread.
@@ -60,10 +111,14 @@ final class Listener: Sendable {
     /// Stops the receive thread, waits for it (at most five seconds), and removes the socket and spool.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        var byte: UInt8 = 1
-        _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(wakeWrite, $0) }
+        wake()
         _ = finished.wait(timeout: .now() + 5)
-        Self.removeFiles(of: id, in: container)
+        if identity == nil {
+            Self.removeFiles(of: id, in: container)
+        } else {
+            // A durable listener's spool stays, to collect what is posted until its identity runs again.
+            try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
+        }
         Sys.close(socket)
         Sys.close(wakeRead)
         Sys.close(wakeWrite)
@@ -107,7 +162,9 @@ final class Listener: Sendable {
                 close(closed, in: &connections)
                 if !frames.isEmpty { handlers.frames(frames) }
             }
-            if spool.currentSize() > 0 { drainSpool(&connections, buffer: buffer) }
+            if spool.currentSize() > heldBack.load(ordering: .relaxed) || recheck.exchange(false, ordering: .acquiringAndReleasing) {
+                drainSpool(&connections, buffer: buffer)
+            }
             let now = DispatchTime.now()
             if ready == 0 || now.uptimeNanoseconds - lastHousekeeping.uptimeNanoseconds > 1_000_000_000 {
                 lastHousekeeping = now
@@ -117,39 +174,46 @@ final class Listener: Sendable {
     }
 
     /// Empties the spool. Under its lock, reads every connection dry first: a poster appends to the spool only
-    /// after its earlier frames sit in its connection, so those come first.
+    /// after its earlier frames sit in its connection, so those come first. A durable listener leaves in its
+    /// spool, in order, the frames nothing in its process observes yet.
     private func drainSpool(_ connections: inout [CInt], buffer: UnsafeMutableRawBufferPointer) {
         var direct: [Frame] = []
-        let taken: [UInt8]
+        var frames: [Frame] = []
         do throws(WormholeError) {
-            taken = try spool.withLock { (size) throws(WormholeError) -> [UInt8] in
+            try spool.withLock { (size) throws(WormholeError) in
                 acceptAll(&connections)
                 var closed: [CInt] = []
                 for connection in connections {
                     if !readMessages(connection, into: &direct, buffer: buffer, limit: 100_000) { closed.append(connection) }
                 }
                 close(closed, in: &connections)
-                return try spool.takeAll(size: size)
+                let (records, damaged) = SpoolRecord.decodeAll(try spool.readAll(size: size))
+                if damaged > 0 { handlers.dropped(damaged, "damaged stretches in spool \(spool.name) skipped") }
+                var kept: [UInt8] = []
+                for record in records {
+                    do throws(WormholeError) {
+                        let frame = try Frame(decoding: record)
+                        guard frame.kind == .notification else { continue }
+                        if identity != nil && handlers.holdBack(frame) {
+                            kept += SpoolRecord.encode(record)
+                        } else {
+                            frames.append(frame)
+                        }
+                    } catch {
+                        handlers.dropped(1, "spooled frame rejected: \(error)")
+                    }
+                }
+                try spool.replace(with: kept)
+                heldBack.store(kept.count, ordering: .relaxed)
             }
         } catch {
             Log.warning("cannot read spool \(spool.name): \(error)")
-            if !direct.isEmpty { handlers.frames(direct) }
-            return
         }
-        let (records, damaged) = SpoolRecord.decodeAll(taken)
-        if damaged > 0 { handlers.dropped(damaged, "damaged stretches in spool \(spool.name) skipped") }
-        var frames = direct
-        frames.reserveCapacity(direct.count + records.count)
-        for record in records {
-            do throws(WormholeError) {
-                let frame = try Frame(decoding: record)
-                if frame.kind == .notification { frames.append(frame) }
-            } catch {
-                handlers.dropped(1, "spooled frame rejected: \(error)")
-            }
-        }
-        if !frames.isEmpty { handlers.frames(frames) }
+        if !direct.isEmpty || !frames.isEmpty { handlers.frames(direct + frames) }
     }
+
+    /// The bytes at the start of the spool that the last drain held back.
+    private let heldBack = Atomic<Int>(0)
 
     private func acceptAll(_ connections: inout [CInt]) {
         while let connection = try? UnixSocket.accept(socket) {

@@ -30,11 +30,14 @@ final class PeerLink: Sendable {
     }
 
     let listener: UInt64
+    /// A durable listener whose process is not running takes its frames in its spool, and is never gone.
+    private let durable: Bool
     private let container: Container
     private let state = Mutex(State())
 
-    init(listener: UInt64, container: Container) {
+    init(listener: UInt64, durable: Bool, container: Container) {
         self.listener = listener
+        self.durable = durable
         self.container = container
     }
 
@@ -88,7 +91,7 @@ final class PeerLink: Sendable {
                 } catch where error.isWouldBlock {
                     return .full
                 } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
-                    return .gone
+                    return durable ? .full : .gone
                 }
             }
             guard let fd = state.socket?.rawValue else { return .full }
@@ -123,7 +126,7 @@ final class PeerLink: Sendable {
     private func openSpool(_ state: inout State) throws(WormholeError) -> Spool? {
         if let spool = state.spool { return spool }
         do throws(WormholeError) {
-            let spool = try Spool(name: RegistryEntry.spoolName(listener), in: container.spoolDescriptor, create: false)
+            let spool = try Spool(name: RegistryEntry.spoolName(listener), in: container.spoolDescriptor, .existing)
             state.spool = spool
             return spool
         } catch where error.errno == ENOENT {

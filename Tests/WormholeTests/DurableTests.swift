@@ -1,0 +1,71 @@
+import Foundation
+import Testing
+import Wormhole
+
+@Suite("Durable listeners")
+struct DurableTests {
+    @Test("a durable listener that is down for 1,000 posts gets all 1,000, in order, when it runs again")
+    func downForAThousand() throws {
+        let container = TemporaryContainer()
+        let first = try Peer("wormhole", ["listen", "--container", container.path, "--client", "widget", "--name", "d"])
+        try first.waitForError(containing: "listening")
+        first.signal(SIGKILL)
+        _ = try? first.waitForExit()
+
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        for i in 0..<1000 {
+            let report = try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": i])
+            #expect(report.spooled == 1 && report.removedDeadListeners == 0 && report.failures.isEmpty)
+        }
+        let offline = try #require(center.listenerStatus().first)
+        #expect(offline.clientIdentifier == "widget")
+        #expect(offline.state == .offline)
+        #expect(offline.spooledNotifications == 1000)
+
+        let second = try Peer("wormhole", ["listen", "--container", container.path, "--client", "widget", "--name", "d", "--count", "1000"])
+        #expect(try second.waitForExit(timeout: 60) == 0)
+        let numbers = second.jsonLines().compactMap { ($0["userInfo"] as? [String: Any])?["i"] as? Int }
+        #expect(numbers == Array(0..<1000))
+        #expect(center.listenerStatus().first?.spooledNotifications == 0, "delivered once: the spool is empty")
+    }
+
+    @Test("a second live process claiming the same identity gets a clear error")
+    func identityInUse() throws {
+        let container = TemporaryContainer()
+        let first = try Peer("wormhole", ["listen", "--container", container.path, "--client", "app-widget"])
+        try first.waitForError(containing: "listening")
+        let second = try Peer("wormhole", ["listen", "--container", container.path, "--client", "app-widget"])
+        #expect(try second.waitForExit() == 1)
+        #expect(second.errorOutput.contains { $0.contains("identity in use") })
+        #expect { _ = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "app-widget") } throws: {
+            ($0 as? WormholeError)?.code == .identityInUse
+        }
+        first.signal(SIGKILL)
+    }
+
+    @Test("spooled notifications wait until this run adds an observer they match")
+    func heldUntilObserved() throws {
+        let container = TemporaryContainer()
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            durable.addObserver(forName: .init("a"), object: nil, queue: nil) { _ in }
+            durable.addObserver(forName: .init("b"), object: nil, queue: nil) { _ in }
+        }
+        let watcher = try GroupNotificationCenter(containerURL: container.url)
+        #expect(watcher.listenerStatus().first?.observing.compactMap(\.name) == ["a", "b"], "a durable run's subscriptions stay")
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "3"])
+        #expect(try poster.waitForExit() == 0)
+        let other = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "b", "--count", "2", "--start", "10"])
+        #expect(try other.waitForExit() == 0)
+        #expect(watcher.listenerStatus().first?.spooledNotifications == 5)
+
+        let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+        let a = Recorder(), b = Recorder()
+        durable.addObserver(forName: .init("a"), object: nil, queue: nil, using: a.block)
+        #expect(try a.wait(for: 3).compactMap(\.number) == [0, 1, 2])
+        #expect(b.all.isEmpty)
+        durable.addObserver(forName: .init("b"), object: nil, queue: nil, using: b.block)
+        #expect(try b.wait(for: 2).compactMap(\.number) == [10, 11])
+        #expect(a.all.count == 3)
+    }
+}
