@@ -91,7 +91,8 @@ enum Commands {
         Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)")
         for listener in listeners {
             let observing = listener.observing.map { "\($0.name ?? "*")/\($0.object ?? "*")" }.joined(separator: ", ")
-            let durable = listener.clientIdentifier.map { "durable \"\($0)\"  " } ?? ""
+            let lastSeen = listener.lastSeen.map { " last seen \(ISO8601DateFormatter().string(from: $0))" } ?? ""
+            let durable = listener.clientIdentifier.map { "durable \"\($0)\"\(lastSeen)  " } ?? ""
             Output.line(
                 "  \(durable)pid \(listener.pid)  \(listener.state.rawValue)  spool \(listener.spooledNotifications) (\(listener.spooledBytes) B)  observes \(observing.isEmpty ? "nothing" : observing)")
             Output.line("    \(listener.socketPath)")
