@@ -104,7 +104,8 @@ struct ContainerTests {
         let second = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "c"])
         try second.waitForLines(1)
         let report = try center.postReporting(name: .init("c"), object: nil, userInfo: ["i": 0])
-        #expect(report.delivered == 2)
+        // About 270 small messages fill a socket buffer, so a busy first listener may take it from its spool.
+        #expect(report.delivered + report.spooled == 2)
         #expect(center.endpoint.registry.parses.load(ordering: .relaxed) == parses + 1)
     }
 }
