@@ -24,6 +24,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "wormhole-chaos",
+            dependencies: ["Wormhole"],
+            path: "Tests/WormholeChaos",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "wormhole-test-peer",
             dependencies: ["Wormhole"],
             path: "Tests/WormholeTestPeer",
@@ -31,7 +37,7 @@ let package = Package(
         ),
         .testTarget(
             name: "WormholeTests",
-            dependencies: ["Wormhole", "wormhole", "wormhole-test-peer"],
+            dependencies: ["Wormhole", "wormhole", "wormhole-test-peer", "wormhole-chaos"],
             swiftSettings: strictSettings
         ),
     ],

@@ -1,0 +1,37 @@
+// The chaos harness: posters and receivers on one container, while receivers are stopped and killed, posters
+// are killed mid-post, and observers come and go. It counts what was lost, duplicated, reordered or corrupted.
+//
+//     swift run -c release wormhole-chaos [--posters 4] [--receivers 4] [--notifications 200000] [--seconds 60]
+//                                         [--seed 1] [--rate N]      (N: each poster's notifications a second)
+//
+// `--forget-every N` makes receivers leave every Nth notification out of their reports: the harness must then
+// fail, which is how its own test checks that it counts.
+import Foundation
+import Synchronization
+
+func option(_ name: String, _ fallback: Int) -> Int {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else { return fallback }
+    return Int(arguments[index + 1]) ?? fallback
+}
+
+func text(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: "--" + name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+switch CommandLine.arguments.dropFirst().first {
+case "poster":
+    try Roles.poster(
+        container: text("container") ?? "", id: option("id", 0), first: option("first", 0), end: option("end", 0),
+        rate: option("rate", 0))
+case "receiver":
+    try Roles.receiver(container: text("container") ?? "", forgetEvery: option("forget-every", 0))
+default:
+    let harness = Harness(
+        posters: option("posters", 4), receivers: option("receivers", 4), notifications: option("notifications", 200_000),
+        seconds: option("seconds", 60), seed: UInt64(option("seed", 1)), forgetEvery: option("forget-every", 0),
+        rate: option("rate", 0))
+    exit(harness.run())
+}
