@@ -52,6 +52,16 @@ final class PeerLink: Sendable {
                     case .full: break
                     }
                 }
+                // The spool path must still notice a dead listener, or it would fill a dead spool forever.
+                if !durable && state.socket == nil {
+                    do throws(WormholeError) {
+                        state.socket = try connect()
+                    } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
+                        return .gone
+                    } catch {
+                        // EAGAIN: its backlog is full, so it is alive but not accepting; spool.
+                    }
+                }
                 guard let spool = try openSpool(&state) else { return .gone }
                 let outcome = try spool.withLock { (size) throws(WormholeError) -> Outcome in
                     if size == 0 && state.spooling && frame.count <= Limits.maximumDirectFrameSize {
@@ -74,7 +84,7 @@ final class PeerLink: Sendable {
                     state.spooling = true
                     return .spooled
                 }
-                if case .spooled = outcome { wake(nudge, &state) }
+                if case .spooled = outcome, !wake(nudge, &state) { return .gone }
                 return outcome
             } catch {
                 return .failed(error)
@@ -108,12 +118,30 @@ final class PeerLink: Sendable {
         return .full
     }
 
-    /// Wakes an idle listener to look at its spool. A failure is harmless: a listener whose socket is full is
-    /// not idle, and looks at its spool after reading.
-    private func wake(_ nudge: [UInt8], _ state: inout State) {
-        if state.socket == nil { state.socket = try? connect() }
-        guard let fd = state.socket?.rawValue else { return }
-        _ = try? nudge.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+    /// Wakes an idle listener to look at its spool. A full socket is harmless: a listener whose socket is full
+    /// is not idle, and looks at its spool after reading. Returns false when the listener turns out to be gone.
+    private func wake(_ nudge: [UInt8], _ state: inout State) -> Bool {
+        for _ in 0..<2 {
+            if state.socket == nil {
+                do throws(WormholeError) {
+                    state.socket = try connect()
+                } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
+                    return durable
+                } catch {
+                    return true
+                }
+            }
+            guard let fd = state.socket?.rawValue else { return true }
+            do throws(WormholeError) {
+                try nudge.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                return true
+            } catch where error.isPeerGone {
+                state.socket = nil
+            } catch {
+                return true
+            }
+        }
+        return true
     }
 
     private func connect() throws(WormholeError) -> OwnedDescriptor {

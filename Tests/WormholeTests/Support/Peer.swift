@@ -31,10 +31,12 @@ final class Peer: Sendable {
         return url
     }()
 
-    /// Starts `executable` (`wormhole` or `wormhole-test-peer`) with `arguments`.
-    init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+    /// Starts `executable` (`wormhole`, `wormhole-test-peer`, `wormhole-chaos`, or with `absolute` a full path)
+    /// with `arguments`.
+    init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:], absolute: Bool = false) throws {
         process = Process()
-        process.executableURL = Self.productsDirectory.appendingPathComponent(executable)
+        process.executableURL = absolute
+            ? URL(fileURLWithPath: executable) : Self.productsDirectory.appendingPathComponent(executable)
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["WORMHOLE_CONTAINER_ROOT"] = nil
