@@ -38,6 +38,7 @@ let package = Package(
         .testTarget(
             name: "WormholeTests",
             dependencies: ["Wormhole", "wormhole", "wormhole-test-peer", "wormhole-chaos"],
+            resources: [.copy("Corpus")],
             swiftSettings: strictSettings
         ),
     ],

@@ -1,0 +1,38 @@
+// Writes the seed corpus of the fuzz target into the folder given: valid frames, spool records, registries and
+// keyed archives, each prefixed by the byte that selects its reader. Built by swiftc with the library sources:
+//     swiftc -parse-as-library -module-name WormholeFuzz $(find Sources/Wormhole -name '*.swift') \
+//         Benchmarks/Fuzz/MakeCorpus.swift -o /tmp/make-corpus && /tmp/make-corpus Tests/WormholeTests/Corpus
+import Foundation
+
+@main
+struct MakeCorpus {
+    static func main() throws {
+        let folder = CommandLine.arguments.dropFirst().first ?? "."
+        let values: [[AnyHashable: Any]] = [
+            ["n": 1],
+            ["key1": "string1", "key2": 1, "key3": ["innerKey1": "innerString1", "innerKey2": 1]],
+            ["ids": [1, 2, 3], "flag": true, "when": Date(timeIntervalSinceReferenceDate: 0), "data": Data([1, 2, 3])],
+            ["title": "héllo ✓", "null": "$null", "real": 2.5, "big": UInt64.max, "negative": -7],
+            ["nested": [["a": [1, [2, [3]]]], ["b": ["c": "d"]]]],
+        ]
+        var index = 0
+        func write(_ selector: UInt8, _ bytes: [UInt8]) throws {
+            try Data([selector] + bytes).write(to: URL(fileURLWithPath: "\(folder)/seed-\(index)"))
+            index += 1
+        }
+        for value in values {
+            let archive = try UserInfoEncoder.encode(value, maximumSize: 1 << 20)
+            let frame = Frame(poster: 7, sequence: UInt64(index), name: "seed", object: "corpus", userInfo: archive).encoded()
+            try write(0, frame)
+            try write(1, SpoolRecord.encode(frame) + SpoolRecord.encode(frame))
+            try write(3, archive)
+            let foundation = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: value), requiringSecureCoding: true)
+            try write(3, [UInt8](foundation))
+        }
+        let entries = [
+            RegistryEntry(listener: 1, pid: 10, subscriptions: [Subscription(name: "a", object: nil), Subscription(name: nil, object: "o")]),
+            RegistryEntry(listener: 2, pid: 0, subscriptions: [], identity: "widget", lastSeen: 1_000),
+        ]
+        try write(2, RegistryFormat.encode(entries))
+    }
+}
