@@ -92,6 +92,32 @@ struct CrashConsistencyTests {
         listener.signal(SIGKILL)
     }
 
+    @Test("past the maximum number of listeners, a new observer is refused registration with a clear warning")
+    func tooManyListeners() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let endpoint = center.endpoint
+        // Fill the registry with live-looking listeners: real listening sockets, so nobody collects them.
+        var sockets: [CInt] = []
+        defer { sockets.forEach { close($0) } }
+        try endpoint.registry.update { (entries) throws(WormholeError) in
+            for index in 0..<UInt64(GroupNotificationCenter.maximumListeners) {
+                let id = 0xF000_0000_0000_0000 | index
+                sockets.append(try UnixSocket.listen(
+                    directory: endpoint.container.listenersDescriptor, directoryPath: endpoint.container.listenersPath,
+                    name: RegistryEntry.socketName(id)).release())
+                entries.append(RegistryEntry(listener: id, pid: 1, subscriptions: []))
+            }
+        }
+        let before = center.listenerStatus().count
+        center.addObserver(forName: .init("one.too.many"), object: nil, queue: nil) { _ in }
+        #expect(before == GroupNotificationCenter.maximumListeners)
+        #expect(center.listenerStatus().count == GroupNotificationCenter.maximumListeners)
+        #expect { _ = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "late") } throws: {
+            ($0 as? WormholeError)?.code == .tooManyListeners
+        }
+    }
+
     @Test("another user can neither post into nor listen in a container, nor reach its sockets")
     func otherUser() throws {
         try #require(geteuid() == 0, "needs root to run a process as another user; skipped otherwise")
