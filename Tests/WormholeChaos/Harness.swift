@@ -187,7 +187,7 @@ final class Harness {
     func run() -> Int32 {
         defer { try? FileManager.default.removeItem(atPath: container) }
         var receiverChildren: [Int: Child] = [:]
-        var posterChildren: [Int: (child: Child, end: Int)] = [:]
+        var posterChildren: [Int: (child: Child, first: Int, end: Int)] = [:]
         var allChildren: [Child] = []
         var stopped: [Int: Date] = [:]
         do {
@@ -205,7 +205,7 @@ final class Harness {
                 let first = share * index
                 let end = index == posters - 1 ? notifications : first + share
                 let (id, child) = try startPoster(first: first, end: end)
-                posterChildren[id] = (child, end)
+                posterChildren[id] = (child, first, end)
                 allChildren.append(child)
             }
 
@@ -233,12 +233,11 @@ final class Harness {
                     actions.posterKills += 1
                     entry.child.process.waitUntilExit()
                     posterChildren[id] = nil
-                    let resume = (ledger.withLock { $0.posterProgress[id] } ?? -1) + 1
-                    let first = max(resume, 0)
+                    // A new poster, under a new id, takes over the numbers the killed one had not finished.
+                    let first = ledger.withLock { $0.posterProgress[id] }.map { $0 + 1 } ?? entry.first
                     if first < entry.end {
-                        // A new poster, under a new id, takes over the rest of the numbers.
                         let (newID, child) = try startPoster(first: first, end: entry.end)
-                        posterChildren[newID] = (child, entry.end)
+                        posterChildren[newID] = (child, first, entry.end)
                         allChildren.append(child)
                     }
                 case 6..<8:
