@@ -23,21 +23,22 @@ let package = Package(
             path: "Benchmarks/WormholeBench",
             swiftSettings: strictSettings
         ),
+        .target(name: "WormholeTestSupport", path: "Tests/WormholeTestSupport", swiftSettings: strictSettings),
         .executableTarget(
             name: "wormhole-chaos",
-            dependencies: ["Wormhole"],
+            dependencies: ["Wormhole", "WormholeTestSupport"],
             path: "Tests/WormholeChaos",
             swiftSettings: strictSettings
         ),
         .executableTarget(
             name: "wormhole-test-peer",
-            dependencies: ["Wormhole"],
+            dependencies: ["Wormhole", "WormholeTestSupport"],
             path: "Tests/WormholeTestPeer",
             swiftSettings: strictSettings
         ),
         .testTarget(
             name: "WormholeTests",
-            dependencies: ["Wormhole", "wormhole", "wormhole-test-peer", "wormhole-chaos"],
+            dependencies: ["Wormhole", "WormholeTestSupport", "wormhole", "wormhole-test-peer", "wormhole-chaos"],
             resources: [.copy("Corpus")],
             swiftSettings: strictSettings
         ),

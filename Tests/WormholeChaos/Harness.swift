@@ -1,18 +1,6 @@
 import Foundation
 import Synchronization
-
-/// A deterministic generator (SplitMix64), so that a seed reproduces the schedule of a run.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+import WormholeTestSupport
 
 /// One child process and the lines it prints, handed to `onLine` as they come.
 final class Child: @unchecked Sendable {
@@ -28,19 +16,7 @@ final class Child: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
         try process.run()
-        let handle = output.fileHandleForReading
-        Thread {
-            var pending = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    onLine(String(decoding: pending[pending.startIndex..<newline], as: UTF8.self))
-                    pending.removeSubrange(pending.startIndex...newline)
-                }
-            }
-        }.start()
+        readLines(from: output.fileHandleForReading, onLine)
     }
 
     var pid: Int32 { process.processIdentifier }

@@ -3,27 +3,7 @@
 import Foundation
 import Synchronization
 import Wormhole
-
-final class PeerPoint: NSObject, NSSecureCoding {
-    static let supportsSecureCoding = true
-    let x: Int
-    let y: Int
-
-    init(x: Int, y: Int) {
-        self.x = x
-        self.y = y
-    }
-
-    init?(coder: NSCoder) {
-        x = coder.decodeInteger(forKey: "x")
-        y = coder.decodeInteger(forKey: "y")
-    }
-
-    func encode(with coder: NSCoder) {
-        coder.encode(x, forKey: "x")
-        coder.encode(y, forKey: "y")
-    }
-}
+import WormholeTestSupport
 
 func option(_ name: String) -> String? {
     let arguments = CommandLine.arguments
@@ -58,7 +38,7 @@ case "post":
     for i in start..<(start + count) {
         var userInfo: [AnyHashable: Any] = ["i": i, "pid": Int(getpid())]
         if payload > 0 { userInfo["blob"] = Data((0..<payload).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }) }
-        if flag("custom") { userInfo["point"] = PeerPoint(x: i, y: -i) }
+        if flag("custom") { userInfo["point"] = TestPoint(x: i, y: -i) }
         if flag("date") { userInfo["when"] = Date(timeIntervalSince1970: 1_000_000) }
         if flag("types") {
             userInfo["ids"] = [1, 2, 3]
@@ -79,7 +59,7 @@ case "listen":
     let limit = Int(option("count") ?? "0") ?? 0
     var classes: [AnyClass] = [NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self]
     if !flag("no-date") { classes.append(NSDate.self) }
-    if flag("allow-custom") { classes.append(PeerPoint.self) }
+    if flag("allow-custom") { classes.append(TestPoint.self) }
     let seen = Mutex(0)
     center.addObserver(forName: name, object: object, allowedClasses: classes, queue: nil) { note in
         var line: [String: Any] = ["name": note.name.rawValue, "object": (note.object as? String) ?? NSNull()]
@@ -88,7 +68,7 @@ case "listen":
             line["i"] = info["i"] as? Int ?? -1
             line["pid"] = info["pid"] as? Int ?? -1
             if let blob = info["blob"] as? Data { line["blobBytes"] = blob.count; line["blobSum"] = blob.reduce(0) { $0 &+ Int($1) } }
-            if let point = info["point"] as? PeerPoint { line["point"] = "\(point.x),\(point.y)" }
+            if let point = info["point"] as? TestPoint { line["point"] = "\(point.x),\(point.y)" }
         } else {
             line["userInfo"] = NSNull()
         }

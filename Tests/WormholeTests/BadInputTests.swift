@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+import WormholeTestSupport
 
 @Suite("Bad input: a clear error or a counted drop, never a crash")
 struct BadInputTests {
@@ -124,17 +125,4 @@ final class OwnedDescriptorBox {
     let fd: Int32
     init(fd: Int32) { self.fd = fd }
     deinit { close(fd) }
-}
-
-/// A small deterministic generator (SplitMix64), so a failing seed reproduces.
-struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
 }

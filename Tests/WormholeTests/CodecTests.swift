@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+import WormholeTestSupport
 
 @Suite("Codec: the keyed-archive reader that guards every receiver")
 struct CodecTests {
@@ -284,26 +285,5 @@ struct CodecTests {
             bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
             _ = try? Frame(decoding: bytes)
         }
-    }
-}
-
-final class TestPoint: NSObject, NSSecureCoding {
-    static let supportsSecureCoding = true
-    let x: Int
-    let y: Int
-
-    init(x: Int, y: Int) {
-        self.x = x
-        self.y = y
-    }
-
-    init?(coder: NSCoder) {
-        x = coder.decodeInteger(forKey: "x")
-        y = coder.decodeInteger(forKey: "y")
-    }
-
-    func encode(with coder: NSCoder) {
-        coder.encode(x, forKey: "x")
-        coder.encode(y, forKey: "y")
     }
 }

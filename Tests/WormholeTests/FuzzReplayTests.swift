@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+import WormholeTestSupport
 
 @Suite("Fuzz corpus replay")
 struct FuzzReplayTests {

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import WormholeTestSupport
 
 /// Another process: the `wormhole` tool or the test peer, with its output lines collected as they come.
 final class Peer: Sendable {
@@ -136,22 +137,11 @@ final class Peer: Sendable {
 
     private func collect(_ handle: FileHandle, into store: Lines) {
         let changed = self.changed
-        let thread = Thread {
-            var pending = Data()
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                pending.append(chunk)
-                while let newline = pending.firstIndex(of: UInt8(ascii: "\n")) {
-                    let line = String(decoding: pending[pending.startIndex..<newline], as: UTF8.self)
-                    pending.removeSubrange(pending.startIndex...newline)
-                    store.append(line)
-                    changed.lock()
-                    changed.broadcast()
-                    changed.unlock()
-                }
-            }
+        readLines(from: handle) { line in
+            store.append(line)
+            changed.lock()
+            changed.broadcast()
+            changed.unlock()
         }
-        thread.start()
     }
 }

@@ -1,0 +1,48 @@
+import Foundation
+
+/// The deliveries of one batch of received frames, in order, handed to each queue as one piece of work:
+/// one wake-up of a queue per batch instead of one per notification.
+struct DeliveryBatch {
+    private var groups: [(queue: ObjectIdentifier, first: Observer, items: [(Observer, SendableNotification)])] = []
+
+    var isEmpty: Bool { groups.isEmpty }
+
+    mutating func add(_ observer: Observer, frame: Frame, userInfo: [AnyHashable: Any]?) {
+        let note = SendableNotification(
+            Notification(name: Notification.Name(frame.name), object: frame.object, userInfo: userInfo))
+        if observer.hold(note, frame: FrameIdentity(frame)) { return }
+        let queue = observer.queueIdentity
+        if let index = groups.firstIndex(where: { $0.queue == queue }) {
+            groups[index].items.append((observer, note))
+        } else {
+            groups.append((queue, observer, [(observer, note)]))
+        }
+    }
+
+    /// Schedules each queue's deliveries, in the order they were added.
+    func dispatch() {
+        for group in groups {
+            let items = DeliveryItems(items: group.items)
+            group.first.schedule {
+                for (observer, note) in items.items { observer.call(note) }
+            }
+        }
+    }
+}
+
+/// Which post a frame came from.
+struct FrameIdentity: Hashable, Sendable {
+    let poster: UInt64
+    let sequence: UInt64
+
+    init(_ frame: Frame) {
+        poster = frame.poster
+        sequence = frame.sequence
+    }
+}
+
+/// A batch's deliveries for one queue.
+/// Safe because the array is built before scheduling and only read after.
+struct DeliveryItems: @unchecked Sendable {
+    let items: [(Observer, SendableNotification)]
+}
