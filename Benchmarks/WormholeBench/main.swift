@@ -63,6 +63,10 @@ if CommandLine.arguments.dropFirst().first == "peer", let path = option("--conta
     while true { sleep(1000) }
 }
 
+if CommandLine.arguments.dropFirst().first == "raw-peer", let path = option("--path") {
+    RawSocket.peer(path: path)
+}
+
 let quick = CommandLine.arguments.contains("--quick")
 let rounds = quick ? 300 : 5_000
 let floodSize = quick ? 2_000 : 20_000
@@ -143,3 +147,56 @@ for (label, userInfo, divisor) in payloads {
     let name = label.padding(toLength: 16, withPad: " ", startingAt: 0)
     print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s   %5.1f %%", p50, p99, rate, spooled))
 }
+
+// The floor: a raw seqpacket socket, frames of the same size as Wormhole's with no userInfo.
+let rawPath = container + "/raw.socket"
+let rawPeer = Process()
+rawPeer.executableURL = Bundle.main.executableURL
+rawPeer.arguments = ["raw-peer", "--path", rawPath]
+rawPeer.standardOutput = FileHandle.nullDevice
+try rawPeer.run()
+defer { rawPeer.terminate() }
+if let fd = RawSocket.connect(path: rawPath) {
+    let frameSize = 32
+    let samples = RawSocket.latencies(fd, rounds: rounds, size: frameSize)
+    let rate = RawSocket.throughput(fd, count: floodSize * 5, size: frameSize)
+    let name = "raw seqpacket".padding(toLength: 16, withPad: " ", startingAt: 0)
+    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s      (the floor)",
+        Double(samples[samples.count / 2]) / 1000, Double(samples[samples.count * 99 / 100]) / 1000, rate))
+    close(fd)
+}
+
+// The cost of a post while the receiver is stopped, against a post to the running receiver, and how fast
+// the receiver catches up after SIGCONT.
+func postCosts(_ count: Int) -> [UInt64] {
+    var samples: [UInt64] = []
+    for _ in 0..<count {
+        let start = nanoseconds()
+        center.post(name: .init("flood"), object: String(count), userInfo: nil)
+        samples.append(nanoseconds() - start)
+    }
+    return samples.sorted()
+}
+let stoppedCount = quick ? 2_000 : 20_000
+let running = postCosts(stoppedCount)
+floodTotal += 1
+_ = flooded.wait(until: floodTotal, seconds: 60)
+kill(peer.processIdentifier, SIGSTOP)
+usleep(200_000)
+let spooledBefore = center.statistics.spooled
+let stopped = postCosts(stoppedCount)
+let spooledWhileStopped = center.statistics.spooled - spooledBefore
+let resumed = nanoseconds()
+kill(peer.processIdentifier, SIGCONT)
+floodTotal += 1
+_ = flooded.wait(until: floodTotal, seconds: 120)
+let drainRate = Double(stoppedCount) / (Double(nanoseconds() - resumed) / 1e9)
+func percentile(_ samples: [UInt64], _ fraction: Double) -> Double {
+    Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))]) / 1000
+}
+print("")
+print("post, no userInfo, \(stoppedCount) posts     p50        p99")
+print(String(format: "receiver running         %7.1f µs  %7.1f µs", percentile(running, 0.5), percentile(running, 0.99)))
+print(String(format: "receiver stopped         %7.1f µs  %7.1f µs   (%d spooled; p99 ratio %.1f×)",
+    percentile(stopped, 0.5), percentile(stopped, 0.99), spooledWhileStopped, percentile(stopped, 0.99) / percentile(running, 0.99)))
+print(String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", drainRate))
