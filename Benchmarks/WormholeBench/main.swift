@@ -1,7 +1,8 @@
-// Measures Wormhole on this machine: the userInfo codec against Foundation's archiver, then, between two
-// processes, one-way latency (half the round trip of a ping answered by a pong) and one-way throughput.
+// Measures Wormhole on this machine: the userInfo codec against Foundation's archiver; between two processes,
+// one-way latency (half the round trip of a ping answered by a pong) and one-way throughput; the raw socket
+// floor; a post to a stopped receiver; MMWormhole's file way and Foundation's in-process center; fan-out to 8.
 //
-//     swift run -c release wormhole-bench [--quick]
+//     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE]
 import Foundation
 import Synchronization
 import Wormhole
@@ -65,6 +66,34 @@ if CommandLine.arguments.dropFirst().first == "peer", let path = option("--conta
 
 if CommandLine.arguments.dropFirst().first == "raw-peer", let path = option("--path") {
     RawSocket.peer(path: path)
+}
+if CommandLine.arguments.dropFirst().first == "file-peer", let folder = option("--folder") {
+    FileWay.peer(folder: folder)
+}
+// A fan-out sink: counts "fan" notifications and says "fanned" when it has the number its object names.
+if CommandLine.arguments.dropFirst().first == "sink", let path = option("--container") {
+    let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+    let received = Mutex(0)
+    center.addObserver(forName: .init("fan"), object: nil, queue: nil) { note in
+        let total = (note.object as? String).flatMap(Int.init) ?? 0
+        if received.withLock({ $0 += 1; return $0 }) == total {
+            received.withLock { $0 = 0 }
+            center.post(name: .init("fanned"), object: nil)
+        }
+    }
+    center.post(name: .init("ready"), object: nil)
+    while true { sleep(1000) }
+}
+
+/// Every measured row, for `--json FILE`.
+nonisolated(unsafe) var results: [[String: Any]] = []  // Safe because only the main thread touches it.
+func record(_ mechanism: String, _ payload: String, p50: Double?, p99: Double?, rate: Double?, fanOut: Double? = nil) {
+    var row: [String: Any] = ["mechanism": mechanism, "payload": payload]
+    row["p50_us"] = p50
+    row["p99_us"] = p99
+    row["throughput_per_s"] = rate
+    row["fan_out_8_per_s"] = fanOut
+    results.append(row)
 }
 
 let quick = CommandLine.arguments.contains("--quick")
@@ -144,6 +173,7 @@ for (label, userInfo, divisor) in payloads {
     guard flooded.wait(until: floodTotal, seconds: 300) else { fatalError("flood lost") }  // Safe because: a benchmark.
     let rate = Double(count) / (Double(nanoseconds() - start) / 1e9)
     let spooled = 100 * Double(center.statistics.spooled - spooledBefore) / Double(count)
+    record("Wormhole", label, p50: p50, p99: p99, rate: rate)
     let name = label.padding(toLength: 16, withPad: " ", startingAt: 0)
     print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s   %5.1f %%", p50, p99, rate, spooled))
 }
@@ -161,8 +191,9 @@ if let fd = RawSocket.connect(path: rawPath) {
     let samples = RawSocket.latencies(fd, rounds: rounds, size: frameSize)
     let rate = RawSocket.throughput(fd, count: floodSize * 5, size: frameSize)
     let name = "raw seqpacket".padding(toLength: 16, withPad: " ", startingAt: 0)
-    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s      (the floor)",
-        Double(samples[samples.count / 2]) / 1000, Double(samples[samples.count * 99 / 100]) / 1000, rate))
+    let (p50, p99) = (Double(samples[samples.count / 2]) / 1000, Double(samples[samples.count * 99 / 100]) / 1000)
+    record("raw AF_UNIX seqpacket", "32 bytes", p50: p50, p99: p99, rate: rate)
+    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s      (the floor)", p50, p99, rate))
     close(fd)
 }
 
@@ -200,3 +231,78 @@ print(String(format: "receiver running         %7.1f µs  %7.1f µs", percentile
 print(String(format: "receiver stopped         %7.1f µs  %7.1f µs   (%d spooled; p99 ratio %.1f×)",
     percentile(stopped, 0.5), percentile(stopped, 0.99), spooledWhileStopped, percentile(stopped, 0.99) / percentile(running, 0.99)))
 print(String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", drainRate))
+
+// What users would pick instead: MMWormhole's files, and Foundation's in-process center (the ceiling).
+print("")
+print("alternatives, 3-key nested userInfo   one-way p50   one-way p99   throughput 1→1")
+let nested: [AnyHashable: Any] = ["key1": "string1", "key2": 1, "key3": ["innerKey1": "innerString1", "innerKey2": 1]]
+let files = container + "/files"
+try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+let fileWatcher = FileWay.watch(files)
+let filePeer = Process()
+filePeer.executableURL = Bundle.main.executableURL
+filePeer.arguments = ["file-peer", "--folder", files]
+try filePeer.run()
+defer { filePeer.terminate() }
+while !FileWay.names(from: fileWatcher).contains("ready") {}
+let fileRun = FileWay.measure(folder: files, watcher: fileWatcher, payload: nested, rounds: rounds / 10, count: floodSize / 20)
+let fileP50 = Double(fileRun.latencies[fileRun.latencies.count / 2]) / 1000
+let fileP99 = Double(fileRun.latencies[fileRun.latencies.count * 99 / 100]) / 1000
+record("MMWormhole's way (file + rename + inotify)", "3-key nested", p50: fileP50, p99: fileP99, rate: fileRun.rate)
+print(String(format: "file + rename + inotify           %9.1f µs  %9.1f µs  %10.0f /s", fileP50, fileP99, fileRun.rate))
+
+let local = NotificationCenter.default
+let arrived = Mutex<UInt64>(0)
+let token = local.addObserver(forName: .init("local"), object: nil, queue: nil) { _ in
+    arrived.withLock { $0 = nanoseconds() }
+}
+var localSamples: [UInt64] = []
+for _ in 0..<rounds {
+    let start = nanoseconds()
+    local.post(name: .init("local"), object: nil, userInfo: nested)
+    localSamples.append(arrived.withLock { $0 } - start)
+}
+localSamples.sort()
+let localStart = nanoseconds()
+for _ in 0..<floodSize { local.post(name: .init("local"), object: nil, userInfo: nested) }
+let localRate = Double(floodSize) / (Double(nanoseconds() - localStart) / 1e9)
+local.removeObserver(token)
+let localP50 = Double(localSamples[localSamples.count / 2]) / 1000
+let localP99 = Double(localSamples[localSamples.count * 99 / 100]) / 1000
+record("Foundation NotificationCenter, in-process", "3-key nested", p50: localP50, p99: localP99, rate: localRate)
+print(String(format: "Foundation, in one process        %9.1f µs  %9.1f µs  %10.0f /s", localP50, localP99, localRate))
+
+// Fan-out: one poster, eight observer processes.
+let fanned = Arrivals()
+center.addObserver(forName: .init("fanned"), object: nil, queue: nil) { _ in fanned.add() }
+let readyBefore = 1
+var sinks: [Process] = []
+for _ in 0..<8 {
+    let sink = Process()
+    sink.executableURL = Bundle.main.executableURL
+    sink.arguments = ["sink", "--container", container]
+    try sink.run()
+    sinks.append(sink)
+}
+defer { sinks.forEach { $0.terminate() } }
+_ = ready.wait(until: readyBefore + 8, seconds: 30)
+let fanCount = quick ? 2_000 : 20_000
+let fanStart = nanoseconds()
+for _ in 0..<fanCount { center.post(name: .init("fan"), object: String(fanCount), userInfo: nil) }
+let fanDone = fanned.wait(until: 8, seconds: 300)
+let fanRate = Double(fanCount) / (Double(nanoseconds() - fanStart) / 1e9)
+record("Wormhole", "no userInfo", p50: nil, p99: nil, rate: nil, fanOut: fanDone ? fanRate : nil)
+print("")
+print(fanDone ? String(format: "fan-out, 1 poster → 8 observer processes, no userInfo: %.0f notifications/s (each to all 8)", fanRate)
+    : "fan-out: not every observer process got everything within 300 s")
+print("D-Bus: not measured yet")
+
+if let path = option("--svg") {
+    try Chart.svg(results).write(toFile: path, atomically: true, encoding: .utf8)
+    print("wrote \(path)")
+}
+if let path = option("--json") {
+    let data = try JSONSerialization.data(withJSONObject: results, options: [.prettyPrinted, .sortedKeys])
+    try data.write(to: URL(fileURLWithPath: path))
+    print("wrote \(path)")
+}
