@@ -1,7 +1,10 @@
 import Foundation
 
-/// Reads `handle` on a thread of its own until it ends, handing over each whole line as it comes.
-public func readLines(from handle: FileHandle, _ onLine: @escaping @Sendable (String) -> Void) {
+/// Reads `handle` on a thread of its own until it ends, handing over each whole line as it comes, then calling
+/// `onEnd`.
+public func readLines(
+    from handle: FileHandle, onEnd: @escaping @Sendable () -> Void = {}, _ onLine: @escaping @Sendable (String) -> Void
+) {
     Thread {
         var pending = Data()
         while true {
@@ -13,5 +16,6 @@ public func readLines(from handle: FileHandle, _ onLine: @escaping @Sendable (St
                 pending.removeSubrange(pending.startIndex...newline)
             }
         }
+        onEnd()
     }.start()
 }

@@ -17,6 +17,8 @@ final class Peer: Sendable {
     }
 
     let process: Process
+    /// How many of the two output pipes have reached their end.
+    private let ended = Atomic<Int>(0)
     private let lines = Lines()
     private let errors = Lines()
     private let changed = NSCondition()
@@ -101,6 +103,11 @@ final class Peer: Sendable {
             Issue.record("process \(pid) did not exit within \(seconds) s; output: \(output), errors: \(errorOutput)", sourceLocation: sourceLocation)
             throw Timeout(description: "exit")
         }
+        // Everything it printed is read once both pipes end; a child it left behind may hold them open, so
+        // this wait is bounded too.
+        _ = try? waitFor(timeout: 5, "the end of its output", sourceLocation, recording: false) { () -> Bool? in
+            ended.load(ordering: .relaxed) == 2 ? true : nil
+        }
         return process.terminationStatus
     }
 
@@ -118,13 +125,16 @@ final class Peer: Sendable {
         }
     }
 
-    private func waitFor<R>(timeout seconds: Double, _ what: String, _ location: SourceLocation, _ check: () -> R?) throws -> R {
+    private func waitFor<R>(
+        timeout seconds: Double, _ what: String, _ location: SourceLocation, recording: Bool = true, _ check: () -> R?
+    ) throws -> R {
         let deadline = Date().addingTimeInterval(seconds)
         changed.lock()
         defer { changed.unlock() }
         while true {
             if let result = check() { return result }
             if Date() >= deadline {
+                guard recording else { throw Timeout(description: what) }
                 Issue.record(
                     "timed out after \(seconds) s waiting for \(what); output: \(output.suffix(5)), errors: \(errorOutput.suffix(5))",
                     sourceLocation: location)
@@ -137,7 +147,12 @@ final class Peer: Sendable {
 
     private func collect(_ handle: FileHandle, into store: Lines) {
         let changed = self.changed
-        readLines(from: handle) { line in
+        readLines(from: handle, onEnd: { [self] in
+            ended.add(1, ordering: .relaxed)
+            changed.lock()
+            changed.broadcast()
+            changed.unlock()
+        }) { line in
             store.append(line)
             changed.lock()
             changed.broadcast()
