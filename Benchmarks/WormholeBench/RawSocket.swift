@@ -77,14 +77,31 @@ enum RawSocket {
         return samples.sorted()
     }
 
-    /// Messages a second from this process to the peer.
-    static func throughput(_ fd: Int32, count: Int, size: Int) -> Double {
+    /// Messages a second from this process to every one of `fds`, each message sent to all of them.
+    static func fanOut(_ fds: [Int32], count: Int, size: Int) -> Double {
+        var message = floodMessage(count: count, size: size)
+        var reply = [UInt8](repeating: 0, count: 16)
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<count {
+            for fd in fds { _ = message.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, 0) } }
+        }
+        for fd in fds { _ = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
+        return Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+    }
+
+    private static func floodMessage(count: Int, size: Int) -> [UInt8] {
         var message = [UInt8](repeating: 0, count: max(size, 5))
         message[0] = UInt8(ascii: "F")
         message[1] = UInt8(truncatingIfNeeded: count >> 24)
         message[2] = UInt8(truncatingIfNeeded: count >> 16)
         message[3] = UInt8(truncatingIfNeeded: count >> 8)
         message[4] = UInt8(truncatingIfNeeded: count)
+        return message
+    }
+
+    /// Messages a second from this process to the peer.
+    static func throughput(_ fd: Int32, count: Int, size: Int) -> Double {
+        var message = floodMessage(count: count, size: size)
         var reply = [UInt8](repeating: 0, count: 16)
         let start = DispatchTime.now().uptimeNanoseconds
         for _ in 0..<count { _ = message.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, 0) } }

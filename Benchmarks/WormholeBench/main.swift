@@ -292,9 +292,32 @@ for _ in 0..<fanCount { center.post(name: .init("fan"), object: String(fanCount)
 let fanDone = fanned.wait(until: 8, seconds: 300)
 let fanRate = Double(fanCount) / (Double(nanoseconds() - fanStart) / 1e9)
 record("Wormhole", "no userInfo", p50: nil, p99: nil, rate: nil, fanOut: fanDone ? fanRate : nil)
+// The floor of fan-out: eight raw peers, each message sent to all eight.
+var rawFanRate: Double?
+var rawPeers: [Process] = []
+var rawFanSockets: [Int32] = []
+for index in 0..<8 {
+    let path = container + "/raw-fan-\(index).socket"
+    let rawPeer = Process()
+    rawPeer.executableURL = Bundle.main.executableURL
+    rawPeer.arguments = ["raw-peer", "--path", path]
+    try rawPeer.run()
+    rawPeers.append(rawPeer)
+    if let fd = RawSocket.connect(path: path) { rawFanSockets.append(fd) }
+}
+defer { rawPeers.forEach { $0.terminate() } }
+if rawFanSockets.count == 8 {
+    rawFanRate = RawSocket.fanOut(rawFanSockets, count: fanCount, size: 32)
+}
+rawFanSockets.forEach { close($0) }
+record("raw AF_UNIX seqpacket", "32 bytes", p50: nil, p99: nil, rate: nil, fanOut: rawFanRate)
 print("")
 print(fanDone ? String(format: "fan-out, 1 poster → 8 observer processes, no userInfo: %.0f notifications/s (each to all 8)", fanRate)
     : "fan-out: not every observer process got everything within 300 s")
+if let rawFanRate {
+    print(String(format: "fan-out floor, raw seqpacket to 8 processes: %.0f messages/s (each to all 8); Wormhole is at %.0f %%",
+        rawFanRate, 100 * fanRate / rawFanRate))
+}
 print("D-Bus: not measured yet")
 
 if let path = option("--svg") {
