@@ -126,7 +126,7 @@ final class Endpoint: Sendable {
                 report.failures.append(PostReport.Failure(pid: entry.pid, error: error))
             }
         }
-        if ownID != nil, !observers.withLock({ $0.matching(name: name, object: object).isEmpty }) {
+        if ownID != nil, observers.withLock({ $0.hasMatch(name: name, object: object) }) {
             deliver([frame])
             report.delivered += 1
         }
@@ -224,7 +224,7 @@ final class Endpoint: Sendable {
                     Log.warning(reason)
                 },
                 holdBack: { [weak self] frame in
-                    self?.observers.withLock { $0.matching(name: frame.name, object: frame.object).isEmpty } ?? false
+                    self.map { endpoint in !endpoint.observers.withLock { $0.hasMatch(name: frame.name, object: frame.object) } } ?? false
                 })
             let started = try Listener(container: container, identity: identity, handlers: handlers)
             started.start()

@@ -30,6 +30,11 @@ struct ObserverTable {
         return (removed, changed)
     }
 
+    /// Whether any observer matches, without collecting them: asked on every post.
+    func hasMatch(name: String, object: String?) -> Bool {
+        observers.contains { $0.subscription.matches(name: name, object: object) }
+    }
+
     func matching(name: String, object: String?) -> [Observer] {
         observers.filter { $0.subscription.matches(name: name, object: object) }
     }
