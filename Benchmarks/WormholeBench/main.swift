@@ -47,21 +47,27 @@ let payloads: [(String, [AnyHashable: Any]?, Int)] = [
 ]
 
 // The peer: answers every ping with a pong carrying the same userInfo, and counts floods.
+/// A peer's last step: counts `name` notifications, posts `answer` each time it has as many as their object
+/// says, announces itself ready, and serves until killed.
+func countArrivals(of name: String, answering answer: String, on center: GroupNotificationCenter) -> Never {
+    let received = Mutex(0)
+    center.addObserver(forName: .init(name), object: nil, queue: nil) { note in
+        let total = (note.object as? String).flatMap(Int.init) ?? 0
+        if received.withLock({ $0 += 1; return $0 }) == total {
+            received.withLock { $0 = 0 }
+            center.post(name: .init(answer), object: nil)
+        }
+    }
+    center.post(name: .init("ready"), object: nil)
+    while true { sleep(1000) }
+}
+
 if CommandLine.arguments.dropFirst().first == "peer", let path = option("--container") {
     let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
     center.addObserver(forName: .init("ping"), object: nil, queue: nil) { note in
         center.post(name: .init("pong"), object: nil, userInfo: note.userInfo)
     }
-    let flooded = Mutex(0)
-    center.addObserver(forName: .init("flood"), object: nil, queue: nil) { note in
-        let total = (note.object as? String).flatMap(Int.init) ?? 0
-        if flooded.withLock({ $0 += 1; return $0 }) == total {
-            flooded.withLock { $0 = 0 }
-            center.post(name: .init("flooded"), object: nil)
-        }
-    }
-    center.post(name: .init("ready"), object: nil)
-    while true { sleep(1000) }
+    countArrivals(of: "flood", answering: "flooded", on: center)
 }
 
 if CommandLine.arguments.dropFirst().first == "raw-peer", let path = option("--path") {
@@ -72,17 +78,7 @@ if CommandLine.arguments.dropFirst().first == "file-peer", let folder = option("
 }
 // A fan-out sink: counts "fan" notifications and says "fanned" when it has the number its object names.
 if CommandLine.arguments.dropFirst().first == "sink", let path = option("--container") {
-    let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
-    let received = Mutex(0)
-    center.addObserver(forName: .init("fan"), object: nil, queue: nil) { note in
-        let total = (note.object as? String).flatMap(Int.init) ?? 0
-        if received.withLock({ $0 += 1; return $0 }) == total {
-            received.withLock { $0 = 0 }
-            center.post(name: .init("fanned"), object: nil)
-        }
-    }
-    center.post(name: .init("ready"), object: nil)
-    while true { sleep(1000) }
+    countArrivals(of: "fan", answering: "fanned", on: try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path)))
 }
 
 /// Every measured row, for `--json FILE`.
