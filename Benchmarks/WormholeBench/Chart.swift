@@ -2,8 +2,8 @@ import Foundation
 
 /// An SVG chart of the one-way latency percentiles of each measured row, on a logarithmic scale.
 enum Chart {
-    static func svg(_ rows: [[String: Any]]) -> String {
-        let measured = rows.filter { $0["p50_us"] is Double }
+    static func svg(_ rows: [Row]) -> String {
+        let measured = rows.filter { $0.latency != nil }
         let width = 900.0, left = 330.0, right = 30.0, rowHeight = 34.0, top = 50.0
         let height = top + Double(measured.count) * rowHeight + 50
         let low = -1.0, high = 5.0  // 0.1 µs to 100 ms
@@ -14,7 +14,7 @@ enum Chart {
         var svg = """
             <svg xmlns="http://www.w3.org/2000/svg" width="\(Int(width))" height="\(Int(height))" font-family="Helvetica, Arial, sans-serif" font-size="12">
             <rect width="100%" height="100%" fill="white"/>
-            <text x="\(Int(left))" y="22" font-size="14" font-weight="bold">One-way latency, µs (log scale): p50 bar, p99 tick</text>
+            <text x="\(Int(left))" y="22" font-size="14" font-weight="bold">One-way latency, µs (log scale): p50 bar, p99 red tick, p99.9 black tick</text>
 
             """
         for exponent in Int(low)...Int(high) {
@@ -25,14 +25,16 @@ enum Chart {
         }
         for (index, row) in measured.enumerated() {
             let y = top + Double(index) * rowHeight
-            let p50 = row["p50_us"] as? Double ?? 0
-            let p99 = row["p99_us"] as? Double ?? p50
-            let name = "\(row["mechanism"] ?? "") · \(row["payload"] ?? "")"
-            let color = (row["mechanism"] as? String) == "Wormhole" ? "#2a6fdb" : "#999"
+            let p50 = row.latency?.p50 ?? 0
+            let p99 = row.latency?.p99 ?? p50
+            let p999 = row.latency?.p999 ?? p99
+            let name = "\(row.mechanism) · \(row.payload)"
+            let color = row.mechanism == "Wormhole" ? "#2a6fdb" : "#999"
             svg += "<text x=\"\(left - 8)\" y=\"\(y + 16)\" text-anchor=\"end\">\(escape(name))</text>\n"
             svg += "<rect x=\"\(left)\" y=\"\(y + 5)\" width=\"\(x(p50) - left)\" height=\"16\" fill=\"\(color)\"/>\n"
             svg += "<line x1=\"\(x(p99))\" y1=\"\(y + 2)\" x2=\"\(x(p99))\" y2=\"\(y + 24)\" stroke=\"#d33\" stroke-width=\"2\"/>\n"
-            svg += String(format: "<text x=\"%.1f\" y=\"%.1f\" fill=\"#333\">%.1f / %.1f</text>\n", x(p99) + 6, y + 17, p50, p99)
+            svg += "<line x1=\"\(x(p999))\" y1=\"\(y + 2)\" x2=\"\(x(p999))\" y2=\"\(y + 24)\" stroke=\"#111\" stroke-width=\"2\"/>\n"
+            svg += String(format: "<text x=\"%.1f\" y=\"%.1f\" fill=\"#333\">%.1f / %.1f / %.1f</text>\n", x(p999) + 6, y + 17, p50, p99, p999)
         }
         return svg + "</svg>\n"
     }

@@ -1,5 +1,8 @@
-// The floor: a raw AF_UNIX SOCK_SEQPACKET socket between two processes, carrying bytes of the same size as
-// Wormhole's frames, with no registry and no codec.
+// The floor: a raw AF_UNIX SOCK_SEQPACKET connection between two processes, the socket type Wormhole's
+// transport uses, carrying the same number of bytes with no registry and no codec.
+//
+// A message is a 20-byte header (kind, total, stamp, payload size) and the payload, sent in pieces of at most
+// 64 KiB, the largest a default socket buffer takes whole.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -7,7 +10,31 @@ import Darwin
 #endif
 import Foundation
 
-enum RawSocket {
+final class RawSocket: Mechanism {
+    let name = "raw AF_UNIX seqpacket"
+    let slowness = 1
+    private let fd: Int32
+    private let peer: Process
+    private static let headerSize = 20
+    private static let pieceSize = 64 * 1024
+    private static let noSignal = Int32(MSG_NOSIGNAL)
+
+    private enum Kind: UInt8 {
+        case ping = 0x50, stamp = 0x53, flood = 0x46
+    }
+
+    init(folder: String) throws {
+        let path = folder + "/raw-peer.socket"
+        peer = try spawnSelf(["raw-peer", "--path", path])
+        guard let fd = Self.connect(path: path) else { throw BenchError("the raw peer did not start") }
+        self.fd = fd
+    }
+
+    deinit {
+        close(fd)
+        peer.terminate()
+    }
+
     private static func address(_ path: String) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
@@ -23,7 +50,89 @@ enum RawSocket {
         #endif
     }
 
-    /// The peer: echoes every message; a message starting with "F" counts toward a flood, acknowledged with "A".
+    static func connect(path: String) -> Int32? {
+        let fd = makeSocket()
+        var address = address(path)
+        for _ in 0..<1000 {
+            let result = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            }
+            if result == 0 { return fd }
+            usleep(10_000)
+        }
+        close(fd)
+        return nil
+    }
+
+    /// The message's pieces: the header and payload, cut at 64 KiB.
+    private static func pieces(_ kind: Kind, total: Int, stamp: UInt64, payload: [UInt8]) -> [[UInt8]] {
+        var message = [kind.rawValue, 0, 0, 0]
+        message += littleEndianBytes(UInt64(total)).prefix(4)
+        message += littleEndianBytes(stamp)
+        message += littleEndianBytes(UInt64(payload.count)).prefix(4)
+        message += payload
+        return stride(from: 0, to: message.count, by: pieceSize).map { Array(message[$0..<min(message.count, $0 + pieceSize)]) }
+    }
+
+    private func transmit(_ pieces: [[UInt8]]) {
+        for piece in pieces { _ = piece.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Self.noSignal) } }
+    }
+
+    /// Blocks for the peer's next reply; nil when it went away.
+    private func reply() -> [UInt8]? {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        return count > 0 ? Array(buffer.prefix(count)) : nil
+    }
+
+    func pingPong(_ payload: Payload, rounds: Int) -> [UInt64] {
+        let pieces = Self.pieces(.ping, total: 0, stamp: 0, payload: payload.bytes)
+        let size = pieces.reduce(0) { $0 + $1.count }
+        var buffer = [UInt8](repeating: 0, count: Self.pieceSize)
+        var samples: [UInt64] = []
+        for _ in 0..<rounds {
+            let start = monotonicNanoseconds()
+            // Sends and receives at once, so that neither side fills the other's buffer while both write.
+            var sent = 0, received = 0
+            while received < size {
+                var poller = pollfd(fd: fd, events: Int16(POLLIN | (sent < pieces.count ? POLLOUT : 0)), revents: 0)
+                guard poll(&poller, 1, 10_000) > 0 else { return samples }
+                if sent < pieces.count, poller.revents & Int16(POLLOUT) != 0 {
+                    let result = pieces[sent].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Self.noSignal | Int32(MSG_DONTWAIT)) }
+                    if result > 0 { sent += 1 }
+                }
+                if poller.revents & Int16(POLLIN) != 0 {
+                    let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+                    if count > 0 { received += count }
+                }
+            }
+            samples.append((monotonicNanoseconds() - start) / 2)
+        }
+        return samples
+    }
+
+    func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
+        var next = monotonicNanoseconds()
+        for _ in 0..<count {
+            spin(until: next)
+            next += interval
+            transmit(Self.pieces(.stamp, total: count, stamp: monotonicNanoseconds(), payload: payload.bytes))
+        }
+        return reply().flatMap { Percentiles(bytes: $0, count: count) }
+    }
+
+    func flood(_ payload: Payload, count: Int) -> Double? {
+        let pieces = Self.pieces(.flood, total: count, stamp: 0, payload: payload.bytes)
+        let start = monotonicNanoseconds()
+        for _ in 0..<count { transmit(pieces) }
+        guard reply() != nil else { return nil }
+        return Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+    }
+
+    // MARK: The other side
+
+    /// The peer: echoes pings piece by piece, collects stamps and answers with their percentiles, counts
+    /// floods and answers the last with its peak memory.
     static func peer(path: String) -> Never {
         let listener = makeSocket()
         var address = address(path)
@@ -32,80 +141,75 @@ enum RawSocket {
         }
         guard bound == 0, listen(listener, 8) == 0 else { exit(1) }
         let connection = accept(listener, nil, nil)
-        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        var buffer = [UInt8](repeating: 0, count: pieceSize)
+        var remaining = 0
+        var kind = Kind.ping
+        var total = 0, stamp: UInt64 = 0
         var flooded = 0
+        var collector = StampCollector()
         while true {
-            let n = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
-            if n <= 0 { exit(0) }
-            if buffer[0] == UInt8(ascii: "F") {
+            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            if count <= 0 { exit(0) }
+            if remaining == 0 {
+                guard count >= headerSize, let parsed = Kind(rawValue: buffer[0]) else { continue }
+                kind = parsed
+                total = Int(littleEndianValue(buffer[4..<8]))
+                stamp = littleEndianValue(buffer[8..<16])
+                remaining = headerSize + Int(littleEndianValue(buffer[16..<20]))
+            }
+            remaining -= count
+            if kind == .ping {
+                _ = buffer.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, count, noSignal) }
+            }
+            guard remaining <= 0 else { continue }
+            remaining = 0
+            switch kind {
+            case .ping:
+                break
+            case .stamp:
+                if let result = collector.add(stamp: stamp, total: total) {
+                    _ = result.bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, noSignal) }
+                }
+            case .flood:
                 flooded += 1
-                let total = Int(buffer[1]) << 24 | Int(buffer[2]) << 16 | Int(buffer[3]) << 8 | Int(buffer[4])
                 if flooded == total {
                     flooded = 0
-                    _ = send(connection, "A", 1, 0)
+                    _ = littleEndianBytes(UInt64(peakResidentKiB())).withUnsafeBytes {
+                        Glibc.send(connection, $0.baseAddress, $0.count, noSignal)
+                    }
                 }
-            } else {
-                _ = buffer.withUnsafeBytes { send(connection, $0.baseAddress, n, 0) }
             }
         }
     }
 
-    static func connect(path: String) -> Int32? {
-        let fd = makeSocket()
-        var address = address(path)
-        for _ in 0..<200 {
-            let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-            }
-            if result == 0 { return fd }
-            usleep(10_000)
+    /// In a fan-out child: starts eight peers and sends each message to all of them.
+    static func fanOut(_ payload: Payload, count: Int, folder: String) throws -> FanOutResult? {
+        var sockets: [Int32] = []
+        var peers: [Process] = []
+        defer {
+            sockets.forEach { close($0) }
+            peers.forEach { $0.terminate() }
         }
-        return nil
-    }
-
-    /// One-way latency (half a round trip), in nanoseconds, sorted.
-    static func latencies(_ fd: Int32, rounds: Int, size: Int) -> [UInt64] {
-        var message = [UInt8](repeating: 0x50, count: max(size, 5))
-        var reply = [UInt8](repeating: 0, count: 1 << 16)
-        var samples: [UInt64] = []
-        for _ in 0..<rounds {
-            let start = DispatchTime.now().uptimeNanoseconds
-            _ = message.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, 0) }
-            _ = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            samples.append((DispatchTime.now().uptimeNanoseconds - start) / 2)
+        for index in 0..<8 {
+            let path = folder + "/raw-sink-\(index).socket"
+            peers.append(try spawnSelf(["raw-peer", "--path", path]))
+            guard let fd = connect(path: path) else { return nil }
+            sockets.append(fd)
         }
-        return samples.sorted()
-    }
-
-    /// Messages a second from this process to every one of `fds`, each message sent to all of them.
-    static func fanOut(_ fds: [Int32], count: Int, size: Int) -> Double {
-        var message = floodMessage(count: count, size: size)
-        var reply = [UInt8](repeating: 0, count: 16)
-        let start = DispatchTime.now().uptimeNanoseconds
+        let pieces = Self.pieces(.flood, total: count, stamp: 0, payload: payload.bytes)
+        let start = monotonicNanoseconds()
         for _ in 0..<count {
-            for fd in fds { _ = message.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, 0) } }
+            for fd in sockets {
+                for piece in pieces { _ = piece.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, noSignal) } }
+            }
         }
-        for fd in fds { _ = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) } }
-        return Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
-    }
-
-    private static func floodMessage(count: Int, size: Int) -> [UInt8] {
-        var message = [UInt8](repeating: 0, count: max(size, 5))
-        message[0] = UInt8(ascii: "F")
-        message[1] = UInt8(truncatingIfNeeded: count >> 24)
-        message[2] = UInt8(truncatingIfNeeded: count >> 16)
-        message[3] = UInt8(truncatingIfNeeded: count >> 8)
-        message[4] = UInt8(truncatingIfNeeded: count)
-        return message
-    }
-
-    /// Messages a second from this process to the peer.
-    static func throughput(_ fd: Int32, count: Int, size: Int) -> Double {
-        var message = floodMessage(count: count, size: size)
-        var reply = [UInt8](repeating: 0, count: 16)
-        let start = DispatchTime.now().uptimeNanoseconds
-        for _ in 0..<count { _ = message.withUnsafeMutableBytes { send(fd, $0.baseAddress, $0.count, 0) } }
-        _ = reply.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-        return Double(count) / (Double(DispatchTime.now().uptimeNanoseconds - start) / 1e9)
+        var largest = 0
+        for fd in sockets {
+            var reply = [UInt8](repeating: 0, count: 16)
+            guard reply.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) == 8 else { return nil }
+            largest = max(largest, Int(littleEndianValue(reply)))
+        }
+        let rate = Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+        return FanOutResult(rate: rate, posterKiB: peakResidentKiB(), sinkKiB: largest)
     }
 }

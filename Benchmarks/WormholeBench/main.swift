@@ -1,327 +1,189 @@
-// Measures Wormhole on this machine: the userInfo codec against Foundation's archiver; between two processes,
-// one-way latency (half the round trip of a ping answered by a pong) and one-way throughput; the raw socket
-// floor; a post to a stopped receiver; MMWormhole's file way and Foundation's in-process center; fan-out to 8.
+// Measures Wormhole on this machine against the socket underneath it and against what users would pick instead:
+// a raw AF_UNIX seqpacket socket (the limit), D-Bus signals through a private dbus-daemon, MMWormhole's file
+// way, and Foundation's in-process NotificationCenter. For each mechanism and payload: one-way latency (half a
+// ping-pong round trip, and stamped by the sender's monotonic clock), throughput to one process and to eight,
+// and the fan-out's peak memory. Then Wormhole alone: its codec against Foundation's archiver, a post to a
+// stopped receiver, and the cost of a post as the registry grows.
 //
-//     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE]
+//     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
 import Foundation
-import Synchronization
 import Wormhole
 
-/// Counts arrivals and lets the main thread wait for a given total, with a timeout.
-final class Arrivals: Sendable {
-    private let count = Mutex(0)
-    private let condition = NSCondition()
-
-    func add() {
-        count.withLock { $0 += 1 }
-        condition.lock()
-        condition.broadcast()
-        condition.unlock()
-    }
-
-    func wait(until total: Int, seconds: Double) -> Bool {
-        let deadline = Date().addingTimeInterval(seconds)
-        condition.lock()
-        defer { condition.unlock() }
-        while count.withLock({ $0 }) < total {
-            if !condition.wait(until: deadline) { return false }
-        }
-        return true
-    }
+// The other sides, each started by the benchmark as a process of its own.
+switch CommandLine.arguments.dropFirst().first {
+case "wormhole-peer": try WormholeWay.peer(container: option("--container") ?? "")
+case "wormhole-sink": try WormholeWay.sink(container: option("--container") ?? "")
+case "raw-peer": RawSocket.peer(path: option("--path") ?? "")
+case "file-peer": FileWay.peer(folder: option("--folder") ?? "")
+case "dbus-peer": DBusWay.peer(address: option("--bus") ?? "", members: ["Ping", "Stamp", "Flood"])
+case "dbus-sink": DBusWay.peer(address: option("--bus") ?? "", members: ["Fan"])
+case "crowd":
+    try RegistryGrowth.crowd(
+        container: option("--container") ?? "", first: option("--first").flatMap(Int.init) ?? 0,
+        count: option("--count").flatMap(Int.init) ?? 0)
+case "fan-out": try FanOut.child()
+default: break
 }
 
-func option(_ name: String) -> String? {
-    let arguments = CommandLine.arguments
-    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
-    return arguments[index + 1]
-}
-
-func nanoseconds() -> UInt64 { DispatchTime.now().uptimeNanoseconds }
-
-/// Each payload, and by how much to divide the sample counts for it (large ones are slow to archive).
-let payloads: [(String, [AnyHashable: Any]?, Int)] = [
-    ("no userInfo", nil, 1),
-    ("[\"n\": 1]", ["n": 1], 1),
-    ("3-key nested", ["key1": "string1", "key2": 1, "key3": ["innerKey1": "innerString1", "innerKey2": 1]], 1),
-    ("64 KiB Data", ["data": Data(count: 64 * 1024)], 20),
-]
-
-// The peer: answers every ping with a pong carrying the same userInfo, and counts floods.
-/// A peer's last step: counts `name` notifications, posts `answer` each time it has as many as their object
-/// says, announces itself ready, and serves until killed.
-func countArrivals(of name: String, answering answer: String, on center: GroupNotificationCenter) -> Never {
-    let received = Mutex(0)
-    center.addObserver(forName: .init(name), object: nil, queue: nil) { note in
-        let total = (note.object as? String).flatMap(Int.init) ?? 0
-        if received.withLock({ $0 += 1; return $0 }) == total {
-            received.withLock { $0 = 0 }
-            center.post(name: .init(answer), object: nil)
-        }
-    }
-    center.post(name: .init("ready"), object: nil)
-    while true { sleep(1000) }
-}
-
-if CommandLine.arguments.dropFirst().first == "peer", let path = option("--container") {
-    let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
-    center.addObserver(forName: .init("ping"), object: nil, queue: nil) { note in
-        center.post(name: .init("pong"), object: nil, userInfo: note.userInfo)
-    }
-    countArrivals(of: "flood", answering: "flooded", on: center)
-}
-
-if CommandLine.arguments.dropFirst().first == "raw-peer", let path = option("--path") {
-    RawSocket.peer(path: path)
-}
-if CommandLine.arguments.dropFirst().first == "file-peer", let folder = option("--folder") {
-    FileWay.peer(folder: folder)
-}
-// A fan-out sink: counts "fan" notifications and says "fanned" when it has the number its object names.
-if CommandLine.arguments.dropFirst().first == "sink", let path = option("--container") {
-    countArrivals(of: "fan", answering: "fanned", on: try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path)))
-}
-
-/// Every measured row, for `--json FILE`.
-nonisolated(unsafe) var results: [[String: Any]] = []  // Safe because only the main thread touches it.
-func record(_ mechanism: String, _ payload: String, p50: Double?, p99: Double?, rate: Double?, fanOut: Double? = nil) {
-    var row: [String: Any] = ["mechanism": mechanism, "payload": payload]
-    row["p50_us"] = p50
-    row["p99_us"] = p99
-    row["throughput_per_s"] = rate
-    row["fan_out_8_per_s"] = fanOut
-    results.append(row)
-}
-
+lineBufferedOutput()
 let quick = CommandLine.arguments.contains("--quick")
-let rounds = quick ? 300 : 5_000
-let floodSize = quick ? 2_000 : 20_000
-let folder = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
-var template = Array((folder + "wormhole-bench-XXXXXX").utf8CString)
-guard let made = mkdtemp(&template) else { fatalError("cannot create a temporary folder") }  // Safe because: a benchmark, not the library.
-let container = String(cString: made)
-defer { try? FileManager.default.removeItem(atPath: container) }
+let counts = quick ? Counts.quick : Counts.full
+let temporary = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
+var template = Array((temporary + "wormhole-bench-XXXXXX").utf8CString)
+guard let made = mkdtemp(&template) else { throw BenchError("cannot create a temporary folder") }
+let folder = String(cString: made)
+defer { try? FileManager.default.removeItem(atPath: folder) }
 
-let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
-let pongs = Arrivals(), ready = Arrivals(), flooded = Arrivals()
-center.addObserver(forName: .init("pong"), object: nil, queue: nil) { _ in pongs.add() }
-center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
-center.addObserver(forName: .init("flooded"), object: nil, queue: nil) { _ in flooded.add() }
-
-let peer = Process()
-peer.executableURL = Bundle.main.executableURL
-peer.arguments = ["peer", "--container", container]
-try peer.run()
-defer { peer.terminate() }
-guard ready.wait(until: 1, seconds: 10) else { fatalError("peer did not start") }  // Safe because: a benchmark.
-
+// The codec alone.
 /// The fastest of five runs of `count` calls, in microseconds per call.
 func microseconds(_ count: Int, _ body: () throws -> Void) rethrows -> Double {
     var best = Double.infinity
     for _ in 0..<5 {
-        let start = nanoseconds()
+        let start = monotonicNanoseconds()
         for _ in 0..<count { try body() }
-        best = min(best, Double(nanoseconds() - start) / Double(count) / 1000)
+        best = min(best, Double(monotonicNanoseconds() - start) / Double(count) / 1000)
     }
     return best
 }
-
-let foundationClasses: [AnyClass] = [NSDictionary.self, NSArray.self, NSString.self, NSNumber.self, NSData.self, NSDate.self]
 print("userInfo codec, encode + decode, µs (fastest of 5 runs)")
 print("payload          SecureArchive   NSKeyedArchiver/Unarchiver")
-for (label, userInfo, divisor) in payloads {
-    guard let userInfo else { continue }
-    let calls = (quick ? 200 : 5_000) / divisor
+for payload in Payload.all {
+    guard let userInfo = payload.userInfo else { continue }
+    let calls = max(2, (quick ? 200 : 5_000) / payload.divisor)
     let ours = try microseconds(calls) {
-        _ = try SecureArchive.unarchivedObject(ofClasses: foundationClasses, from: SecureArchive.archivedData(withRootObject: userInfo))
+        _ = try SecureArchive.unarchivedObject(ofClasses: FileWay.classes, from: SecureArchive.archivedData(withRootObject: userInfo))
     }
     let theirs = try microseconds(max(1, calls / 20)) {
         let data = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: userInfo), requiringSecureCoding: true)
-        _ = try NSKeyedUnarchiver.unarchivedObject(ofClasses: foundationClasses, from: data)
+        _ = try NSKeyedUnarchiver.unarchivedObject(ofClasses: FileWay.classes, from: data)
     }
-    print(label.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " %12.1f   %12.1f", ours, theirs))
+    print(payload.label.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " %12.1f   %12.1f", ours, theirs))
 }
+
+// Every mechanism with every payload.
+let raw = try RawSocket(folder: folder)
+let wormhole = try WormholeWay(container: folder + "/wormhole")
+let files = try FileWay(folder: folder + "/files")
+let dbusSkipped = DBusWay.unavailableReason
+var dbus: DBusWay?
+if dbusSkipped == nil {
+    do { dbus = try DBusWay(folder: folder) } catch { print("D-Bus: \(error)") }
+}
+var mechanisms: [(key: String, way: any Mechanism)] = [("raw", raw), ("wormhole", wormhole)]
+if let dbus { mechanisms.append(("dbus", dbus)) }
+mechanisms.append(("file", files))
+if let only = option("--only") { mechanisms.removeAll { $0.key != only } }
+
+print("\nmeasuring \(mechanisms.count) mechanisms and Foundation in-process, \(counts.rounds) round trips per small payload")
+var rows: [Row] = []
+for (index, payload) in Payload.all.enumerated() {
+    for (key, way) in mechanisms {
+        let scaled = counts.scaled(payload, slowness: way.slowness)
+        let latency = Percentiles(nanoseconds: way.pingPong(payload, rounds: scaled.rounds))
+        // One round trip between stamps, so that the stamped latency is not a queue's.
+        let interval = UInt64(max(20, 2 * (latency?.p50 ?? 50)) * 1000)
+        let stamped = way.stamped(payload, count: scaled.rounds, interval: interval)
+        let rate = way.flood(payload, count: scaled.flood)
+        let fanOut = FanOut.run(
+            mechanism: key, payload: index, count: scaled.fanOut, folder: folder + "/fan-\(key)-\(index)", bus: dbus?.address)
+        rows.append(Row(mechanism: way.name, payload: payload.label, latency: latency, stamped: stamped, rate: rate, fanOut: fanOut))
+        print("  \(way.name), \(payload.label): done")
+    }
+    rows.append(LocalWay.measure(payload, counts: counts.scaled(payload)))
+}
+Report.relate(&rows, limit: raw.name)
 print("")
+print(Report.table(rows))
+print("p50/p99/p99.9: half a ping-pong round trip. stamped: the receiver's clock minus the sender's, one message a round trip.")
+print("1→8: one poster, eight receiving processes (Foundation: eight observers); peak RSS from that run.")
+if let dbusSkipped { print("D-Bus: \(dbusSkipped)") }
 
-print("Wormhole, two processes, \(rounds) round trips and \(floodSize) one-way posts per payload (fewer for large ones)")
-print("payload          one-way p50   one-way p99   throughput 1→1   spooled")
-var pongTotal = 0
-var floodTotal = 0
-for (label, userInfo, divisor) in payloads {
-    var samples: [UInt64] = []
-    samples.reserveCapacity(rounds)
-    for _ in 0..<(rounds / divisor) {
-        let start = nanoseconds()
-        center.post(name: .init("ping"), object: nil, userInfo: userInfo)
-        pongTotal += 1
-        guard pongs.wait(until: pongTotal, seconds: 10) else { fatalError("pong lost") }  // Safe because: a benchmark.
-        samples.append((nanoseconds() - start) / 2)
-    }
-    samples.sort()
-    let p50 = Double(samples[samples.count / 2]) / 1000
-    let p99 = Double(samples[samples.count * 99 / 100]) / 1000
-
-    // The object tells the peer how many to expect, so the userInfo is exactly the payload measured.
-    let count = floodSize / divisor
-    let spooledBefore = center.statistics.spooled
-    let start = nanoseconds()
-    for _ in 0..<count { center.post(name: .init("flood"), object: String(count), userInfo: userInfo) }
-    floodTotal += 1
-    guard flooded.wait(until: floodTotal, seconds: 300) else { fatalError("flood lost") }  // Safe because: a benchmark.
-    let rate = Double(count) / (Double(nanoseconds() - start) / 1e9)
-    let spooled = 100 * Double(center.statistics.spooled - spooledBefore) / Double(count)
-    record("Wormhole", label, p50: p50, p99: p99, rate: rate)
-    let name = label.padding(toLength: 16, withPad: " ", startingAt: 0)
-    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s   %5.1f %%", p50, p99, rate, spooled))
-}
-
-// The floor: a raw seqpacket socket, frames of the same size as Wormhole's with no userInfo.
-let rawPath = container + "/raw.socket"
-let rawPeer = Process()
-rawPeer.executableURL = Bundle.main.executableURL
-rawPeer.arguments = ["raw-peer", "--path", rawPath]
-rawPeer.standardOutput = FileHandle.nullDevice
-try rawPeer.run()
-defer { rawPeer.terminate() }
-if let fd = RawSocket.connect(path: rawPath) {
-    let frameSize = 32
-    let samples = RawSocket.latencies(fd, rounds: rounds, size: frameSize)
-    let rate = RawSocket.throughput(fd, count: floodSize * 5, size: frameSize)
-    let name = "raw seqpacket".padding(toLength: 16, withPad: " ", startingAt: 0)
-    let (p50, p99) = (Double(samples[samples.count / 2]) / 1000, Double(samples[samples.count * 99 / 100]) / 1000)
-    record("raw AF_UNIX seqpacket", "32 bytes", p50: p50, p99: p99, rate: rate)
-    print(name + String(format: " %9.1f µs  %9.1f µs  %10.0f /s      (the floor)", p50, p99, rate))
-    close(fd)
-}
-
-// The cost of a post while the receiver is stopped, against a post to the running receiver, and how fast
-// the receiver catches up after SIGCONT.
-func postCosts(_ count: Int) -> [UInt64] {
-    var samples: [UInt64] = []
-    for _ in 0..<count {
-        let start = nanoseconds()
-        center.post(name: .init("flood"), object: String(count), userInfo: nil)
-        samples.append(nanoseconds() - start)
-    }
-    return samples.sorted()
-}
+// A post to a stopped receiver against one to a running receiver, and how fast it catches up after SIGCONT.
 let stoppedCount = quick ? 2_000 : 20_000
-let running = postCosts(stoppedCount)
-floodTotal += 1
-_ = flooded.wait(until: floodTotal, seconds: 60)
-kill(peer.processIdentifier, SIGSTOP)
+let running = Percentiles(nanoseconds: wormhole.timedPosts(stoppedCount))
+_ = wormhole.awaitFlood(seconds: 60)
+kill(wormhole.peerIdentifier, SIGSTOP)
 usleep(200_000)
-let spooledBefore = center.statistics.spooled
-let stopped = postCosts(stoppedCount)
-let spooledWhileStopped = center.statistics.spooled - spooledBefore
-let resumed = nanoseconds()
-kill(peer.processIdentifier, SIGCONT)
-floodTotal += 1
-_ = flooded.wait(until: floodTotal, seconds: 120)
-let drainRate = Double(stoppedCount) / (Double(nanoseconds() - resumed) / 1e9)
-func percentile(_ samples: [UInt64], _ fraction: Double) -> Double {
-    Double(samples[min(samples.count - 1, Int(Double(samples.count) * fraction))]) / 1000
+let spooledBefore = wormhole.center.statistics.spooled
+let stopped = Percentiles(nanoseconds: wormhole.timedPosts(stoppedCount))
+let spooledWhileStopped = wormhole.center.statistics.spooled - spooledBefore
+let resumed = monotonicNanoseconds()
+kill(wormhole.peerIdentifier, SIGCONT)
+let drained = wormhole.awaitFlood(seconds: 120)
+let drainRate = Double(stoppedCount) / (Double(monotonicNanoseconds() - resumed) / 1e9)
+print("\nWormhole post, no userInfo, \(stoppedCount) posts    p50        p99        p99.9")
+if let running, let stopped {
+    print(String(format: "receiver running                %7.1f µs  %7.1f µs  %7.1f µs", running.p50, running.p99, running.p999))
+    print(String(format: "receiver stopped (SIGSTOP)      %7.1f µs  %7.1f µs  %7.1f µs   (%d spooled)",
+        stopped.p50, stopped.p99, stopped.p999, spooledWhileStopped))
 }
-print("")
-print("post, no userInfo, \(stoppedCount) posts     p50        p99")
-print(String(format: "receiver running         %7.1f µs  %7.1f µs", percentile(running, 0.5), percentile(running, 0.99)))
-print(String(format: "receiver stopped         %7.1f µs  %7.1f µs   (%d spooled; p99 ratio %.1f×)",
-    percentile(stopped, 0.5), percentile(stopped, 0.99), spooledWhileStopped, percentile(stopped, 0.99) / percentile(running, 0.99)))
-print(String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", drainRate))
+print(drained ? String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", drainRate) : "the receiver did not catch up")
 
-// What users would pick instead: MMWormhole's files, and Foundation's in-process center (the ceiling).
-print("")
-print("alternatives, 3-key nested userInfo   one-way p50   one-way p99   throughput 1→1")
-let nested: [AnyHashable: Any] = ["key1": "string1", "key2": 1, "key3": ["innerKey1": "innerString1", "innerKey2": 1]]
-let files = container + "/files"
-try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
-let fileWatcher = FileWay.watch(files)
-let filePeer = Process()
-filePeer.executableURL = Bundle.main.executableURL
-filePeer.arguments = ["file-peer", "--folder", files]
-try filePeer.run()
-defer { filePeer.terminate() }
-while !FileWay.names(from: fileWatcher).contains("ready") {}
-let fileRun = FileWay.measure(folder: files, watcher: fileWatcher, payload: nested, rounds: rounds / 10, count: floodSize / 20)
-let fileP50 = Double(fileRun.latencies[fileRun.latencies.count / 2]) / 1000
-let fileP99 = Double(fileRun.latencies[fileRun.latencies.count * 99 / 100]) / 1000
-record("MMWormhole's way (file + rename + inotify)", "3-key nested", p50: fileP50, p99: fileP99, rate: fileRun.rate)
-print(String(format: "file + rename + inotify           %9.1f µs  %9.1f µs  %10.0f /s", fileP50, fileP99, fileRun.rate))
+// The cost of a post as other listeners join the registry.
+let growth = try RegistryGrowth.measure(wormhole, container: folder + "/wormhole", posts: quick ? 2_000 : 20_000)
+print("\nWormhole post, no userInfo, to one receiver, with other listeners registered for other names")
+print("other listeners   p50        p99")
+for (listeners, cost) in growth {
+    print(String(format: "%15d   %6.2f µs  %6.2f µs", listeners, cost.p50, cost.p99))
+}
 
-let local = NotificationCenter.default
-let arrived = Mutex<UInt64>(0)
-let token = local.addObserver(forName: .init("local"), object: nil, queue: nil) { _ in
-    arrived.withLock { $0 = nanoseconds() }
+// The targets, as ratios within this run.
+let row = { (mechanism: String, payload: String) in rows.first { $0.mechanism == mechanism && $0.payload == payload } }
+func verdict(_ met: Bool?) -> String { met.map { $0 ? "met" : "missed" } ?? "not measured" }
+let plain = row(wormhole.name, "no userInfo"), nested = row(wormhole.name, "3-key nested")
+let rawPlain = row(raw.name, "no userInfo")
+var targets: [(String, String, Bool?)] = []
+if let ratio = plain?.latencyRatio { targets.append(("p50, no userInfo, ≤ 2× the limit", String(format: "%.1f×", ratio), ratio <= 2)) }
+if let ratio = nested?.latencyRatio { targets.append(("p50, 3-key, ≤ 3× the limit", String(format: "%.1f×", ratio), ratio <= 3)) }
+if let ratio = plain?.rateRatio {
+    targets.append(("throughput, no userInfo, ≥ 50 % of the limit", String(format: "%.0f %%", ratio * 100), ratio >= 0.5))
 }
-var localSamples: [UInt64] = []
-for _ in 0..<rounds {
-    let start = nanoseconds()
-    local.post(name: .init("local"), object: nil, userInfo: nested)
-    localSamples.append(arrived.withLock { $0 } - start)
+if let rate = nested?.rate { targets.append(("throughput, 3-key, ≥ 100k/s", String(format: "%.0f/s", rate), rate >= 100_000)) }
+if let ours = plain?.fanOut?.rate, let floor = rawPlain?.fanOut?.rate {
+    targets.append(("fan-out 1→8 ≥ 50 % of the limit's", String(format: "%.0f %%", 100 * ours / floor), ours >= floor / 2))
 }
-localSamples.sort()
-let localStart = nanoseconds()
-for _ in 0..<floodSize { local.post(name: .init("local"), object: nil, userInfo: nested) }
-let localRate = Double(floodSize) / (Double(nanoseconds() - localStart) / 1e9)
-local.removeObserver(token)
-let localP50 = Double(localSamples[localSamples.count / 2]) / 1000
-let localP99 = Double(localSamples[localSamples.count * 99 / 100]) / 1000
-record("Foundation NotificationCenter, in-process", "3-key nested", p50: localP50, p99: localP99, rate: localRate)
-print(String(format: "Foundation, in one process        %9.1f µs  %9.1f µs  %10.0f /s", localP50, localP99, localRate))
-
-// Fan-out: one poster, eight observer processes.
-let fanned = Arrivals()
-center.addObserver(forName: .init("fanned"), object: nil, queue: nil) { _ in fanned.add() }
-let readyBefore = 1
-var sinks: [Process] = []
-for _ in 0..<8 {
-    let sink = Process()
-    sink.executableURL = Bundle.main.executableURL
-    sink.arguments = ["sink", "--container", container]
-    try sink.run()
-    sinks.append(sink)
+if let dbus, let theirs = row(dbus.name, "3-key nested"), let p50 = nested?.latency?.p50, let theirP50 = theirs.latency?.p50,
+    let rate = nested?.rate, let theirRate = theirs.rate
+{
+    targets.append(("p50 ≥ 5× lower than D-Bus (3-key)", String(format: "%.1f×", theirP50 / p50), theirP50 / p50 >= 5))
+    targets.append(("throughput ≥ 3× D-Bus (3-key)", String(format: "%.1f×", rate / theirRate), rate / theirRate >= 3))
 }
-defer { sinks.forEach { $0.terminate() } }
-_ = ready.wait(until: readyBefore + 8, seconds: 30)
-let fanCount = quick ? 2_000 : 20_000
-let fanStart = nanoseconds()
-for _ in 0..<fanCount { center.post(name: .init("fan"), object: String(fanCount), userInfo: nil) }
-let fanDone = fanned.wait(until: 8, seconds: 300)
-let fanRate = Double(fanCount) / (Double(nanoseconds() - fanStart) / 1e9)
-record("Wormhole", "no userInfo", p50: nil, p99: nil, rate: nil, fanOut: fanDone ? fanRate : nil)
-// The floor of fan-out: eight raw peers, each message sent to all eight.
-var rawFanRate: Double?
-var rawPeers: [Process] = []
-var rawFanSockets: [Int32] = []
-for index in 0..<8 {
-    let path = container + "/raw-fan-\(index).socket"
-    let rawPeer = Process()
-    rawPeer.executableURL = Bundle.main.executableURL
-    rawPeer.arguments = ["raw-peer", "--path", path]
-    try rawPeer.run()
-    rawPeers.append(rawPeer)
-    if let fd = RawSocket.connect(path: path) { rawFanSockets.append(fd) }
+if let theirs = row(files.name, "3-key nested")?.latency?.p50, let p50 = nested?.latency?.p50 {
+    targets.append(("p50 ≥ 10× lower than the file way (3-key)", String(format: "%.1f×", theirs / p50), theirs / p50 >= 10))
 }
-defer { rawPeers.forEach { $0.terminate() } }
-if rawFanSockets.count == 8 {
-    rawFanRate = RawSocket.fanOut(rawFanSockets, count: fanCount, size: 32)
+if let running, let stopped {
+    let ratio = stopped.p99 / running.p99
+    targets.append(("post to a stopped receiver, p99 ≤ 5× a normal post", String(format: "%.1f×", ratio), ratio <= 5))
 }
-rawFanSockets.forEach { close($0) }
-record("raw AF_UNIX seqpacket", "32 bytes", p50: nil, p99: nil, rate: nil, fanOut: rawFanRate)
-print("")
-print(fanDone ? String(format: "fan-out, 1 poster → 8 observer processes, no userInfo: %.0f notifications/s (each to all 8)", fanRate)
-    : "fan-out: not every observer process got everything within 300 s")
-if let rawFanRate {
-    print(String(format: "fan-out floor, raw seqpacket to 8 processes: %.0f messages/s (each to all 8); Wormhole is at %.0f %%",
-        rawFanRate, 100 * fanRate / rawFanRate))
+if let first = growth.first?.cost.p50, let last = growth.last?.cost.p50, first > 0 {
+    let change = last / first - 1
+    targets.append(("post cost flat (±20 %) from 1 to 256 listeners", String(format: "%+.0f %%", change * 100), abs(change) <= 0.2))
 }
-print("D-Bus: not measured yet")
+print("\ntargets, as ratios within this run")
+for (target, result, met) in targets {
+    print(target.padding(toLength: 56, withPad: " ", startingAt: 0) + result.padding(toLength: 10, withPad: " ", startingAt: 0) + verdict(met))
+}
 
 if let path = option("--svg") {
-    try Chart.svg(results).write(toFile: path, atomically: true, encoding: .utf8)
+    try Chart.svg(rows).write(toFile: path, atomically: true, encoding: .utf8)
+    print("wrote \(path)")
+}
+if let path = option("--markdown") {
+    try (Report.markdown(rows) + "\n").write(toFile: path, atomically: true, encoding: .utf8)
     print("wrote \(path)")
 }
 if let path = option("--json") {
-    let data = try JSONSerialization.data(withJSONObject: results, options: [.prettyPrinted, .sortedKeys])
+    var document: [String: Any] = ["rows": rows.map(\.json), "quick": quick]
+    document["targets"] = targets.map { ["target": $0.0, "result": $0.1, "met": $0.2 as Any] }
+    document["registry_growth"] = growth.map { ["other_listeners": $0.listeners, "post_p50_us": $0.cost.p50, "post_p99_us": $0.cost.p99] }
+    if let running, let stopped {
+        document["stopped_receiver"] = [
+            "running_p50_us": running.p50, "running_p99_us": running.p99, "stopped_p50_us": stopped.p50,
+            "stopped_p99_us": stopped.p99, "drain_per_s": drainRate,
+        ]
+    }
+    if let dbusSkipped { document["dbus"] = dbusSkipped }
+    let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     try data.write(to: URL(fileURLWithPath: path))
     print("wrote \(path)")
 }

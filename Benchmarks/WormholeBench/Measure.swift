@@ -1,0 +1,133 @@
+// Clocks, percentiles, memory and waiting: what every measurement in the benchmark shares.
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Darwin)
+@preconcurrency import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine, so a timestamp written by one
+/// process can be subtracted from the time another reads it.
+func monotonicNanoseconds() -> UInt64 {
+    var time = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &time)
+    return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
+}
+
+/// Makes standard output line-buffered, so that progress shows as it happens, also through a pipe.
+func lineBufferedOutput() {
+    setvbuf(stdout, nil, _IOLBF, 0)
+}
+
+/// Spins until `deadline`, to pace messages more finely than a sleep can.
+func spin(until deadline: UInt64) {
+    while monotonicNanoseconds() < deadline {}
+}
+
+/// This process's peak resident set size, in KiB.
+func peakResidentKiB() -> Int {
+    var usage = rusage()
+    #if canImport(Glibc)
+    getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+    #else
+    getrusage(RUSAGE_SELF, &usage)
+    #endif
+    return usage.ru_maxrss
+}
+
+/// p50, p99 and p99.9 of a set of samples, in microseconds.
+struct Percentiles {
+    var p50: Double
+    var p99: Double
+    var p999: Double
+    var count: Int
+
+    init?(nanoseconds samples: [UInt64]) {
+        guard !samples.isEmpty else { return nil }
+        let sorted = samples.sorted()
+        func at(_ fraction: Double) -> Double {
+            Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]) / 1000
+        }
+        (p50, p99, p999, count) = (at(0.5), at(0.99), at(0.999), sorted.count)
+    }
+
+    /// Three percentiles in 24 bytes, for a peer to send back what it measured.
+    var bytes: [UInt8] {
+        [p50, p99, p999].flatMap { value in withUnsafeBytes(of: UInt64(value * 1000).littleEndian) { Array($0) } }
+    }
+
+    init?(bytes: [UInt8], count: Int) {
+        guard bytes.count >= 24 else { return nil }
+        func at(_ index: Int) -> Double {
+            Double(bytes[(index * 8)..<(index * 8 + 8)].reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }) / 1000
+        }
+        (p50, p99, p999, self.count) = (at(0), at(1), at(2), count)
+    }
+}
+
+/// A number in eight little-endian bytes, and back.
+func littleEndianBytes(_ value: UInt64) -> [UInt8] { withUnsafeBytes(of: value.littleEndian) { Array($0) } }
+func littleEndianValue(_ bytes: some Collection<UInt8>) -> UInt64 {
+    bytes.prefix(8).reversed().reduce(UInt64(0)) { $0 << 8 | UInt64($1) }
+}
+
+/// Collects one-way latencies measured on arrival (now minus the stamp the sender wrote) until `total` came.
+struct StampCollector {
+    private var samples: [UInt64] = []
+
+    /// Adds the sample of a message stamped at `stamp`; returns the percentiles once `total` arrived.
+    mutating func add(stamp: UInt64, total: Int) -> Percentiles? {
+        let now = monotonicNanoseconds()
+        samples.append(now > stamp ? now - stamp : 0)
+        guard samples.count >= total else { return nil }
+        defer { samples = [] }
+        return Percentiles(nanoseconds: samples)
+    }
+}
+
+/// Counts arrivals and lets the main thread wait for a given total, with a timeout.
+final class Arrivals: Sendable {
+    private let state = Mutex<(count: Int, last: [String: Int])>((0, [:]))
+    private let condition = NSCondition()
+
+    /// Counts one arrival, keeping the whole-number values of its userInfo.
+    func add(_ userInfo: [AnyHashable: Any]? = nil) {
+        var numbers: [String: Int] = [:]
+        for case let (key as String, value as Int) in userInfo ?? [:] { numbers[key] = value }
+        state.withLock { $0 = ($0.count + 1, numbers) }
+        condition.lock()
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Waits until `total` arrived; returns the numbers of the last arrival's userInfo, nil on timeout.
+    @discardableResult
+    func wait(until total: Int, seconds: Double) -> [String: Int]? {
+        let deadline = Date().addingTimeInterval(seconds)
+        condition.lock()
+        defer { condition.unlock() }
+        while true {
+            let (count, last) = state.withLock { ($0.count, $0.last) }
+            if count >= total { return last }
+            if !condition.wait(until: deadline) { return nil }
+        }
+    }
+}
+
+/// The value after `name` on the command line.
+func option(_ name: String) -> String? {
+    let arguments = CommandLine.arguments
+    guard let index = arguments.firstIndex(of: name), index + 1 < arguments.count else { return nil }
+    return arguments[index + 1]
+}
+
+/// Starts this executable again in another role.
+func spawnSelf(_ arguments: [String], output: FileHandle? = FileHandle.nullDevice) throws -> Process {
+    let process = Process()
+    process.executableURL = Bundle.main.executableURL
+    process.arguments = arguments
+    if let output { process.standardOutput = output }
+    try process.run()
+    return process
+}

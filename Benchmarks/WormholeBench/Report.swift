@@ -1,0 +1,78 @@
+import Foundation
+
+/// One mechanism with one payload: everything measured, nil where it was not.
+struct Row {
+    var mechanism: String
+    var payload: String
+    var latency: Percentiles?
+    var stamped: Percentiles?
+    var rate: Double?
+    var fanOut: FanOutResult?
+    /// This row's p50 and throughput against the raw socket's for the same payload.
+    var latencyRatio: Double?
+    var rateRatio: Double?
+
+    var json: [String: Any] {
+        var row: [String: Any] = ["mechanism": mechanism, "payload": payload]
+        row["samples"] = latency?.count
+        row["p50_us"] = latency?.p50
+        row["p99_us"] = latency?.p99
+        row["p999_us"] = latency?.p999
+        row["stamped_p50_us"] = stamped?.p50
+        row["stamped_p99_us"] = stamped?.p99
+        row["stamped_p999_us"] = stamped?.p999
+        row["throughput_per_s"] = rate
+        row["fan_out_8_per_s"] = fanOut?.rate
+        row["fan_out_poster_peak_rss_kib"] = fanOut?.posterKiB
+        row["fan_out_receiver_peak_rss_kib"] = fanOut?.sinkKiB
+        row["latency_ratio_to_limit"] = latencyRatio
+        row["throughput_ratio_to_limit"] = rateRatio
+        return row
+    }
+}
+
+enum Report {
+    static let header = [
+        "mechanism", "payload", "p50 µs", "p99 µs", "p99.9 µs", "stamped p50/p99/p99.9 µs", "1→1 /s", "1→8 /s",
+        "p50 × limit", "1→1 % limit", "peak RSS KiB poster/receiver",
+    ]
+
+    static func cells(_ row: Row) -> [String] {
+        func number(_ value: Double?, _ format: String) -> String { value.map { String(format: format, $0) } ?? "–" }
+        let stamped = row.stamped.map { String(format: "%.1f / %.1f / %.1f", $0.p50, $0.p99, $0.p999) } ?? "–"
+        let memory = row.fanOut.map { "\($0.posterKiB) / \($0.sinkKiB)" } ?? "–"
+        return [
+            row.mechanism, row.payload, number(row.latency?.p50, "%.1f"), number(row.latency?.p99, "%.1f"),
+            number(row.latency?.p999, "%.1f"), stamped, number(row.rate, "%.0f"), number(row.fanOut?.rate, "%.0f"),
+            number(row.latencyRatio, "%.1f×"), number(row.rateRatio.map { $0 * 100 }, "%.0f %%"), memory,
+        ]
+    }
+
+    /// The rows as an aligned text table.
+    static func table(_ rows: [Row]) -> String {
+        let lines = [header] + rows.map(cells)
+        let widths = header.indices.map { column in lines.map { $0[column].count }.max() ?? 0 }
+        return lines.map { cells in
+            zip(cells, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+        }.joined(separator: "\n")
+    }
+
+    /// The rows as a Markdown table, for the README.
+    static func markdown(_ rows: [Row]) -> String {
+        let lines = [header, header.map { _ in "---" }] + rows.map(cells)
+        return lines.map { "| " + $0.joined(separator: " | ") + " |" }.joined(separator: "\n")
+    }
+
+    /// Sets each row's ratios against the limit's row for the same payload.
+    static func relate(_ rows: inout [Row], limit: String) {
+        for index in rows.indices {
+            guard let floor = rows.first(where: { $0.mechanism == limit && $0.payload == rows[index].payload }) else { continue }
+            if let p50 = rows[index].latency?.p50, let floorP50 = floor.latency?.p50, floorP50 > 0 {
+                rows[index].latencyRatio = p50 / floorP50
+            }
+            if let rate = rows[index].rate, let floorRate = floor.rate, floorRate > 0 {
+                rows[index].rateRatio = rate / floorRate
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+// Wormhole itself, through its public API only.
+import Foundation
+import Synchronization
+import Wormhole
+
+final class WormholeWay: Mechanism {
+    let name = "Wormhole"
+    let slowness = 1
+    let center: GroupNotificationCenter
+    private let peer: Process
+    private let pongs = Arrivals(), stamps = Arrivals(), floods = Arrivals()
+    private var totals = (pongs: 0, stamps: 0, floods: 0)
+
+    init(container: String) throws {
+        center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+        let ready = Arrivals()
+        let (pongs, stamps, floods) = (pongs, stamps, floods)
+        center.addObserver(forName: .init("pong"), object: nil, queue: nil) { _ in pongs.add() }
+        center.addObserver(forName: .init("stamped"), object: nil, queue: nil) { stamps.add($0.userInfo) }
+        center.addObserver(forName: .init("flooded"), object: nil, queue: nil) { _ in floods.add() }
+        center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
+        peer = try spawnSelf(["wormhole-peer", "--container", container])
+        guard ready.wait(until: 1, seconds: 30) != nil else { throw BenchError("the Wormhole peer did not start") }
+    }
+
+    deinit { peer.terminate() }
+
+    func pingPong(_ payload: Payload, rounds: Int) -> [UInt64] {
+        var samples: [UInt64] = []
+        for _ in 0..<rounds {
+            let start = monotonicNanoseconds()
+            center.post(name: .init("ping"), object: nil, userInfo: payload.userInfo)
+            totals.pongs += 1
+            guard pongs.wait(until: totals.pongs, seconds: 10) != nil else { break }
+            samples.append((monotonicNanoseconds() - start) / 2)
+        }
+        return samples
+    }
+
+    func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
+        var next = monotonicNanoseconds()
+        for _ in 0..<count {
+            spin(until: next)
+            next += interval
+            center.post(name: .init("stamp"), object: "\(count) \(monotonicNanoseconds())", userInfo: payload.userInfo)
+        }
+        totals.stamps += 1
+        guard let numbers = stamps.wait(until: totals.stamps, seconds: 120) else { return nil }
+        return Percentiles(peer: numbers, count: count)
+    }
+
+    func flood(_ payload: Payload, count: Int) -> Double? {
+        let start = monotonicNanoseconds()
+        for _ in 0..<count { center.post(name: .init("flood"), object: String(count), userInfo: payload.userInfo) }
+        totals.floods += 1
+        guard awaitFlood(seconds: 300) else { return nil }
+        return Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+    }
+
+    var peerIdentifier: Int32 { peer.processIdentifier }
+
+    /// Posts a flood of `count` with no userInfo and returns what each post cost, in nanoseconds; the peer's
+    /// answer is left for ``awaitFlood(seconds:)``.
+    func timedPosts(_ count: Int) -> [UInt64] {
+        var samples: [UInt64] = []
+        samples.reserveCapacity(count)
+        for _ in 0..<count {
+            let start = monotonicNanoseconds()
+            center.post(name: .init("flood"), object: String(count), userInfo: nil)
+            samples.append(monotonicNanoseconds() - start)
+        }
+        totals.floods += 1
+        return samples
+    }
+
+    /// Waits until the peer has had every flood so far.
+    func awaitFlood(seconds: Double) -> Bool {
+        floods.wait(until: totals.floods, seconds: seconds) != nil
+    }
+
+    // MARK: The other side
+
+    /// The echo peer: answers pings, collects stamps, counts floods.
+    static func peer(container: String) throws -> Never {
+        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+        center.addObserver(forName: .init("ping"), object: nil, queue: nil) { note in
+            center.post(name: .init("pong"), object: nil, userInfo: note.userInfo)
+        }
+        let collector = Mutex(StampCollector())
+        center.addObserver(forName: .init("stamp"), object: nil, queue: nil) { note in
+            let fields = (note.object as? String)?.split(separator: " ").compactMap { UInt64($0) } ?? []
+            guard fields.count == 2 else { return }
+            if let result = collector.withLock({ $0.add(stamp: fields[1], total: Int(fields[0])) }) {
+                center.post(name: .init("stamped"), object: nil, userInfo: result.peerNumbers)
+            }
+        }
+        serve(counting: "flood", answering: "flooded", on: center)
+    }
+
+    /// A fan-out sink: counts "fan" notifications and answers "fanned" with its peak memory.
+    static func sink(container: String) throws -> Never {
+        serve(counting: "fan", answering: "fanned", on: try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container)))
+    }
+
+    /// Counts `name` notifications, posts `answer` each time it has as many as their object says, announces
+    /// itself ready, and serves until killed.
+    private static func serve(counting name: String, answering answer: String, on center: GroupNotificationCenter) -> Never {
+        let received = Mutex(0)
+        center.addObserver(forName: .init(name), object: nil, queue: nil) { note in
+            let total = (note.object as? String).flatMap(Int.init) ?? 0
+            let done = received.withLock { count in
+                count += 1
+                if count == total { count = 0; return true }
+                return false
+            }
+            if done { center.post(name: .init(answer), object: nil, userInfo: ["rss": peakResidentKiB()]) }
+        }
+        center.post(name: .init("ready"), object: nil)
+        while true { sleep(1000) }
+    }
+
+    /// In a fan-out child: starts eight sinks in a container of its own and floods them.
+    static func fanOut(_ payload: Payload, count: Int, folder: String) throws -> FanOutResult? {
+        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: folder))
+        let ready = Arrivals(), fanned = Arrivals()
+        let largest = Mutex(0)
+        center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
+        center.addObserver(forName: .init("fanned"), object: nil, queue: nil) { note in
+            let rss = note.userInfo?["rss"] as? Int ?? 0
+            largest.withLock { $0 = max($0, rss) }
+            fanned.add()
+        }
+        let sinks = try (0..<8).map { _ in try spawnSelf(["wormhole-sink", "--container", folder]) }
+        defer { sinks.forEach { $0.terminate() } }
+        guard ready.wait(until: 8, seconds: 60) != nil else { return nil }
+        let start = monotonicNanoseconds()
+        for _ in 0..<count { center.post(name: .init("fan"), object: String(count), userInfo: payload.userInfo) }
+        guard fanned.wait(until: 8, seconds: 300) != nil else { return nil }
+        let rate = Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
+        return FanOutResult(rate: rate, posterKiB: peakResidentKiB(), sinkKiB: largest.withLock { $0 })
+    }
+}
+
+extension Percentiles {
+    /// As a userInfo of whole nanoseconds, for the Wormhole peer to post back.
+    var peerNumbers: [String: Int] {
+        ["p50": Int(p50 * 1000), "p99": Int(p99 * 1000), "p999": Int(p999 * 1000)]
+    }
+
+    init?(peer numbers: [String: Int], count: Int) {
+        guard let p50 = numbers["p50"], let p99 = numbers["p99"], let p999 = numbers["p999"] else { return nil }
+        (self.p50, self.p99, self.p999, self.count) = (Double(p50) / 1000, Double(p99) / 1000, Double(p999) / 1000, count)
+    }
+}
+
+/// A benchmark that cannot go on, with what went wrong.
+struct BenchError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
