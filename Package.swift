@@ -38,7 +38,9 @@ let package = Package(
         ),
         .testTarget(
             name: "WormholeTests",
-            dependencies: ["Wormhole", "WormholeTestSupport", "wormhole", "wormhole-test-peer", "wormhole-chaos"],
+            dependencies: [
+                "Wormhole", "WormholeTestSupport", "wormhole", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
+            ],
             resources: [.copy("Corpus")],
             swiftSettings: strictSettings
         ),

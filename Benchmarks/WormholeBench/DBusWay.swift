@@ -98,7 +98,7 @@ final class DBusWay: Mechanism {
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
         var next = monotonicNanoseconds()
         for _ in 0..<count {
-            spin(until: next)
+            sleep(until: next)
             next += interval
             bus.emit("Stamp", total: UInt32(count), stamp: monotonicNanoseconds(), bytes: payload.bytes)
         }

@@ -93,7 +93,7 @@ final class FileWay: Mechanism {
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
         var next = monotonicNanoseconds()
         for _ in 0..<count {
-            spin(until: next)
+            sleep(until: next)
             next += interval
             sent += 1
             Self.write(Self.archive(payload), as: "s-\(count)-\(monotonicNanoseconds())-\(sent)", in: folder)

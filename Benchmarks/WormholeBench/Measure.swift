@@ -20,9 +20,25 @@ func lineBufferedOutput() {
     setvbuf(stdout, nil, _IOLBF, 0)
 }
 
-/// Spins until `deadline`, to pace messages more finely than a sleep can.
-func spin(until deadline: UInt64) {
-    while monotonicNanoseconds() < deadline {}
+/// Runs this process, and the processes it starts, on `cpu` alone. Glibc's module does not export
+/// sched_setaffinity, so it is looked up at run time.
+func pinToCPU(_ cpu: Int32) {
+    #if canImport(Glibc)
+    typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+    guard let symbol = dlsym(dlopen(nil, RTLD_NOW), "sched_setaffinity") else { return }
+    var set = cpu_set_t()
+    withUnsafeMutableBytes(of: &set) { bytes in
+        bytes[Int(cpu) / 8] |= UInt8(1) << (UInt8(cpu) % 8)
+    }
+    let result = withUnsafeBytes(of: &set) { unsafeBitCast(symbol, to: SetAffinity.self)(0, $0.count, $0.baseAddress!) }
+    if result != 0 { print("cannot run on CPU \(cpu) alone") }
+    #endif
+}
+
+/// Sleeps until `deadline` on the monotonic clock (a sleep, not a spin, so the receiver keeps its core).
+func sleep(until deadline: UInt64) {
+    var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+    while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
 }
 
 /// This process's peak resident set size, in KiB.

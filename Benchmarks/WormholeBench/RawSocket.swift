@@ -92,7 +92,14 @@ final class RawSocket: Mechanism {
         var samples: [UInt64] = []
         for _ in 0..<rounds {
             let start = monotonicNanoseconds()
-            // Sends and receives at once, so that neither side fills the other's buffer while both write.
+            if pieces.count == 1 {
+                // One piece: a blocking send and a blocking receive, as a client of a socket writes it.
+                transmit(pieces)
+                guard buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) > 0 else { return samples }
+                samples.append((monotonicNanoseconds() - start) / 2)
+                continue
+            }
+            // Several pieces: sends and receives at once, so that neither side fills the other's buffer while both write.
             var sent = 0, received = 0
             while received < size {
                 var poller = pollfd(fd: fd, events: Int16(POLLIN | (sent < pieces.count ? POLLOUT : 0)), revents: 0)
@@ -114,7 +121,7 @@ final class RawSocket: Mechanism {
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
         var next = monotonicNanoseconds()
         for _ in 0..<count {
-            spin(until: next)
+            sleep(until: next)
             next += interval
             transmit(Self.pieces(.stamp, total: count, stamp: monotonicNanoseconds(), payload: payload.bytes))
         }

@@ -10,12 +10,16 @@ final class WormholeWay: Mechanism {
     private let peer: Process
     private let pongs = Arrivals(), stamps = Arrivals(), floods = Arrivals()
     private var totals = (pongs: 0, stamps: 0, floods: 0)
+    private let pongLoop = PingLoop.Slot()
 
     init(container: String) throws {
         center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
         let ready = Arrivals()
         let (pongs, stamps, floods) = (pongs, stamps, floods)
-        center.addObserver(forName: .init("pong"), object: nil, queue: nil) { _ in pongs.add() }
+        let pongLoop = pongLoop
+        center.addObserver(forName: .init("pong"), object: nil, queue: nil) { _ in
+            if pongLoop.current?.next() == true { pongs.add() }
+        }
         center.addObserver(forName: .init("stamped"), object: nil, queue: nil) { stamps.add($0.userInfo) }
         center.addObserver(forName: .init("flooded"), object: nil, queue: nil) { _ in floods.add() }
         center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
@@ -25,22 +29,22 @@ final class WormholeWay: Mechanism {
 
     deinit { peer.terminate() }
 
+    /// Each ping is posted from the observer of the pong before it, as the raw socket's next send follows its
+    /// receive on one thread: no hop to the waiting main thread inside the loop.
     func pingPong(_ payload: Payload, rounds: Int) -> [UInt64] {
-        var samples: [UInt64] = []
-        for _ in 0..<rounds {
-            let start = monotonicNanoseconds()
-            center.post(name: .init("ping"), object: nil, userInfo: payload.userInfo)
-            totals.pongs += 1
-            guard pongs.wait(until: totals.pongs, seconds: 10) != nil else { break }
-            samples.append((monotonicNanoseconds() - start) / 2)
-        }
-        return samples
+        let loop = PingLoop(rounds: rounds, center: center, payload: payload)
+        pongLoop.current = loop
+        loop.next()
+        totals.pongs += 1
+        _ = pongs.wait(until: totals.pongs, seconds: 10 + Double(rounds) / 100)
+        pongLoop.current = nil
+        return loop.samples
     }
 
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
         var next = monotonicNanoseconds()
         for _ in 0..<count {
-            spin(until: next)
+            sleep(until: next)
             next += interval
             center.post(name: .init("stamp"), object: "\(count) \(monotonicNanoseconds())", userInfo: payload.userInfo)
         }
@@ -70,6 +74,17 @@ final class WormholeWay: Mechanism {
             samples.append(monotonicNanoseconds() - start)
         }
         totals.floods += 1
+        return samples
+    }
+
+    /// What each of `count` posts with no userInfo cost, in nanoseconds, posted in chunks of 100 that the peer
+    /// confirms before the next: the socket never fills, so no post is spooled.
+    func chunkedPostCosts(_ count: Int) -> [UInt64] {
+        var samples: [UInt64] = []
+        for _ in 0..<(count / 100) {
+            samples += timedPosts(100)
+            guard awaitFlood(seconds: 30) else { break }
+        }
         return samples
     }
 
@@ -138,6 +153,40 @@ final class WormholeWay: Mechanism {
         guard fanned.wait(until: 8, seconds: 300) != nil else { return nil }
         let rate = Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
         return FanOutResult(rate: rate, posterKiB: peakResidentKiB(), sinkKiB: largest.withLock { $0 })
+    }
+}
+
+/// A ping-pong in progress: times each round trip and posts the next ping, on the thread that got the pong.
+final class PingLoop: @unchecked Sendable {  // Unchecked because: only one thread at a time runs `next`.
+    /// Where the pong observer finds the loop in progress.
+    final class Slot: Sendable {
+        private let loop = Mutex<PingLoop?>(nil)
+        var current: PingLoop? {
+            get { loop.withLock { $0 } }
+            set { loop.withLock { $0 = newValue } }
+        }
+    }
+
+    private let rounds: Int
+    private let center: GroupNotificationCenter
+    private let payload: Payload
+    private var start: UInt64 = 0
+    private(set) var samples: [UInt64] = []
+
+    init(rounds: Int, center: GroupNotificationCenter, payload: Payload) {
+        (self.rounds, self.center, self.payload) = (rounds, center, payload)
+        samples.reserveCapacity(rounds)
+    }
+
+    /// Records the round trip that just ended, if any, and posts the next ping; true when all are done.
+    @discardableResult
+    func next() -> Bool {
+        let now = monotonicNanoseconds()
+        if start != 0 { samples.append((now - start) / 2) }
+        guard samples.count < rounds else { return true }
+        start = monotonicNanoseconds()
+        center.post(name: .init("ping"), object: nil, userInfo: payload.userInfo)
+        return false
     }
 }
 

@@ -6,6 +6,7 @@
 // stopped receiver, and the cost of a post as the registry grows.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
+//         [--cpu N]
 import Foundation
 import Wormhole
 
@@ -18,14 +19,14 @@ case "file-peer": FileWay.peer(folder: option("--folder") ?? "")
 case "dbus-peer": DBusWay.peer(address: option("--bus") ?? "", members: ["Ping", "Stamp", "Flood"])
 case "dbus-sink": DBusWay.peer(address: option("--bus") ?? "", members: ["Fan"])
 case "crowd":
-    try RegistryGrowth.crowd(
-        container: option("--container") ?? "", first: option("--first").flatMap(Int.init) ?? 0,
-        count: option("--count").flatMap(Int.init) ?? 0)
+    try RegistryGrowth.crowd(container: option("--container") ?? "", count: option("--count").flatMap(Int.init) ?? 0)
 case "fan-out": try FanOut.child()
 default: break
 }
 
 lineBufferedOutput()
+// --cpu N: this process and every process it starts run on that one CPU, so that no wake-up crosses CPUs.
+if let cpu = option("--cpu").flatMap(Int32.init) { pinToCPU(cpu) }
 let quick = CommandLine.arguments.contains("--quick")
 let counts = quick ? Counts.quick : Counts.full
 let temporary = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
@@ -120,7 +121,7 @@ if let running, let stopped {
 print(drained ? String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", drainRate) : "the receiver did not catch up")
 
 // The cost of a post as other listeners join the registry.
-let growth = try RegistryGrowth.measure(wormhole, container: folder + "/wormhole", posts: quick ? 2_000 : 20_000)
+let growth = try RegistryGrowth.measure(folder: folder, posts: quick ? 2_000 : 20_000)
 print("\nWormhole post, no userInfo, to one receiver, with other listeners registered for other names")
 print("other listeners   p50        p99")
 for (listeners, cost) in growth {

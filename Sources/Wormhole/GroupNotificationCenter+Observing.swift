@@ -8,7 +8,9 @@ extension GroupNotificationCenter {
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
-    ///   - queue: Where the block runs; nil means a serial queue of this center's, in the order received.
+    ///   - queue: Where the block runs. nil means Wormhole's receive thread for this container: one call at a
+    ///     time, in the order received, with no hop to another thread. Keep such blocks short: while one runs,
+    ///     later notifications wait in the socket, then in the spool.
     ///   - block: Receives each notification. Its userInfo holds only property-list classes.
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult

@@ -92,3 +92,68 @@ struct ObservingTests {
         #expect(watcher.listenerStatus().first?.observing.isEmpty == true)
     }
 }
+
+@Suite("Observers without a queue")
+struct ReceiveThreadTests {
+    /// Records, per call, the thread it ran on and whether another call was running at the same time.
+    final class ThreadLog: Sendable {
+        private let state = Mutex<(threads: [ObjectIdentifier], running: Int, overlapped: Bool)>(([], 0, false))
+        let recorder = Recorder()
+
+        var block: @Sendable (Notification) -> Void {
+            { [self] note in
+                state.withLock { state in
+                    state.threads.append(ObjectIdentifier(Thread.current))
+                    state.running += 1
+                    if state.running > 1 { state.overlapped = true }
+                }
+                usleep(200)  // Widens the window in which an overlapping call would be seen; not a synchronisation.
+                state.withLock { $0.running -= 1 }
+                recorder.block(note)
+            }
+        }
+
+        var threads: [ObjectIdentifier] { state.withLock { $0.threads } }
+        var overlapped: Bool { state.withLock { $0.overlapped } }
+    }
+
+    @Test("posts from this process and from others run one at a time, on one thread that is not the poster's")
+    func oneThreadOneAtATime() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let log = ThreadLog()
+        center.addObserver(forName: .init("t"), object: nil, queue: nil, using: log.block)
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "200"])
+        for _ in 0..<200 { center.post(name: .init("t"), object: nil) }
+        #expect(try poster.waitForExit() == 0)
+        try log.recorder.wait(for: 400)
+        #expect(Set(log.threads).count == 1)
+        #expect(log.threads.first != ObjectIdentifier(Thread.current))
+        #expect(!log.overlapped)
+    }
+
+    @Test("a block that lets go of the last reference to its center does not hang the receive thread")
+    func blockReleasesItsCenter() throws {
+        let container = TemporaryContainer()
+        let holder = Mutex<GroupNotificationCenter?>(try GroupNotificationCenter(containerURL: container.url))
+        let released = Recorder()
+        holder.withLock { center in
+            center?.addObserver(forName: .init("t"), object: nil, queue: nil) { note in
+                // Taken out under the lock, released outside it: the center's deinit stops the listener here.
+                let center = holder.withLock { current in defer { current = nil }; return current }
+                withExtendedLifetime(center) {}
+                released.block(note)
+            }
+        }
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "1"])
+        #expect(try poster.waitForExit() == 0)
+        try released.wait(for: 1)
+        // The listener is gone: a new center in this process can listen in the same container again.
+        let again = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        again.addObserver(forName: .init("u"), object: nil, queue: nil, using: recorder.block)
+        let second = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "u", "--count", "1"])
+        #expect(try second.waitForExit() == 0)
+        try recorder.wait(for: 1)
+    }
+}

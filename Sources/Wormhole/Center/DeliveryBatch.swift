@@ -1,9 +1,10 @@
 import Foundation
 
 /// The deliveries of one batch of received frames, in order, handed to each queue as one piece of work:
-/// one wake-up of a queue per batch instead of one per notification.
+/// one wake-up of a queue per batch instead of one per notification. Observers without a queue share one
+/// group, run on the receive thread.
 struct DeliveryBatch {
-    private var groups: [(queue: ObjectIdentifier, first: Observer, items: [(Observer, SendableNotification)])] = []
+    private var groups: [(queue: ObjectIdentifier?, first: Observer, items: [(Observer, SendableNotification)])] = []
 
     var isEmpty: Bool { groups.isEmpty }
 
@@ -19,12 +20,18 @@ struct DeliveryBatch {
         }
     }
 
-    /// Schedules each queue's deliveries, in the order they were added.
-    func dispatch() {
+    /// Schedules each queue's deliveries, in the order they were added, and gives those of observers without a
+    /// queue to `receiveThread`.
+    func dispatch(receiveThread: (@escaping @Sendable () -> Void) -> Void) {
         for group in groups {
             let items = DeliveryItems(items: group.items)
-            group.first.schedule {
+            let work: @Sendable () -> Void = {
                 for (observer, note) in items.items { observer.call(note) }
+            }
+            if group.first.runsOnReceiveThread {
+                receiveThread(work)
+            } else {
+                group.first.schedule(work)
             }
         }
     }

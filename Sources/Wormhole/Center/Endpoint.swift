@@ -127,7 +127,7 @@ final class Endpoint: Sendable {
             }
         }
         if ownID != nil, observers.withLock({ $0.hasMatch(name: name, object: object) }) {
-            deliver([frame])
+            deliver([frame], onReceiveThread: false)
             report.delivered += 1
         }
         if !gone.isEmpty {
@@ -217,7 +217,7 @@ final class Endpoint: Sendable {
         try listener.withLock { (current) throws(WormholeError) -> Bool in
             guard current == nil else { return false }
             let handlers = Listener.Handlers(
-                frames: { [weak self] frames in self?.deliver(frames) },
+                frames: { [weak self] frames in self?.deliver(frames, onReceiveThread: true) },
                 housekeeping: { [weak self] in self?.housekeeping() },
                 dropped: { [weak self] count, reason in
                     self?.counters.count { $0.dropped += count }
@@ -299,8 +299,9 @@ final class Endpoint: Sendable {
 
     // MARK: Delivering
 
-    /// Hands frames to the matching observers, decoding each userInfo once per set of allowed classes.
-    func deliver(_ frames: [Frame]) {
+    /// Hands frames to the matching observers, decoding each userInfo once per set of allowed classes. Observers
+    /// without a queue run on the receive thread: at once when called there, else once it wakes.
+    func deliver(_ frames: [Frame], onReceiveThread: Bool) {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
@@ -328,7 +329,14 @@ final class Endpoint: Sendable {
                 $0.userInfoRejected += rejected
             }
         }
-        batch.dispatch()
+        let listener = self.listener.withLock { $0 }
+        batch.dispatch { work in
+            if onReceiveThread {
+                work()
+            } else if let listener {
+                listener.perform(work)
+            }
+        }
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.

@@ -1,8 +1,9 @@
 /// The documented limits, in one place.
 enum Limits {
     /// Frames up to this size go through the socket; larger ones always go through the spool, because a
-    /// seqpacket message must fit the socket buffer whole (212,960 bytes by default on Linux).
-    static let maximumDirectFrameSize = 64 * 1024
+    /// seqpacket message must fit the socket buffer whole (212,992 bytes by default on Linux). One this size
+    /// fits when the buffer is empty; when it is not, the send fails with EAGAIN and the frame is spooled.
+    static let maximumDirectFrameSize = 128 * 1024
     /// How often an idle listener checks its spool and its registry entry, in milliseconds.
     static let housekeepingInterval: Int32 = 1000
 }

@@ -9,6 +9,9 @@ final class Observer: NSObject, Sendable {
     let allowed: AllowedClasses
     private let operationQueue: OperationQueue?
     private let serialQueue: DispatchQueue
+    /// Whether the block runs on the receive thread (queue nil) rather than on a queue. A gated observer uses
+    /// the center's serial queue instead, whose order its gate relies on.
+    let runsOnReceiveThread: Bool
     private let block: @Sendable (Notification) -> Void
     private let active = Atomic<Bool>(true)
     /// While not nil, deliveries wait here: an observer that first receives the retained value holds live
@@ -26,6 +29,7 @@ final class Observer: NSObject, Sendable {
         self.allowed = allowed
         self.operationQueue = queue
         self.serialQueue = serialQueue
+        self.runsOnReceiveThread = queue == nil && !gated
         self.gate = Mutex(gated ? [] : nil)
         self.block = block
     }
@@ -62,9 +66,11 @@ final class Observer: NSObject, Sendable {
         active.store(false, ordering: .releasing)
     }
 
-    /// The queue the block runs on, and its identity, so that deliveries to one queue can go as one batch.
-    var queueIdentity: ObjectIdentifier {
-        operationQueue.map(ObjectIdentifier.init) ?? ObjectIdentifier(serialQueue)
+    /// The queue the block runs on, and its identity, so that deliveries to one queue can go as one batch;
+    /// nil for the receive thread.
+    var queueIdentity: ObjectIdentifier? {
+        if runsOnReceiveThread { return nil }
+        return operationQueue.map(ObjectIdentifier.init) ?? ObjectIdentifier(serialQueue)
     }
 
     /// Calls the block with `note` unless the observer was removed meanwhile.
@@ -72,7 +78,7 @@ final class Observer: NSObject, Sendable {
         if isActive { block(note.value) }
     }
 
-    /// Runs `work` on this observer's queue.
+    /// Runs `work` on this observer's queue (not for one that runs on the receive thread).
     func schedule(_ work: @escaping @Sendable () -> Void) {
         if let operationQueue {
             operationQueue.addOperation(work)

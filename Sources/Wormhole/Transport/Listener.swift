@@ -35,6 +35,12 @@ final class Listener: Sendable {
     private let finished = DispatchSemaphore(value: 0)
     /// Set when an observer was added: frames held back in a durable spool may now have one.
     private let recheck = Atomic<Bool>(true)
+    /// Work handed to the receive thread from others: deliveries of this process's own posts.
+    private let pending = Mutex<[@Sendable () -> Void]>([])
+    /// The receive thread, once it runs.
+    private let thread = Mutex<ObjectIdentifier?>(nil)
+    /// Set when the receive thread itself stopped the listener: it closes the descriptors as it ends.
+    private let closesOnExit = Atomic<Bool>(false)
 
     /// Opens the listener's socket and spool. A durable listener (`identity` not nil) claims its identity's
     /// socket, and reuses its spool.
@@ -92,6 +98,18 @@ final class Listener: Sendable {
         wake()
     }
 
+    /// Runs `work` on the receive thread, after what it is doing now.
+    func perform(_ work: @escaping @Sendable () -> Void) {
+        pending.withLock { $0.append(work) }
+        wake()
+    }
+
+    /// Whether the caller is the receive thread.
+    private var isReceiveThread: Bool {
+        let current = ObjectIdentifier(Thread.current)
+        return thread.withLock { $0 == current }
+    }
+
     private func wake() {
         var byte: UInt8 = 1
         _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(wakeWrite, $0) }
@@ -99,20 +117,32 @@ final class Listener: Sendable {
 
     /// Starts the receive thread.
     func start() {
-        let thread = Thread { [self] in
+        let receiver = Thread { [self] in
+            let current = ObjectIdentifier(Thread.current)
+            thread.withLock { $0 = current }
             run()
+            if closesOnExit.load(ordering: .acquiring) { closeAndRemove() }
             finished.signal()
         }
-        thread.name = "Wormhole listener"
-        thread.stackSize = 4 << 20
-        thread.start()
+        receiver.name = "Wormhole listener"
+        receiver.stackSize = 4 << 20
+        receiver.start()
     }
 
-    /// Stops the receive thread, waits for it (at most five seconds), and removes the socket and spool.
+    /// Stops the receive thread, waits for it (at most five seconds), and removes the socket and spool. When an
+    /// observer's block on the receive thread is what stops it, the thread does the rest once the block returns.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        if isReceiveThread {
+            closesOnExit.store(true, ordering: .releasing)
+            return
+        }
         wake()
         _ = finished.wait(timeout: .now() + 5)
+        closeAndRemove()
+    }
+
+    private func closeAndRemove() {
         if identity == nil {
             Self.removeFiles(of: id, in: container)
         } else {
@@ -153,7 +183,11 @@ final class Listener: Sendable {
 
             var frames: [Frame] = []
             if ready > 0 {
-                if events[0].revents != 0 { drainWakePipe() }
+                if events[0].revents != 0 {
+                    drainWakePipe()
+                    for work in pending.withLock({ work in defer { work = [] }; return work }) { work() }
+                    if stopping.load(ordering: .acquiring) { break }
+                }
                 if events[1].revents != 0 { acceptAll(&connections) }
                 var closed: [CInt] = []
                 for event in events.dropFirst(2) where event.revents != 0 {
@@ -161,11 +195,13 @@ final class Listener: Sendable {
                 }
                 close(closed, in: &connections)
                 if !frames.isEmpty { handlers.frames(frames) }
+                if stopping.load(ordering: .acquiring) { break }
             }
             if spool.currentSize() > heldBack.load(ordering: .relaxed) || recheck.exchange(false, ordering: .acquiringAndReleasing) {
                 drainSpool(&connections, buffer: buffer)
             }
             let now = DispatchTime.now()
+            if stopping.load(ordering: .acquiring) { break }
             if ready == 0 || now.uptimeNanoseconds - lastHousekeeping.uptimeNanoseconds > 1_000_000_000 {
                 lastHousekeeping = now
                 handlers.housekeeping()
