@@ -114,7 +114,8 @@ final class Endpoint: Sendable {
         let snapshot = registry.snapshot()
         pruneLinks(to: snapshot)
         var gone: [RegistryEntry] = []
-        for entry in snapshot.listeners(matching: name, object: object) where entry.listener != ownID {
+        snapshot.forEachListener(matching: name, object: object) { entry in
+            guard entry.listener != ownID else { return }
             switch link(to: entry).send(bytes, nudge: nudge) {
             case .direct:
                 report.delivered += 1

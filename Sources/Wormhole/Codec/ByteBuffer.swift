@@ -7,7 +7,8 @@ struct ByteWriter {
     }
 
     mutating func write<T: FixedWidthInteger>(_ value: T) {
-        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
+        // A typed buffer takes Array's memcpy path; a raw one goes element by element.
+        withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     mutating func write(_ raw: some Collection<UInt8>) {
@@ -20,9 +21,13 @@ struct ByteWriter {
         bytes.append(contentsOf: raw)
     }
 
-    /// A `UInt32` byte count, then the string's UTF-8.
+    /// A `UInt32` byte count, then the string's UTF-8, copied without an intermediate array.
     mutating func writeField(_ string: String) {
-        writeField(Array(string.utf8))
+        var string = string
+        string.withUTF8 { utf8 in
+            write(UInt32(truncatingIfNeeded: utf8.count))
+            bytes.append(contentsOf: utf8)
+        }
     }
 }
 

@@ -122,6 +122,18 @@ enum Sys {
         return info
     }
 
+    /// Maps `size` bytes of `fd`, shared with every process that maps the same file.
+    static func mapShared(_ fd: CInt, size: Int) throws(WormholeError) -> UnsafeMutableRawPointer {
+        guard let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
+            throw WormholeError(.system, "mmap", errno: currentErrno())
+        }
+        return address
+    }
+
+    static func unmap(_ address: UnsafeMutableRawPointer, size: Int) {
+        _ = munmap(address, size)
+    }
+
     static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
         _ = try valueOrErrno("ftruncate") { ftruncate(fd, off_t(size)) }
     }

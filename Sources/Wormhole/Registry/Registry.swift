@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 import Synchronization
 
 /// The container's registry of listening processes: the file `registry`, replaced whole by write-to-temporary
@@ -10,32 +11,54 @@ import Synchronization
 ///
 /// Readers take no lock: a rename is atomic, so they see the old file or the new one, never a torn one.
 /// A reader keeps the file it parsed open, so its inode cannot be reused, and re-reads only when `stat(2)`
-/// of the path shows another inode.
+/// of the path shows another inode. It calls `stat` only when the counter in `registry.generation`, which
+/// every writer increments after its rename, moved, or at least every tenth of a second: a post costs no
+/// system call for the registry.
 final class Registry: Sendable {
     private struct Cache: ~Copyable {
         var file: OwnedDescriptor?
         var inode: UInt64 = 0
         var device: UInt64 = 0
         var snapshot = RegistrySnapshot.empty
+        /// The shared counter's value, and the time, of the last `stat`.
+        var generation: UInt64 = 0
+        var checked: UInt64 = 0
     }
 
     static let fileName = "registry"
     static let lockName = "registry.lock"
     static let temporaryName = "registry.tmp"
+    static let generationName = "registry.generation"
+    /// How long a reader trusts an unchanged counter before it calls `stat` anyway, in nanoseconds.
+    static let recheckInterval: UInt64 = 100_000_000
     static let maximumFileSize = 16 << 20
 
     private let container: Container
     private let cache = Mutex(Cache())
+    /// nil when the counter's file cannot be mapped: then every snapshot calls `stat`.
+    private let generation: SharedCounter?
     /// How many times this process parsed the registry file; posting re-parses only after a change. Also tells
     /// callers that the snapshot changed since they last looked.
     let parses = Atomic<Int>(0)
 
     init(container: Container) {
         self.container = container
+        generation = try? SharedCounter(file: Self.generationName, in: container.descriptor)
     }
 
     /// The current registry, re-read only when the file was replaced since the last call.
     func snapshot() -> RegistrySnapshot {
+        let counter = generation?.value
+        let now = DispatchTime.now().uptimeNanoseconds
+        let cached = cache.withLock { cache -> RegistrySnapshot? in
+            guard let counter, cache.file != nil, counter == cache.generation, now - cache.checked < Self.recheckInterval else {
+                cache.generation = counter ?? 0
+                cache.checked = now
+                return nil
+            }
+            return cache.snapshot
+        }
+        if let cached { return cached }
         let directory = container.descriptor
         guard let status = try? Sys.status(Self.fileName, relativeTo: directory) else {
             return cache.withLock { cache in
@@ -97,6 +120,7 @@ final class Registry: Sendable {
             let result = try body(&entries)
             if entries != original {
                 try write(entries, in: directory)
+                generation?.increment()
             }
             return result
         }

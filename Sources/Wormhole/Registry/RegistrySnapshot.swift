@@ -24,11 +24,13 @@ struct RegistrySnapshot: Sendable {
         self.anyName = anyName
     }
 
-    /// The listeners that observe a notification of `name` from `object`.
-    func listeners(matching name: String, object: String?) -> [RegistryEntry] {
-        let candidates = (byName[name] ?? []) + anyName
-        return candidates.sorted().compactMap { index in
-            entries[index].matches(name: name, object: object) ? entries[index] : nil
+    /// Calls `body` with each listener that observes a notification of `name` from `object`, in registry order.
+    func forEachListener(matching name: String, object: String?, _ body: (RegistryEntry) -> Void) {
+        let named = byName[name] ?? []
+        // Each list is in registry order already; only a merge of both needs sorting.
+        let candidates = anyName.isEmpty ? named : named.isEmpty ? anyName : (named + anyName).sorted()
+        for index in candidates where entries[index].matches(name: name, object: object) {
+            body(entries[index])
         }
     }
 

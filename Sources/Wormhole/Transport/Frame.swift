@@ -32,23 +32,52 @@ struct Frame: Sendable {
     }
 
     func encoded() -> [UInt8] {
-        var writer = ByteWriter(capacity: Self.headerSize + 16 + name.utf8.count + (userInfo?.count ?? 0))
-        writer.write(UInt8(ascii: "W"))
-        writer.write(UInt8(ascii: "H"))
-        writer.write(Self.version)
-        writer.write(kind.rawValue)
-        writer.write(poster)
-        writer.write(sequence)
-        guard kind == .notification else { return writer.bytes }
-        writer.writeField(name)
-        if let object {
-            writer.write(UInt8(1))
-            writer.writeField(object)
-        } else {
-            writer.write(UInt8(0))
+        var name = name, object = object
+        return name.withUTF8 { name in
+            guard let object else { return encoded(name: name, object: nil) }
+            var copy = object
+            return copy.withUTF8 { encoded(name: name, object: $0) }
         }
-        writer.writeField(userInfo ?? [])
-        return writer.bytes
+    }
+
+    /// Writes the frame in one pass into an array of its exact size: every post makes one.
+    private func encoded(name: UnsafeBufferPointer<UInt8>, object: UnsafeBufferPointer<UInt8>?) -> [UInt8] {
+        guard kind == .notification else {
+            return [UInt8](unsafeUninitializedCapacity: Self.headerSize) { buffer, count in
+                count = writeHeader(into: UnsafeMutableRawBufferPointer(buffer))
+            }
+        }
+        let archive = userInfo ?? []
+        let size = Self.headerSize + 4 + name.count + 1 + (object.map { 4 + $0.count } ?? 0) + 4 + archive.count
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            let raw = UnsafeMutableRawBufferPointer(buffer)
+            var offset = writeHeader(into: raw)
+            Self.writeField(name, into: raw, at: &offset)
+            raw[offset] = object == nil ? 0 : 1
+            offset += 1
+            if let object { Self.writeField(object, into: raw, at: &offset) }
+            archive.withUnsafeBufferPointer { Self.writeField($0, into: raw, at: &offset) }
+            count = offset
+        }
+    }
+
+    /// A `UInt32` length, then the bytes.
+    private static func writeField(_ bytes: UnsafeBufferPointer<UInt8>, into raw: UnsafeMutableRawBufferPointer, at offset: inout Int) {
+        raw.storeBytes(of: UInt32(truncatingIfNeeded: bytes.count).bigEndian, toByteOffset: offset, as: UInt32.self)
+        offset += 4
+        UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+        offset += bytes.count
+    }
+
+    /// The 20-byte header; returns its size.
+    private func writeHeader(into raw: UnsafeMutableRawBufferPointer) -> Int {
+        raw[0] = UInt8(ascii: "W")
+        raw[1] = UInt8(ascii: "H")
+        raw[2] = Self.version
+        raw[3] = kind.rawValue
+        raw.storeBytes(of: poster.bigEndian, toByteOffset: 4, as: UInt64.self)
+        raw.storeBytes(of: sequence.bigEndian, toByteOffset: 12, as: UInt64.self)
+        return Self.headerSize
     }
 
     /// Decodes a frame, checking every length against the bytes that are there.
