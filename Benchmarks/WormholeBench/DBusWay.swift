@@ -57,21 +57,24 @@ final class DBusWay: Mechanism {
         let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
         address = line.trimmingCharacters(in: .whitespacesAndNewlines)
         guard !address.isEmpty, let bus = DBusConnection(address: address, members: ["Pong", "Stamped", "Flooded", "Ready"]) else {
-            daemon.terminate()
+            stopProcess(daemon)
             throw BenchError("dbus-daemon did not start")
         }
         self.bus = bus
         peer = try spawnSelf(["dbus-peer", "--bus", address])
         guard wait(for: "Ready", seconds: 30) != nil else {
-            peer.terminate()
-            daemon.terminate()
+            stopProcess(peer)
+            stopProcess(daemon)
             throw BenchError("the D-Bus peer did not start")
         }
     }
 
-    deinit {
-        peer.terminate()
-        daemon.terminate()
+    deinit { stop() }
+
+    /// Ends the peer and the daemon.
+    func stop() {
+        stopProcess(peer)
+        stopProcess(daemon)
     }
 
     /// The next signal named `member`, skipping others; nil on timeout.
@@ -143,7 +146,7 @@ final class DBusWay: Mechanism {
     static func fanOut(_ payload: Payload, count: Int, address: String) throws -> FanOutResult? {
         guard let bus = DBusConnection(address: address, members: ["Ready", "Fanned"]) else { return nil }
         let sinks = try (0..<8).map { _ in try spawnSelf(["dbus-sink", "--bus", address]) }
-        defer { sinks.forEach { $0.terminate() } }
+        defer { sinks.forEach(stopProcess) }
         var ready = 0
         while ready < 8 {
             guard let signal = bus.next(seconds: 30) else { return nil }

@@ -25,7 +25,7 @@ final class FileWay: Mechanism {
     }
 
     deinit {
-        peer.terminate()
+        stopProcess(peer)
         close(watcher)
     }
 
@@ -163,7 +163,7 @@ final class FileWay: Mechanism {
         let watcher = watch(folder)
         defer { close(watcher) }
         let sinks = try (0..<8).map { _ in try spawnSelf(["file-peer", "--folder", folder]) }
-        defer { sinks.forEach { $0.terminate() } }
+        defer { sinks.forEach(stopProcess) }
         var ready = 0
         while ready < 8 {
             guard let names = names(from: watcher, seconds: 30) else { return nil }

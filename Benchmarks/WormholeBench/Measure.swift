@@ -138,6 +138,21 @@ func option(_ name: String) -> String? {
     return arguments[index + 1]
 }
 
+/// Ends this process as soon as the process that started it is gone.
+func exitWithParent() {
+    let parent = getppid()
+    Thread.detachNewThread {
+        while getppid() == parent { usleep(200_000) }
+        exit(0)
+    }
+}
+
+/// Ends a process the benchmark started. SIGKILL, because a signal mask inherited from whoever started the
+/// benchmark (a test runner, say) may block SIGTERM.
+func stopProcess(_ process: Process) {
+    if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+}
+
 /// Starts this executable again in another role.
 func spawnSelf(_ arguments: [String], output: FileHandle? = FileHandle.nullDevice) throws -> Process {
     let process = Process()

@@ -32,7 +32,7 @@ final class RawSocket: Mechanism {
 
     deinit {
         close(fd)
-        peer.terminate()
+        stopProcess(peer)
     }
 
     private static func address(_ path: String) -> sockaddr_un {
@@ -195,7 +195,7 @@ final class RawSocket: Mechanism {
         var peers: [Process] = []
         defer {
             sockets.forEach { close($0) }
-            peers.forEach { $0.terminate() }
+            peers.forEach(stopProcess)
         }
         for index in 0..<8 {
             let path = folder + "/raw-sink-\(index).socket"

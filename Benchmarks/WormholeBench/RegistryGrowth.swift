@@ -23,7 +23,7 @@ enum RegistryGrowth {
     /// names. The containers take turns, five rounds, so that drift in the machine falls on all three alike.
     static func measure(folder: String, posts: Int) throws -> [(listeners: Int, cost: Percentiles)] {
         var crowds: [Process] = []
-        defer { crowds.forEach { $0.terminate() } }
+        defer { crowds.forEach(stopProcess) }
         var ways: [WormholeWay] = []
         for size in sizes {
             let container = folder + "/growth-\(size)"

@@ -27,7 +27,7 @@ final class WormholeWay: Mechanism {
         guard ready.wait(until: 1, seconds: 30) != nil else { throw BenchError("the Wormhole peer did not start") }
     }
 
-    deinit { peer.terminate() }
+    deinit { stopProcess(peer) }
 
     /// Each ping is posted from the observer of the pong before it, as the raw socket's next send follows its
     /// receive on one thread: no hop to the waiting main thread inside the loop.
@@ -146,7 +146,7 @@ final class WormholeWay: Mechanism {
             fanned.add()
         }
         let sinks = try (0..<8).map { _ in try spawnSelf(["wormhole-sink", "--container", folder]) }
-        defer { sinks.forEach { $0.terminate() } }
+        defer { sinks.forEach(stopProcess) }
         guard ready.wait(until: 8, seconds: 60) != nil else { return nil }
         let start = monotonicNanoseconds()
         for _ in 0..<count { center.post(name: .init("fan"), object: String(count), userInfo: payload.userInfo) }

@@ -10,7 +10,10 @@
 import Foundation
 import Wormhole
 
-// The other sides, each started by the benchmark as a process of its own.
+// The other sides, each started by the benchmark as a process of its own, and gone within a second of the
+// process that started them, however that one ended.
+let roles: Set = ["wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out"]
+if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
 case "wormhole-peer": try WormholeWay.peer(container: option("--container") ?? "")
 case "wormhole-sink": try WormholeWay.sink(container: option("--container") ?? "")
@@ -70,6 +73,8 @@ var dbus: DBusWay?
 if dbusSkipped == nil {
     do { dbus = try DBusWay(folder: folder) } catch { print("D-Bus: \(error)") }
 }
+// Top-level objects are never deinitialized: the daemon, which cannot watch for its parent, is stopped here.
+defer { dbus?.stop() }
 var mechanisms: [(key: String, way: any Mechanism)] = [("raw", raw), ("wormhole", wormhole)]
 if let dbus { mechanisms.append(("dbus", dbus)) }
 mechanisms.append(("file", files))

@@ -30,7 +30,7 @@ extension GroupNotificationCenter {
         forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass], queue: OperationQueue?,
         using block: @escaping @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        addObserver(forName: name, object: object, allowedClasses: AllowedClasses(allowedClasses), queue: queue, using: block)
+        addObserver(forName: name, object: object, allowedClasses: AllowedClasses.cached(allowedClasses), queue: queue, using: block)
     }
 
     func addObserver(

@@ -8,21 +8,52 @@ struct AllowedClasses: Sendable {
         NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self, NSDate.self,
     ])
 
+    /// The classes Wormhole decodes itself, each read as its immutable Foundation class.
+    enum Canonical: Int, CaseIterable {
+        case string, number, data, date, array, dictionary, set, null
+
+        var name: String {
+            ["NSString", "NSNumber", "NSData", "NSDate", "NSArray", "NSDictionary", "NSSet", "NSNull"][rawValue]
+        }
+    }
+
     let classes: [AnyClass]
     let names: Set<String>
     /// Identifies the set, so that one decoding can serve every observer with the same classes.
     let key: String
+    /// Which canonical classes are allowed, one bit each (all of them when NSObject is): checked per archived
+    /// object without hashing a name.
+    private let canonical: UInt8
 
     init(_ classes: [AnyClass]) {
         self.classes = classes
         let names = classes.map(Self.name(of:))
         self.names = Set(names)
         self.key = names.count == 1 ? names[0] : self.names.sorted().joined(separator: ",")
+        var canonical: UInt8 = 0
+        for kind in Canonical.allCases where self.names.contains(kind.name) || self.names.contains("NSObject") {
+            canonical |= 1 << kind.rawValue
+        }
+        self.canonical = canonical
     }
 
+    /// The allowed classes of `classes`, built once per distinct list (building one looks up every name).
+    static func cached(_ classes: [AnyClass]) -> AllowedClasses {
+        let key = classes.map(ObjectIdentifier.init)
+        if let known = built.withLock({ $0[key] }) { return known }
+        let made = AllowedClasses(classes)
+        built.withLock { cache in
+            if cache.count >= 64 { cache.removeAll() }
+            cache[key] = made
+        }
+        return made
+    }
+
+    private static let built = Mutex<[[ObjectIdentifier]: AllowedClasses]>([:])
+
     /// Whether an archived object of class `name`, which Wormhole decodes itself as `canonical`, is accepted.
-    func permits(_ name: String, as canonical: String) -> Bool {
-        names.contains(canonical) || names.contains(name) || names.contains("NSObject")
+    func permits(_ name: String, as kind: Canonical) -> Bool {
+        canonical & (1 << kind.rawValue) != 0 || names.contains(name)
     }
 
     /// Whether a class that Foundation must decode is accepted: it, or a class it inherits from, is allowed.

@@ -103,23 +103,23 @@ struct KeyedArchiveDecoder {
         let value: Any
         switch try plist.object(objects[index]) {
         case .string(let string):
-            try require("NSString", as: "NSString", at: index)
+            try require("NSString", as: .string, at: index)
             if string == "$null" { holdsNullString = true }
             value = string
         case .integer(let number):
-            try require("NSNumber", as: "NSNumber", at: index)
+            try require("NSNumber", as: .number, at: index)
             value = NSNumber(value: number)
         case .unsignedInteger(let number):
-            try require("NSNumber", as: "NSNumber", at: index)
+            try require("NSNumber", as: .number, at: index)
             value = NSNumber(value: number)
         case .real(let number):
-            try require("NSNumber", as: "NSNumber", at: index)
+            try require("NSNumber", as: .number, at: index)
             value = NSNumber(value: number)
         case .bool(let flag):
-            try require("NSNumber", as: "NSNumber", at: index)
+            try require("NSNumber", as: .number, at: index)
             value = NSNumber(value: flag)
         case .data(let bytes):
-            try require("NSData", as: "NSData", at: index)
+            try require("NSData", as: .data, at: index)
             value = Data(bytes)
         case .dictionary(let keys, let fieldValues):
             (value, weight) = try decodeObject(index, keys: keys, values: fieldValues, depth: depth)
@@ -157,7 +157,7 @@ struct KeyedArchiveDecoder {
 
         switch className {
         case "NSDictionary", "NSMutableDictionary":
-            try require(className, as: "NSDictionary", at: index)
+            try require(className, as: .dictionary, at: index)
             let keyUIDs = try uidArray(fields["NS.keys"], "NS.keys", of: index)
             let valueUIDs = try uidArray(fields["NS.objects"], "NS.objects", of: index)
             guard keyUIDs.count == valueUIDs.count else {
@@ -181,7 +181,7 @@ struct KeyedArchiveDecoder {
             return (dictionary, weight)
         case "NSArray", "NSMutableArray", "NSSet", "NSMutableSet":
             let isSet = className.hasSuffix("Set")
-            try require(className, as: isSet ? "NSSet" : "NSArray", at: index)
+            try require(className, as: isSet ? .set : .array, at: index)
             var weight = 1
             var array: [Any] = []
             for uid in try uidArray(fields["NS.objects"], "NS.objects", of: index) {
@@ -189,14 +189,14 @@ struct KeyedArchiveDecoder {
             }
             return (isSet ? NSSet(array: array) : array, weight)
         case "NSString", "NSMutableString":
-            try require(className, as: "NSString", at: index)
+            try require(className, as: .string, at: index)
             guard let field = fields["NS.string"], case .string(let string) = try plist.object(field) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has no string NS.string")
             }
             if string == "$null" { holdsNullString = true }
             return (string, 1)
         case "NSDate":
-            try require(className, as: "NSDate", at: index)
+            try require(className, as: .date, at: index)
             guard let field = fields["NS.time"] else {
                 throw WormholeError(.corruptData, "object \(index) (NSDate) has no NS.time")
             }
@@ -206,13 +206,13 @@ struct KeyedArchiveDecoder {
             default: throw WormholeError(.corruptData, "object \(index) (NSDate) has an NS.time that is not a number")
             }
         case "NSData", "NSMutableData":
-            try require(className, as: "NSData", at: index)
+            try require(className, as: .data, at: index)
             guard let field = fields["NS.data"], case .data(let bytes) = try plist.object(field) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has no data NS.data")
             }
             return (Data(bytes), 1)
         case "NSNull":
-            try require(className, as: "NSNull", at: index)
+            try require(className, as: .null, at: index)
             return (NSNull(), 1)
         default:
             return try checkForeignObject(index, className: className, keys: keys, values: fieldValues, depth: depth)
@@ -302,7 +302,7 @@ struct KeyedArchiveDecoder {
         return result
     }
 
-    private func require(_ name: String, as canonical: String, at index: Int) throws(WormholeError) {
+    private func require(_ name: String, as canonical: AllowedClasses.Canonical, at index: Int) throws(WormholeError) {
         guard allowed.permits(name, as: canonical) else {
             throw WormholeError(.disallowedClass, "object \(index) is of class \(name), which is not allowed")
         }

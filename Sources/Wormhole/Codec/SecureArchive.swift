@@ -25,6 +25,6 @@ public enum SecureArchive {
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a class outside `classes`, and
     ///   ``WormholeError/Code/corruptData`` saying what is malformed and at which object, never a trap.
     public static func unarchivedObject(ofClasses classes: [AnyClass], from data: Data) throws -> Any? {
-        try KeyedArchiveDecoder.decodeRoot([UInt8](data), allowed: AllowedClasses(classes))
+        try KeyedArchiveDecoder.decodeRoot([UInt8](data), allowed: AllowedClasses.cached(classes))
     }
 }

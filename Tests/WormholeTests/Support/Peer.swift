@@ -147,8 +147,10 @@ final class Peer: Sendable {
 
     private func collect(_ handle: FileHandle, into store: Lines) {
         let changed = self.changed
-        readLines(from: handle, onEnd: { [self] in
-            ended.add(1, ordering: .relaxed)
+        // Weak: a reader holding the peer would keep its deinit, which kills a process still running, from
+        // ever running.
+        readLines(from: handle, onEnd: { [weak self] in
+            self?.ended.add(1, ordering: .relaxed)
             changed.lock()
             changed.broadcast()
             changed.unlock()
