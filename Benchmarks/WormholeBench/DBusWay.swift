@@ -99,10 +99,7 @@ final class DBusWay: Mechanism {
     }
 
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
-        var next = monotonicNanoseconds()
-        for _ in 0..<count {
-            sleep(until: next)
-            next += interval
+        paced(count, every: interval) {
             bus.emit("Stamp", total: UInt32(count), stamp: monotonicNanoseconds(), bytes: payload.bytes)
         }
         return wait(for: "Stamped", seconds: 120).flatMap { Percentiles(bytes: $0.bytes, count: count) }

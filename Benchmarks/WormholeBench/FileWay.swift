@@ -91,10 +91,7 @@ final class FileWay: Mechanism {
     }
 
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
-        var next = monotonicNanoseconds()
-        for _ in 0..<count {
-            sleep(until: next)
-            next += interval
+        paced(count, every: interval) {
             sent += 1
             Self.write(Self.archive(payload), as: "s-\(count)-\(monotonicNanoseconds())-\(sent)", in: folder)
         }

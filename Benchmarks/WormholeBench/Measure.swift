@@ -20,6 +20,16 @@ func lineBufferedOutput() {
     setvbuf(stdout, nil, _IOLBF, 0)
 }
 
+/// Runs `body` `count` times, one run every `interval` nanoseconds.
+func paced(_ count: Int, every interval: UInt64, _ body: () -> Void) {
+    var next = monotonicNanoseconds()
+    for _ in 0..<count {
+        sleep(until: next)
+        next += interval
+        body()
+    }
+}
+
 /// Runs this process, and the processes it starts, on `cpu` alone. Glibc's module does not export
 /// sched_setaffinity, so it is looked up at run time.
 func pinToCPU(_ cpu: Int32) {

@@ -119,10 +119,7 @@ final class RawSocket: Mechanism {
     }
 
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
-        var next = monotonicNanoseconds()
-        for _ in 0..<count {
-            sleep(until: next)
-            next += interval
+        paced(count, every: interval) {
             transmit(Self.pieces(.stamp, total: count, stamp: monotonicNanoseconds(), payload: payload.bytes))
         }
         return reply().flatMap { Percentiles(bytes: $0, count: count) }

@@ -42,10 +42,7 @@ final class WormholeWay: Mechanism {
     }
 
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
-        var next = monotonicNanoseconds()
-        for _ in 0..<count {
-            sleep(until: next)
-            next += interval
+        paced(count, every: interval) {
             center.post(name: .init("stamp"), object: "\(count) \(monotonicNanoseconds())", userInfo: payload.userInfo)
         }
         totals.stamps += 1
