@@ -29,7 +29,7 @@ extension GroupNotificationCenter {
     /// The last retained notification of `name`, with its userInfo decoded for `allowedClasses` (by default the
     /// property-list classes; a class outside them gives `userInfo == nil` and a warning), or nil if none.
     public func retainedNotification(named name: Notification.Name, allowedClasses: [AnyClass]? = nil) -> Notification? {
-        let allowed = allowedClasses.map(AllowedClasses.init) ?? .propertyList
+        let allowed = allowedClasses.map(AllowedClasses.cached) ?? .propertyList
         return endpoint.retainedNotification(named: name.rawValue, allowed: allowed)?.0
     }
 
@@ -46,12 +46,14 @@ extension GroupNotificationCenter {
     /// Adds an observer that, with `includingRetained`, first receives the current retained value of `name`
     /// (if any, and if its object matches), then every later notification: a widget that starts late is never
     /// blank. A notification posted while the observer registers is delivered once, after the retained value.
+    /// With `includingRetained` and a nil `queue`, the block runs on a serial queue of the center's, which keeps
+    /// the retained value ahead of live notifications; without it, as in ``addObserver(forName:object:queue:using:)``.
     @discardableResult
     public func addObserver(
         forName name: Notification.Name, object: String?, queue: OperationQueue?, includingRetained: Bool,
         allowedClasses: [AnyClass]? = nil, using block: @escaping @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let allowed = allowedClasses.map(AllowedClasses.init) ?? .propertyList
+        let allowed = allowedClasses.map(AllowedClasses.cached) ?? .propertyList
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
             subscription: Subscription(name: name.rawValue, object: object), allowed: allowed,
