@@ -40,6 +40,25 @@ struct DeliveryTests {
         #expect(received.compactMap(\.number) == Array(0..<1000))
     }
 
+    @Test("posts from many threads at once all arrive, once each")
+    func concurrentPosters() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("threads"), object: nil, queue: nil, using: recorder.block)
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "threads", "--count", "4000"])
+        try listener.waitForLines(1)  // {"ready": pid}
+        // Eight threads share one center, its registry cache and its links.
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for i in 0..<500 { center.post(name: .init("threads"), object: nil, userInfo: ["i": thread * 500 + i]) }
+        }
+        let received = try recorder.wait(for: 4000)
+        #expect(Set(received.compactMap(\.number)) == Set(0..<4000))
+        #expect(received.count == 4000)
+        #expect(try listener.waitForExit() == 0)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int }.sorted() == Array(0..<4000))
+    }
+
     @Test("every listening process gets each notification exactly once")
     func fanOut() throws {
         let container = TemporaryContainer()

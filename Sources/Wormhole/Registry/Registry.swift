@@ -51,7 +51,9 @@ final class Registry: Sendable {
         let counter = generation?.value
         let now = DispatchTime.now().uptimeNanoseconds
         let cached = cache.withLock { cache -> RegistrySnapshot? in
-            guard let counter, cache.file != nil, counter == cache.generation, now - cache.checked < Self.recheckInterval else {
+            // Another thread may have stamped `checked` after this one read the clock: that counts as fresh.
+            let age = now > cache.checked ? now - cache.checked : 0
+            guard let counter, cache.file != nil, counter == cache.generation, age < Self.recheckInterval else {
                 cache.generation = counter ?? 0
                 cache.checked = now
                 return nil
