@@ -10,12 +10,16 @@ struct AllowedClasses: Sendable {
 
     /// The classes Wormhole decodes itself, each read as its immutable Foundation class.
     enum Canonical: Int, CaseIterable {
-        case string, number, data, date, array, dictionary, set, null
+        case string, number, data, date, array, dictionary, set, null, url, uuid
 
         var name: String {
-            ["NSString", "NSNumber", "NSData", "NSDate", "NSArray", "NSDictionary", "NSSet", "NSNull"][rawValue]
+            ["NSString", "NSNumber", "NSData", "NSDate", "NSArray", "NSDictionary", "NSSet", "NSNull", "NSURL", "NSUUID"][rawValue]
         }
     }
+
+    /// A class of the user's own that archives may hold: it supports secure coding, and is decoded through its
+    /// `init?(coder:)` by ``KeyedObjectDecoder``.
+    typealias UserClass = any (NSObject & NSSecureCoding).Type
 
     let classes: [AnyClass]
     let names: Set<String>
@@ -23,18 +27,26 @@ struct AllowedClasses: Sendable {
     let key: String
     /// Which canonical classes are allowed, one bit each (all of them when NSObject is): checked per archived
     /// object without hashing a name.
-    private let canonical: UInt8
+    private let canonical: UInt16
+    /// The allowed classes of the user's own, by the name an archive gives them. A class is found only by its
+    /// exact name among these, never looked up otherwise: a subclass must be allowed itself.
+    private let userClasses: [String: UserClass]
 
     init(_ classes: [AnyClass]) {
         self.classes = classes
         let names = classes.map(Self.name(of:))
         self.names = Set(names)
         self.key = names.count == 1 ? names[0] : self.names.sorted().joined(separator: ",")
-        var canonical: UInt8 = 0
+        var canonical: UInt16 = 0
         for kind in Canonical.allCases where self.names.contains(kind.name) || self.names.contains("NSObject") {
             canonical |= 1 << kind.rawValue
         }
         self.canonical = canonical
+        var userClasses: [String: UserClass] = [:]
+        for index in classes.indices where !FoundationClasses.contains(classes[index]) {
+            if let secure = classes[index] as? UserClass, secure.supportsSecureCoding { userClasses[names[index]] = secure }
+        }
+        self.userClasses = userClasses
     }
 
     /// The allowed classes of `classes`, built once per distinct list (building one looks up every name).
@@ -56,8 +68,28 @@ struct AllowedClasses: Sendable {
         canonical & (1 << kind.rawValue) != 0 || names.contains(name)
     }
 
-    /// Whether a class that Foundation must decode is accepted: it, or a class it inherits from, is allowed.
-    func permits(_ type: AnyClass) -> Bool {
+    /// The allowed class of the user's own that an archive names `name`, if there is one.
+    func userClass(named name: String) -> UserClass? {
+        userClasses.isEmpty ? nil : userClasses[name]
+    }
+
+    /// Whether a decoded value is of one of `classes` (or of a subclass), as `decodeObject(of:forKey:)` checks.
+    static func value(_ value: Any, isOneOf classes: [AnyClass]) -> Bool {
+        let type: AnyClass
+        switch value {
+        case is String: type = NSString.self
+        case is NSNumber: type = NSNumber.self
+        case is Data: type = NSData.self
+        case is Date: type = NSDate.self
+        case is URL: type = NSURL.self
+        case is UUID: type = NSUUID.self
+        case is NSNull: type = NSNull.self
+        case is NSSet: type = NSSet.self
+        case is [Any]: type = NSArray.self
+        case is [AnyHashable: Any]: type = NSDictionary.self
+        case is Set<AnyHashable>: type = NSSet.self
+        default: type = Swift.type(of: value as AnyObject)
+        }
         guard let object = type as? NSObject.Type else { return false }
         return classes.contains { object.isSubclass(of: $0) }
     }
@@ -65,7 +97,7 @@ struct AllowedClasses: Sendable {
     /// Class names by class, since `NSStringFromClass` costs microseconds here and callers repeat themselves.
     private static let knownNames = Mutex<[ObjectIdentifier: String]>([:])
 
-    private static func name(of type: AnyClass) -> String {
+    static func name(of type: AnyClass) -> String {
         let id = ObjectIdentifier(type)
         if let name = knownNames.withLock({ $0[id] }) { return name }
         let name = NSStringFromClass(type)

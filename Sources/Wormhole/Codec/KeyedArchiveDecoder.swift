@@ -2,27 +2,60 @@ import Foundation
 
 /// Decodes a keyed archive (the `NSKeyedArchiver` format) of a userInfo dictionary, checking every byte first.
 ///
-/// Property-list values (strings, numbers, data, dates, arrays, dictionaries, sets, null) are decoded here,
-/// never by Foundation. An archive that also holds `NSSecureCoding` classes of the user's own is handed to
-/// `NSKeyedUnarchiver` only after the whole of it has been checked: every class name resolves to an allowed
-/// class, every reference is in bounds, no object contains itself, key and object counts agree, and no
-/// string reads `$null` (which Linux Foundation mistakes for nil).
+/// Nothing here hands received bytes to Foundation's `NSKeyedUnarchiver`. Property-list values and the other
+/// Foundation classes people put in a userInfo (strings, numbers, data, dates, arrays, dictionaries, sets,
+/// null, URLs, UUIDs) are decoded here; `NSSecureCoding` classes of the user's own are built by their
+/// `init?(coder:)` from a ``KeyedObjectDecoder`` that serves the fields this decoder has already read and
+/// checked. Every class name is matched against the allowed classes alone (never `NSClassFromString`), every
+/// reference is in bounds, no object contains itself, key and object counts agree, nesting, expansion and
+/// hash collisions are bounded, and a keyed object claiming a Foundation class this decoder does not read is
+/// refused rather than handed on.
 struct KeyedArchiveDecoder {
     /// The deepest nesting of containers accepted.
     static let maximumDepth = 128
     /// The most elements an archive may expand into, counting a shared object once per use.
     static let maximumElements = 4_000_000
+    /// The most bytes any archive may expand into: what a consumer walking every reference would see, with
+    /// 8 bytes per element besides the bytes of its strings and data.
+    static let maximumExpandedBytes = 64 << 20
+
+    /// The most bytes an archive of `size` bytes may expand into: 16 times its size plus 1 MiB, at most
+    /// ``maximumExpandedBytes``. Sharing (an equal string used twice, an object referenced twice) is what
+    /// makes an archive expand; a sender that shares a lot is refused before a consumer pays for it.
+    static func expansionLimit(archiveSize size: Int) -> Int {
+        min(maximumExpandedBytes, (1 << 20) + 16 * size)
+    }
+
+    /// What an archived object expands into.
+    private struct Weight {
+        var elements: Int
+        var bytes: Int
+
+        static let leaf = Weight(elements: 1, bytes: 8)
+
+        mutating func add(_ other: Weight) {
+            elements += other.elements
+            bytes += other.bytes
+        }
+    }
+
+    /// What a `$class` entry names: a class read here, or an allowed class of the user's own.
+    private enum ClassKind {
+        case dictionary, array, set, string, date, data, null, url, uuid
+        case user(AllowedClasses.UserClass)
+    }
 
     private let plist: BinaryPropertyList
     private let objects: BinaryPropertyList.References
     private let allowed: AllowedClasses
+    private let byteLimit: Int
     /// Per archived object: its value once decoded, its expanded size, and whether it is being decoded now.
     private var values: [Any?]
-    private var weights: [Int]
+    private var weights: [Weight]
     private var inProgress: [Bool]
-    private var classNames: [(uid: UInt64, name: String)] = []
-    private var foreignClasses: [AnyClass] = []
-    private var holdsNullString = false
+    /// Class entries resolved so far, by UID: a few searched in order, then a table.
+    private var recentClasses: [(uid: UInt64, kind: ClassKind, name: String)] = []
+    private var classTable: [UInt64: (kind: ClassKind, name: String)] = [:]
 
     /// Decodes `bytes` into a userInfo dictionary whose values all belong to `allowed`.
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a class outside `allowed`, and
@@ -37,12 +70,13 @@ struct KeyedArchiveDecoder {
     /// Decodes the root object of `bytes`, whatever its type; nil when the root is `$null`.
     static func decodeRoot(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> Any? {
         var decoder = try KeyedArchiveDecoder(bytes, allowed: allowed)
-        return try decoder.decodeRoot(bytes)
+        return try decoder.decodeRoot()
     }
 
     private init(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) {
         plist = try BinaryPropertyList(bytes)
         self.allowed = allowed
+        byteLimit = Self.expansionLimit(archiveSize: bytes.count)
         guard case .dictionary(let keys, let values) = try plist.object(plist.topObject) else {
             throw WormholeError(.corruptData, "archive's top level is not a dictionary")
         }
@@ -60,13 +94,12 @@ struct KeyedArchiveDecoder {
         }
         self.objects = objects
         self.values = Array(repeating: nil, count: objects.count)
-        self.weights = Array(repeating: 1, count: objects.count)
+        self.weights = Array(repeating: .leaf, count: objects.count)
         self.inProgress = Array(repeating: false, count: objects.count)
     }
 
-    private mutating func decodeRoot(_ bytes: [UInt8]) throws(WormholeError) -> Any? {
-        let value = try decode(try rootReference(), depth: 0)
-        return foreignClasses.isEmpty ? value : try decodeWithFoundation(bytes)
+    private mutating func decodeRoot() throws(WormholeError) -> Any? {
+        try decode(try rootReference(), depth: 0)
     }
 
     private func rootReference() throws(WormholeError) -> UInt64 {
@@ -99,12 +132,12 @@ struct KeyedArchiveDecoder {
         inProgress[index] = true
         defer { inProgress[index] = false }
 
-        var weight = 1
+        var weight = Weight.leaf
         let value: Any
         switch try plist.object(objects[index]) {
         case .string(let string):
             try require("NSString", as: .string, at: index)
-            if string == "$null" { holdsNullString = true }
+            weight.bytes += string.utf8.count
             value = string
         case .integer(let number):
             try require("NSNumber", as: .number, at: index)
@@ -120,6 +153,7 @@ struct KeyedArchiveDecoder {
             value = NSNumber(value: flag)
         case .data(let bytes):
             try require("NSData", as: .data, at: index)
+            weight.bytes += bytes.count
             value = Data(bytes)
         case .dictionary(let keys, let fieldValues):
             (value, weight) = try decodeObject(index, keys: keys, values: fieldValues, depth: depth)
@@ -143,20 +177,20 @@ struct KeyedArchiveDecoder {
         }
     }
 
-    /// An object with a `$class`: one of the classes decoded here, or a class left to Foundation.
+    /// An object with a `$class`: one of the classes decoded here, or an allowed class of the user's own.
     private mutating func decodeObject(
         _ index: Int, keys: BinaryPropertyList.References, values fieldValues: BinaryPropertyList.References, depth: Int
     )
-        throws(WormholeError) -> (Any, Int)
+        throws(WormholeError) -> (Any, Weight)
     {
         let fields = Fields(plist: plist, keys: keys, values: fieldValues)
         guard let classField = fields["$class"], case .uid(let classUID) = try plist.object(classField) else {
             throw WormholeError(.corruptData, "object \(index) has no $class reference")
         }
-        let className = try self.className(classUID, of: index)
+        let (kind, className) = try classKind(classUID, of: index)
 
-        switch className {
-        case "NSDictionary", "NSMutableDictionary":
+        switch kind {
+        case .dictionary:
             try require(className, as: .dictionary, at: index)
             let keyUIDs = try uidArray(fields["NS.keys"], "NS.keys", of: index)
             let valueUIDs = try uidArray(fields["NS.objects"], "NS.objects", of: index)
@@ -165,7 +199,8 @@ struct KeyedArchiveDecoder {
             }
             var dictionary: [AnyHashable: Any] = [:]
             dictionary.reserveCapacity(keyUIDs.count)
-            var weight = 1
+            var weight = Weight.leaf
+            var numberKeys = HashBound()
             for (keyUID, valueUID) in zip(keyUIDs, valueUIDs) {
                 let key = try element(keyUID, in: index, depth: depth, weight: &weight)
                 let value = try element(valueUID, in: index, depth: depth, weight: &weight)
@@ -173,118 +208,227 @@ struct KeyedArchiveDecoder {
                 if let string = key as? String {
                     dictionary[AnyHashable(string)] = value
                 } else if let number = key as? NSNumber {
-                    dictionary[AnyHashable(number)] = value
+                    // A number's hash is the sender's choice; a string's is seeded per process.
+                    let hashable = AnyHashable(number)
+                    try numberKeys.admit(hashable.hashValue, in: index)
+                    dictionary[hashable] = value
                 } else {
                     throw WormholeError(.corruptData, "object \(index) has a key that is not a string or number")
                 }
             }
             return (dictionary, weight)
-        case "NSArray", "NSMutableArray", "NSSet", "NSMutableSet":
-            let isSet = className.hasSuffix("Set")
-            try require(className, as: isSet ? .set : .array, at: index)
-            var weight = 1
+        case .array:
+            try require(className, as: .array, at: index)
+            var weight = Weight.leaf
             var array: [Any] = []
             for uid in try uidArray(fields["NS.objects"], "NS.objects", of: index) {
                 array.append(try element(uid, in: index, depth: depth, weight: &weight))
             }
-            return (isSet ? NSSet(array: array) : array, weight)
-        case "NSString", "NSMutableString":
+            return (array, weight)
+        case .set:
+            try require(className, as: .set, at: index)
+            var weight = Weight.leaf
+            var set = Set<AnyHashable>()
+            var hashes = HashBound()
+            for uid in try uidArray(fields["NS.objects"], "NS.objects", of: index) {
+                let member = try hashable(try element(uid, in: index, depth: depth, weight: &weight), in: index)
+                try hashes.admit(member.hashValue, in: index)
+                set.insert(member)
+            }
+            return (set, weight)
+        case .string:
             try require(className, as: .string, at: index)
             guard let field = fields["NS.string"], case .string(let string) = try plist.object(field) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has no string NS.string")
             }
-            if string == "$null" { holdsNullString = true }
-            return (string, 1)
-        case "NSDate":
+            return (string, Weight(elements: 1, bytes: 8 + string.utf8.count))
+        case .date:
             try require(className, as: .date, at: index)
             guard let field = fields["NS.time"] else {
                 throw WormholeError(.corruptData, "object \(index) (NSDate) has no NS.time")
             }
             switch try plist.object(field) {
-            case .real(let time): return (Date(timeIntervalSinceReferenceDate: time), 1)
-            case .integer(let time): return (Date(timeIntervalSinceReferenceDate: Double(time)), 1)
+            case .real(let time): return (Date(timeIntervalSinceReferenceDate: time), .leaf)
+            case .integer(let time): return (Date(timeIntervalSinceReferenceDate: Double(time)), .leaf)
             default: throw WormholeError(.corruptData, "object \(index) (NSDate) has an NS.time that is not a number")
             }
-        case "NSData", "NSMutableData":
+        case .data:
             try require(className, as: .data, at: index)
             guard let field = fields["NS.data"], case .data(let bytes) = try plist.object(field) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has no data NS.data")
             }
-            return (Data(bytes), 1)
-        case "NSNull":
+            return (Data(bytes), Weight(elements: 1, bytes: 8 + bytes.count))
+        case .null:
             try require(className, as: .null, at: index)
-            return (NSNull(), 1)
-        default:
-            return try checkForeignObject(index, className: className, keys: keys, values: fieldValues, depth: depth)
+            return (NSNull(), .leaf)
+        case .url:
+            try require(className, as: .url, at: index)
+            return try decodeURL(index, fields: fields, depth: depth)
+        case .uuid:
+            try require(className, as: .uuid, at: index)
+            guard let field = fields["NS.uuidbytes"], case .data(let bytes) = try plist.object(field), bytes.count == 16 else {
+                throw WormholeError(.corruptData, "object \(index) (NSUUID) has no 16 bytes of NS.uuidbytes")
+            }
+            let b = Array(bytes)
+            let uuid = UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+            return (uuid, Weight(elements: 1, bytes: 24))
+        case .user(let type):
+            return try decodeUserObject(index, type: type, className: className, fields: fields, depth: depth)
         }
     }
 
-    /// An object of a class Foundation must decode: the class must be allowed and secure-coding, and every
-    /// object it refers to is checked like the rest of the archive.
-    private mutating func checkForeignObject(
-        _ index: Int, className: String, keys: BinaryPropertyList.References, values fields: BinaryPropertyList.References,
-        depth: Int
-    ) throws(WormholeError) -> (Any, Int)
-    {
-        guard let type = NSClassFromString(className) else {
-            throw WormholeError(.disallowedClass, "object \(index) is of unknown class \(className)")
+    /// An `NSURL`: `NS.relative`, a string, resolved against `NS.base`, another URL or `$null`.
+    private mutating func decodeURL(_ index: Int, fields: Fields, depth: Int) throws(WormholeError) -> (Any, Weight) {
+        guard let relativeField = fields["NS.relative"], case .uid(let relativeUID) = try plist.object(relativeField),
+            relativeUID > 0, relativeUID < UInt64(objects.count),
+            case .string(let relative) = try plist.object(objects[Int(relativeUID)])
+        else {
+            throw WormholeError(.corruptData, "object \(index) (NSURL) has no string NS.relative")
         }
-        guard allowed.permits(type) else {
-            throw WormholeError(.disallowedClass, "object \(index) is of class \(className), which is not allowed")
+        var weight = Weight(elements: 1, bytes: 8 + relative.utf8.count)
+        var base: URL?
+        if let baseField = fields["NS.base"] {
+            guard case .uid(let baseUID) = try plist.object(baseField) else {
+                throw WormholeError(.corruptData, "object \(index) (NSURL) has an NS.base that is not a reference")
+            }
+            if baseUID != 0 {
+                guard let url = try decode(baseUID, depth: depth + 1) as? URL else {
+                    throw WormholeError(.corruptData, "object \(index) (NSURL) has an NS.base that is not a URL")
+                }
+                weight.add(weights[Int(baseUID)])
+                base = url
+            }
         }
-        guard let secure = type as? any NSSecureCoding.Type, secure.supportsSecureCoding else {
-            throw WormholeError(.disallowedClass, "object \(index) is of class \(className), which is not NSSecureCoding")
+        guard let url = URL(string: relative, relativeTo: base) else {
+            throw WormholeError(.corruptData, "object \(index) (NSURL) is not a valid URL")
         }
-        foreignClasses.append(type)
-        var weight = 1
-        for (key, field) in zip(keys, fields) where !plist.isString(key, "$class") {
+        return (url, weight)
+    }
+
+    /// An object of an allowed class of the user's own, built by its `init?(coder:)` from fields that are all
+    /// decoded and checked before it runs.
+    private mutating func decodeUserObject(
+        _ index: Int, type: AllowedClasses.UserClass, className: String, fields: Fields, depth: Int
+    ) throws(WormholeError) -> (Any, Weight) {
+        var weight = Weight.leaf
+        var coded: [String: CodedField] = [:]
+        coded.reserveCapacity(fields.keys.count)
+        for (key, field) in zip(fields.keys, fields.values) where !plist.isString(key, "$class") {
+            guard case .string(var name) = try plist.object(key) else {
+                throw WormholeError(.corruptData, "object \(index) (\(className)) has a field name that is not a string")
+            }
+            // Foundation writes a key that starts with "$" with one more "$" in front.
+            if name.hasPrefix("$") { name.removeFirst() }
             switch try plist.object(field) {
             case .uid(let uid):
-                _ = try decode(uid, depth: depth + 1)
-                weight += uid == 0 ? 0 : weights[Int(uid)]
-            case .array(let items):
-                for item in items {
-                    if case .uid(let uid) = try plist.object(item) {
-                        _ = try decode(uid, depth: depth + 1)
-                        weight += uid == 0 ? 0 : weights[Int(uid)]
-                    }
-                }
+                let object = try decode(uid, depth: depth + 1)
+                if uid != 0 { weight.add(weights[Int(uid)]) }
+                coded[name] = .object(object)
+            case .integer(let number): coded[name] = .integer(number)
+            case .unsignedInteger(let number): coded[name] = .unsignedInteger(number)
+            case .real(let number): coded[name] = .real(number)
+            case .bool(let flag): coded[name] = .bool(flag)
+            case .data(let bytes):
+                weight.bytes += bytes.count
+                coded[name] = .bytes(Array(bytes))
             default:
-                continue
+                throw WormholeError(.corruptData, "object \(index) (\(className)) has a field \(name) that no coder writes")
             }
-            guard weight <= Self.maximumElements else { throw tooLarge(index) }
+            weight.elements += 1
+            weight.bytes += 8
+            try check(weight, index)
         }
-        return (NSNull(), weight)
+        let coder = KeyedObjectDecoder(fields: coded, allowed: allowed, className: className)
+        let object = type.init(coder: coder)
+        coder.close()
+        if let failure = coder.failure {
+            throw WormholeError(.corruptData, "object \(index) (\(className)) could not be decoded: \(failure)")
+        }
+        guard let object else {
+            throw WormholeError(.corruptData, "object \(index) (\(className)): init(coder:) returned nil")
+        }
+        return (object, weight)
+    }
+
+    /// A set member as the set hashes it.
+    private func hashable(_ value: Any, in index: Int) throws(WormholeError) -> AnyHashable {
+        switch value {
+        case let string as String: return AnyHashable(string)
+        case let number as NSNumber: return AnyHashable(number)
+        case let data as Data: return AnyHashable(data)
+        case let date as Date: return AnyHashable(date)
+        case let url as URL: return AnyHashable(url)
+        case let uuid as UUID: return AnyHashable(uuid)
+        case let object as NSObject: return AnyHashable(object)
+        default: throw WormholeError(.corruptData, "object \(index) is a set holding a \(type(of: value))")
+        }
     }
 
     /// Decodes one element of container `index`, adding its expanded size to `weight`.
-    private mutating func element(_ uid: UInt64, in index: Int, depth: Int, weight: inout Int) throws(WormholeError) -> Any {
+    private mutating func element(_ uid: UInt64, in index: Int, depth: Int, weight: inout Weight) throws(WormholeError) -> Any {
         guard let value = try decode(uid, depth: depth + 1) else {
             throw WormholeError(.corruptData, "object \(index) holds a $null element")
         }
-        weight += weights[Int(uid)]
-        guard weight <= Self.maximumElements else { throw tooLarge(index) }
+        weight.add(weights[Int(uid)])
+        try check(weight, index)
         return value
     }
 
-    private func tooLarge(_ index: Int) -> WormholeError {
-        WormholeError(.corruptData, "object \(index) expands into more than \(Self.maximumElements) elements")
+    private func check(_ weight: Weight, _ index: Int) throws(WormholeError) {
+        guard weight.elements <= Self.maximumElements else {
+            throw WormholeError(.corruptData, "object \(index) expands into more than \(Self.maximumElements) elements")
+        }
+        guard weight.bytes <= byteLimit else {
+            throw WormholeError(.corruptData, "object \(index) expands into more than \(byteLimit) bytes")
+        }
     }
 
-    private mutating func className(_ uid: UInt64, of index: Int) throws(WormholeError) -> String {
-        if let known = classNames.first(where: { $0.uid == uid }) { return known.name }
+    /// What class entry `uid` names, resolved once per entry and then found in constant time.
+    private mutating func classKind(_ uid: UInt64, of index: Int) throws(WormholeError) -> (ClassKind, String) {
+        for known in recentClasses where known.uid == uid { return (known.kind, known.name) }
+        if let known = classTable[uid] { return known }
+        let name = try className(uid, of: index)
+        let kind = try resolve(name, at: index)
+        if recentClasses.count < 8 {
+            recentClasses.append((uid, kind, name))
+        } else {
+            classTable[uid] = (kind, name)
+        }
+        return (kind, name)
+    }
+
+    private func className(_ uid: UInt64, of index: Int) throws(WormholeError) -> String {
         guard uid > 0, uid < UInt64(objects.count),
             case .dictionary(let keys, let values) = try plist.object(objects[Int(uid)])
         else {
             throw WormholeError(.corruptData, "object \(index) has a $class that is not a class entry")
         }
         for (key, value) in zip(keys, values) where plist.isString(key, "$classname") {
-            if case .string(let name) = try plist.object(value) {
-                classNames.append((uid, name))
-                return name
-            }
+            if case .string(let name) = try plist.object(value) { return name }
         }
         throw WormholeError(.corruptData, "object \(index) has a class entry without $classname")
+    }
+
+    /// The class an archive names `name`: one read here, else an allowed class of the user's own by that
+    /// exact name. Any other name claiming Foundation is malformed; any other name is not allowed.
+    private func resolve(_ name: String, at index: Int) throws(WormholeError) -> ClassKind {
+        switch name {
+        case "NSDictionary", "NSMutableDictionary": return .dictionary
+        case "NSArray", "NSMutableArray": return .array
+        case "NSSet", "NSMutableSet": return .set
+        case "NSString", "NSMutableString": return .string
+        case "NSDate": return .date
+        case "NSData", "NSMutableData": return .data
+        case "NSNull": return .null
+        case "NSURL": return .url
+        case "NSUUID": return .uuid
+        default:
+            if let type = allowed.userClass(named: name) { return .user(type) }
+            if FoundationClasses.claimed(by: name) {
+                throw WormholeError(.corruptData, "object \(index) claims class \(name), which Wormhole does not read")
+            }
+            throw WormholeError(.disallowedClass, "object \(index) is of class \(name), which is not allowed")
+        }
     }
 
     private func uidArray(_ field: Int?, _ name: String, of index: Int) throws(WormholeError) -> [UInt64] {
@@ -305,19 +449,6 @@ struct KeyedArchiveDecoder {
     private func require(_ name: String, as canonical: AllowedClasses.Canonical, at index: Int) throws(WormholeError) {
         guard allowed.permits(name, as: canonical) else {
             throw WormholeError(.disallowedClass, "object \(index) is of class \(name), which is not allowed")
-        }
-    }
-
-    /// Hands a fully checked archive that holds classes of the user's own to Foundation.
-    private func decodeWithFoundation(_ bytes: [UInt8]) throws(WormholeError) -> Any? {
-        guard !holdsNullString else {
-            throw WormholeError(.corruptData, "archive holds the string \"$null\", which Foundation on this platform misreads")
-        }
-        let classes: [AnyClass] = allowed.classes + foreignClasses
-        do {
-            return try NSKeyedUnarchiver.unarchivedObject(ofClasses: classes, from: Data(bytes))
-        } catch {
-            throw WormholeError(.corruptData, "Foundation could not decode the archive: \(error)")
         }
     }
 }

@@ -1,16 +1,20 @@
 import Foundation
 
-/// Writes the keyed-archive format of `NSKeyedArchiver` for property-list values, without Foundation's archiver.
+/// Writes the keyed-archive format of `NSKeyedArchiver`, without Foundation's archiver.
 ///
 /// The archive is the one Foundation writes: a binary property list whose top dictionary holds `$archiver`
 /// (`NSKeyedArchiver`), `$version` (100000), `$top` (`root` → UID) and `$objects`, with `$null` at index 0.
-/// Strings, numbers, booleans and data sit inline in `$objects`; dates, arrays and dictionaries are objects with
-/// a `$class` (`NSDate` with `NS.time`, `NSArray` with `NS.objects`, `NSDictionary` with `NS.keys` and
-/// `NS.objects`), and `NSNull` has no fields. Equal strings are written once and shared by UID.
+/// Strings, numbers, booleans and data sit inline in `$objects`; dates, arrays, dictionaries, sets, URLs and
+/// UUIDs are objects with a `$class` (`NSDate` with `NS.time`, `NSArray` and `NSSet` with `NS.objects`,
+/// `NSDictionary` with `NS.keys` and `NS.objects`, `NSURL` with `NS.base` and `NS.relative`, `NSUUID` with
+/// `NS.uuidbytes`), and `NSNull` has no fields. Equal strings are written once and shared by UID.
+///
+/// An `NSSecureCoding` object of the user's own is written through its `encode(with:)` into a
+/// ``KeyedObjectEncoder``: an object whose `$class` names its class and its superclasses up to `NSObject`
+/// (`$classname`, `$classes`), its numbers, booleans and bytes inline and its objects by UID. One instance
+/// referenced twice is written once. Other Foundation classes are refused: they would need Foundation's
+/// archiver, which writes nothing at all in a statically linked program.
 struct KeyedArchiveEncoder {
-    /// Thrown for a value this encoder does not own, such as an `NSSecureCoding` class of the user's own; the
-    /// caller then archives the whole value with Foundation.
-    struct NeedsFoundation: Error {}
 
     private var writer = BinaryPropertyListWriter()
     /// `$objects`, as writer indexes.
@@ -25,12 +29,14 @@ struct KeyedArchiveEncoder {
     private var depthLeft = KeyedArchiveDecoder.maximumDepth
 
     /// The archive of `root`.
-    /// - Throws: ``NeedsFoundation`` for a value it does not own; ``WormholeError/Code/unsupportedValue`` for a
-    ///   value nested deeper than receivers decode; ``WormholeError/Code/payloadTooLarge`` once the strings and
-    ///   data seen pass `maximumSize`.
-    static func encode(_ root: Any, maximumSize: Int) throws -> [UInt8] {
+    /// - Throws: ``WormholeError/Code/unsupportedValue`` naming, from `path`, where a value is neither a
+    ///   property-list value, one of the Foundation classes written here, nor `NSSecureCoding` of the user's
+    ///   own, where an object contains itself or could not be encoded, or where values nest deeper than
+    ///   receivers decode; ``WormholeError/Code/payloadTooLarge`` once the strings and data seen pass
+    ///   `maximumSize`.
+    static func encode(_ root: Any, path: String = "root", maximumSize: Int) throws(WormholeError) -> [UInt8] {
         var encoder = KeyedArchiveEncoder(maximumSize: maximumSize)
-        return try encoder.archive(root)
+        return try encoder.archive(root, path: path)
     }
 
     /// The strings every archive holds, at these writer indexes.
@@ -60,11 +66,18 @@ struct KeyedArchiveEncoder {
 
     /// The classes this encoder writes objects of, with their UID once written.
     private enum KnownClass: Int {
-        case date, array, dictionary, null
-        var name: String { ["NSDate", "NSArray", "NSDictionary", "NSNull"][rawValue] }
+        case date, array, dictionary, null, set, url, uuid
+        var name: String { ["NSDate", "NSArray", "NSDictionary", "NSNull", "NSSet", "NSURL", "NSUUID"][rawValue] }
     }
 
-    private var classUIDs: [Int] = [-1, -1, -1, -1]
+    private var classUIDs: [Int] = [-1, -1, -1, -1, -1, -1, -1]
+    /// Class entries of the user's own classes, by class.
+    private var userClassUIDs: [ObjectIdentifier: Int] = [:]
+    /// Objects of the user's own written so far, by identity, kept alive so that no identity is reused, and
+    /// those being written now, to refuse an object that contains itself.
+    private var userObjectUIDs: [ObjectIdentifier: Int] = [:]
+    private var userObjectsKept: [AnyObject] = []
+    private var userObjectsOpen: Set<ObjectIdentifier> = []
 
     private init(maximumSize: Int) {
         self.maximumSize = maximumSize
@@ -74,8 +87,8 @@ struct KeyedArchiveEncoder {
         objects.append(Constant.null.rawValue)
     }
 
-    private mutating func archive(_ root: Any) throws -> [UInt8] {
-        let rootUID = try encode(root, path: "root")
+    private mutating func archive(_ root: Any, path: String) throws(WormholeError) -> [UInt8] {
+        let rootUID = try encode(root, path: path)
         let version = writer.add(.integer(100_000))
         let top = writer.add(.dictionary(keys: [Constant.root.rawValue], values: [uidReference(rootUID)]))
         let list = writer.add(.array(objects))
@@ -87,7 +100,7 @@ struct KeyedArchiveEncoder {
     }
 
     /// Archives `value` and returns its UID (its index in `$objects`).
-    private mutating func encode(_ value: Any, path: @autoclosure () -> String) throws -> Int {
+    private mutating func encode(_ value: Any, path: @autoclosure () -> String) throws(WormholeError) -> Int {
         // The common concrete types first: a failed dynamic cast costs more than this comparison.
         let type = ObjectIdentifier(Swift.type(of: value))
         if type == Self.stringType, let string = value as? String { return try shared(string) }
@@ -150,9 +163,121 @@ struct KeyedArchiveEncoder {
             return number(.integer(Int64(integer)))
         case let real as Float:
             return number(.real(Double(real)))
+        case let url as URL:
+            return try encodeURL(url, path: path())
+        case let uuid as UUID:
+            let bytes = withUnsafeBytes(of: uuid.uuid) { Data($0) }
+            let field = writer.add(.data(bytes))
+            return object(.uuid, fields: [(writer.add(.string("NS.uuidbytes")), field)])
+        case let set as Set<AnyHashable>:
+            return try encodeSet(set.lazy.map { $0.base }, count: set.count, path: path())
+        case let set as NSSet:
+            return try encodeSet(set.lazy.map { $0 }, count: set.count, path: path())
+        case let object as NSObject:
+            return try encodeUserObject(object, path: path())
         default:
-            throw NeedsFoundation()
+            throw unsupported(value, path())
         }
+    }
+
+    private func unsupported(_ value: Any, _ path: String) -> WormholeError {
+        WormholeError(.unsupportedValue, "\(path) is a \(type(of: value)), neither a property-list value nor NSSecureCoding")
+    }
+
+    private mutating func encodeURL(_ url: URL, path: @autoclosure () -> String) throws(WormholeError) -> Int {
+        var base = 0
+        if let baseURL = url.baseURL { base = try encode(baseURL, path: "\(path()).baseURL") }
+        let relative = try shared(url.relativeString)
+        return object(.url, fields: [
+            (writer.add(.string("NS.base")), uidReference(base)), (writer.add(.string("NS.relative")), uidReference(relative)),
+        ])
+    }
+
+    private mutating func encodeSet(_ members: some Sequence<Any>, count: Int, path: @autoclosure () -> String) throws(WormholeError) -> Int {
+        try descend(path())
+        defer { depthLeft += 1 }
+        var items: [Int] = []
+        items.reserveCapacity(count)
+        for (index, member) in members.enumerated() {
+            items.append(uidReference(try encode(member, path: "\(path())[member \(index)]")))
+        }
+        return object(.set, fields: [(Constant.objects.rawValue, writer.add(.array(items)))])
+    }
+
+    /// An object of the user's own, through its `encode(with:)`; a Foundation class not written above is refused.
+    private mutating func encodeUserObject(_ object: NSObject, path: @autoclosure () -> String) throws(WormholeError) -> Int {
+        let type: AnyClass = Swift.type(of: object)
+        guard !FoundationClasses.contains(type) else {
+            throw WormholeError(
+                .unsupportedValue, "\(path()) is a \(AllowedClasses.name(of: type)), a Foundation class Wormhole does not carry")
+        }
+        guard let secure = object as? any NSObject & NSSecureCoding, Swift.type(of: secure).supportsSecureCoding else {
+            throw unsupported(object, path())
+        }
+        let id = ObjectIdentifier(object)
+        if let uid = userObjectUIDs[id] { return uid }
+        guard !userObjectsOpen.contains(id) else {
+            throw WormholeError(.unsupportedValue, "\(path()) contains itself, which receivers refuse")
+        }
+        try descend(path())
+        defer { depthLeft += 1 }
+        userObjectsOpen.insert(id)
+        defer { userObjectsOpen.remove(id) }
+
+        let coder = KeyedObjectEncoder()
+        secure.encode(with: coder)
+        coder.close()
+        if let failure = coder.failure {
+            throw WormholeError(.unsupportedValue, "\(path()) could not be encoded: \(failure)")
+        }
+        var keys = [Constant.classKey.rawValue]
+        var values = [uidReference(userClassUID(type))]
+        for (key, field) in coder.fields {
+            let value: Int
+            switch field {
+            case .object(.none):
+                value = uidReference(0)
+            case .object(.some(let item)):
+                value = uidReference(try encode(item, path: "\(path()).\(key)"))
+            case .conditionalObject(let item):
+                // Written only when the same object is written unconditionally before; otherwise nil.
+                let written = (item as? NSObject).flatMap { userObjectUIDs[ObjectIdentifier($0)] }
+                value = uidReference(written ?? 0)
+            case .integer(let number): value = writer.add(.integer(number))
+            case .unsignedInteger(let number): value = writer.add(.unsignedInteger(number))
+            case .real(let number): value = writer.add(.real(number))
+            case .bool(let flag): value = writer.add(.bool(flag))
+            case .bytes(let bytes):
+                try spend(bytes.count)
+                value = writer.add(.data(Data(bytes)))
+            }
+            try spend(key.utf8.count)
+            // Foundation's archiver writes a key that starts with "$" with one more "$" in front.
+            keys.append(writer.add(.string(key.hasPrefix("$") ? "$" + key : key)))
+            values.append(value)
+        }
+        let uid = append(writer.add(.dictionary(keys: keys, values: values)))
+        userObjectUIDs[id] = uid
+        userObjectsKept.append(object)
+        return uid
+    }
+
+    /// The class entry of a class of the user's own: its name, and its superclasses' names up to NSObject.
+    private mutating func userClassUID(_ type: AnyClass) -> Int {
+        let id = ObjectIdentifier(type)
+        if let uid = userClassUIDs[id] { return uid }
+        let name = writer.add(.string(AllowedClasses.name(of: type)))
+        var chain = [name]
+        var ancestor: AnyClass? = _getSuperclass(type)
+        while let current = ancestor {
+            chain.append(writer.add(.string(AllowedClasses.name(of: current))))
+            ancestor = _getSuperclass(current)
+        }
+        let list = writer.add(.array(chain))
+        let uid = append(
+            writer.add(.dictionary(keys: [Constant.classes.rawValue, Constant.classname.rawValue], values: [list, name])))
+        userClassUIDs[id] = uid
+        return uid
     }
 
     private static let stringType = ObjectIdentifier(String.self)
@@ -164,7 +289,7 @@ struct KeyedArchiveEncoder {
 
     private mutating func encodeDictionary(
         _ pairs: some Sequence<(AnyHashable, Any)>, count: Int, path: @autoclosure () -> String
-    ) throws -> Int {
+    ) throws(WormholeError) -> Int {
         try descend(path())
         defer { depthLeft += 1 }
         var keys: [Int] = []
