@@ -1,15 +1,20 @@
 // A coverage-guided fuzz target (libFuzzer) over everything that reads bytes another process wrote: frames,
-// spool records, the registry, and keyed archives. Built and run by run-fuzzer.sh, not by SwiftPM.
+// spool records, the registry, and keyed archives, with property-list classes and with a class of the user's
+// own decoded by Wormhole's coder. Built and run by run-fuzzer.sh, not by SwiftPM, together with
+// Tests/WormholeTests/Support/FuzzNode.swift and ArchiveMutator.swift.
 import Foundation
+
+/// The classes the archive readers below allow, built once.
+private let userClasses = AllowedClasses(FuzzNode.allowedClasses)
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     guard let start else { return 0 }
     let bytes = [UInt8](UnsafeRawBufferPointer(start: start, count: count))
-    // The first byte picks the reader, so one corpus drives all four.
+    // The first byte picks the reader, so one corpus drives all five.
     guard let selector = bytes.first else { return 0 }
     let body = Array(bytes.dropFirst())
-    switch selector % 4 {
+    switch selector % 5 {
     case 0:
         if let frame = try? Frame(decoding: body), let archive = frame.userInfo {
             _ = try? KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
@@ -18,10 +23,69 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         for record in SpoolRecord.decodeAll(body).frames { _ = try? Frame(decoding: record) }
     case 2:
         _ = try? RegistryFormat.decode(body)
-    default:
+    case 3:
         if let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: .propertyList) {
             _ = (value as NSDictionary).description
         }
+    default:
+        // What a receiver does with a userInfo: decode it, walk all of it, and pass it on.
+        if let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: userClasses) {
+            _ = walk(value)
+            if let again = try? UserInfoEncoder.encode(value, maximumSize: 1 << 24) {
+                _ = try? KeyedArchiveDecoder.decodeUserInfo(again, allowed: userClasses)
+            }
+        }
     }
     return 0
+}
+
+/// Visits every value reachable from `value`, as a consumer would; returns how many there were.
+private func walk(_ value: Any) -> Int {
+    switch value {
+    case let dictionary as [AnyHashable: Any]: return dictionary.values.reduce(1) { $0 + walk($1) }
+    case let array as [Any]: return array.reduce(1) { $0 + walk($1) }
+    case let set as Set<AnyHashable>: return set.reduce(1) { $0 + walk($1.base) }
+    case let node as FuzzNode:
+        return node.children.reduce(1) { $0 + walk($1) } + node.map.values.reduce(0) { $0 + walk($1) }
+            + (node.extra.map(walk) ?? 0) + node.name.utf8.count
+    case let string as String: return string.utf8.count
+    default: return 1
+    }
+}
+
+@_silgen_name("LLVMFuzzerMutate")
+private func libFuzzerMutate(_ data: UnsafeMutablePointer<UInt8>, _ size: Int, _ maxSize: Int) -> Int
+
+/// A seeded generator for the mutator (SplitMix64).
+private struct MutationGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// Structure-aware mutation of keyed archives (selectors 3 and 4): objects, `$class` entries, UIDs, keys and
+/// counts; byte mutation for the rest, and for one archive in four.
+@_cdecl("LLVMFuzzerCustomMutator")
+public func mutate(_ data: UnsafeMutablePointer<UInt8>?, _ size: Int, _ maxSize: Int, _ seed: UInt32) -> Int {
+    guard let data else { return 0 }
+    var generator = MutationGenerator(state: UInt64(seed) &* 0x2545_F491_4F6C_DD1D)
+    guard size > 1, [3, 4].contains(data[0] % 5), generator.next() % 4 != 0,
+        var mutator = ArchiveMutator(Array(UnsafeBufferPointer(start: data + 1, count: size - 1)))
+    else {
+        return libFuzzerMutate(data, size, maxSize)
+    }
+    mutator.mutate(using: &generator)
+    let bytes = mutator.bytes
+    guard bytes.count + 1 <= maxSize else { return libFuzzerMutate(data, size, maxSize) }
+    bytes.withUnsafeBufferPointer { buffer in
+        guard let source = buffer.baseAddress else { return }
+        (data + 1).update(from: source, count: buffer.count)
+    }
+    return bytes.count + 1
 }

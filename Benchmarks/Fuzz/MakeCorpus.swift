@@ -1,7 +1,9 @@
 // Writes the seed corpus of the fuzz target into the folder given: valid frames, spool records, registries and
-// keyed archives, each prefixed by the byte that selects its reader. Built by swiftc with the library sources:
-//     swiftc -parse-as-library -module-name WormholeFuzz $(find Sources/Wormhole -name '*.swift') \
-//         Benchmarks/Fuzz/MakeCorpus.swift -o /tmp/make-corpus && /tmp/make-corpus Tests/WormholeTests/Corpus
+// keyed archives, each prefixed by the byte that selects its reader. Built by swiftc with the library sources,
+// in a module named as the tests are so that FuzzNode's class name is theirs:
+//     swiftc -parse-as-library -module-name WormholeTests $(find Sources/Wormhole -name '*.swift') \
+//         Tests/WormholeTests/Support/FuzzNode.swift Benchmarks/Fuzz/MakeCorpus.swift -o /tmp/make-corpus \
+//         && /tmp/make-corpus Tests/WormholeTests/Corpus
 import Foundation
 
 @main
@@ -34,5 +36,13 @@ struct MakeCorpus {
             RegistryEntry(listener: 2, pid: 0, subscriptions: [], identity: "widget", lastSeen: 1_000),
         ]
         try write(2, RegistryFormat.encode(entries))
+        // Classes of the user's own, read by Wormhole's coder (selector 4): from Wormhole's encoder and Foundation's.
+        index = max(index, 100)
+        for seed in 0..<3 {
+            let value: [AnyHashable: Any] = ["node": FuzzNode.sample(seed), "list": [FuzzNode.sample(seed + 10)], "n": seed]
+            try write(4, UserInfoEncoder.encode(value, maximumSize: 1 << 20))
+            let foundation = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: value), requiringSecureCoding: true)
+            try write(4, [UInt8](foundation))
+        }
     }
 }

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer target over Wormhole's readers and runs it on the seed corpus.
 #   bash Benchmarks/Fuzz/run-fuzzer.sh [seconds]      (default 60)
+# An input that takes over a second, or a single allocation over 64 MiB, counts as a crash. The module is named
+# after the test target so that the class names in the corpus (FuzzNode's) are the same for the tests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 seconds="${1:-60}"
 out=.build-fuzz
 mkdir -p "$out/corpus"
-cp Tests/WormholeTests/Corpus/* "$out/corpus/"
-swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name WormholeFuzz \
-    $(find Sources/Wormhole -name '*.swift') Benchmarks/Fuzz/FuzzDecoders.swift -o "$out/fuzz-decoders"
-"$out/fuzz-decoders" -max_total_time="$seconds" -max_len=65536 -print_final_stats=1 "$out/corpus"
+cp Tests/WormholeTests/Corpus/seed-* Tests/WormholeTests/Corpus/Findings/* "$out/corpus/"
+swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name WormholeTests \
+    $(find Sources/Wormhole -name '*.swift') Tests/WormholeTests/Support/FuzzNode.swift \
+    Tests/WormholeTests/Support/ArchiveMutator.swift Benchmarks/Fuzz/FuzzDecoders.swift -o "$out/fuzz-decoders"
+"$out/fuzz-decoders" -max_total_time="$seconds" -max_len=16384 -timeout=1 -malloc_limit_mb=64 \
+    -print_final_stats=1 "$out/corpus"

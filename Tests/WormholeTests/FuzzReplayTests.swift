@@ -5,11 +5,13 @@ import WormholeTestSupport
 
 @Suite("Fuzz corpus replay")
 struct FuzzReplayTests {
+    private let userClasses = AllowedClasses(FuzzNode.allowedClasses)
+
     /// What the fuzz target does with one input: the first byte picks the reader. Returns whether it was refused.
     private func read(_ bytes: [UInt8]) -> Bool {
         guard let selector = bytes.first else { return true }
         let body = Array(bytes.dropFirst())
-        switch selector % 4 {
+        switch selector % 5 {
         case 0:
             guard let frame = try? Frame(decoding: body) else { return true }
             guard let archive = frame.userInfo else { return false }
@@ -20,15 +22,23 @@ struct FuzzReplayTests {
             return damaged + bad > 0
         case 2:
             return (try? RegistryFormat.decode(body)) == nil
-        default:
+        case 3:
             return (try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: .propertyList)) == nil
+        default:
+            guard let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: userClasses) else { return true }
+            // Whatever decodes can be sent on and read again.
+            guard let again = try? UserInfoEncoder.encode(value, maximumSize: 1 << 24) else { return true }
+            return (try? KeyedArchiveDecoder.decodeUserInfo(again, allowed: userClasses)) == nil
         }
     }
 
-    private func corpus() throws -> [[UInt8]] {
-        let folder = try #require(Bundle.module.url(forResource: "Corpus", withExtension: nil))
-        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
-        return try files.sorted { $0.path < $1.path }.map { try [UInt8](Data(contentsOf: $0)) }
+    /// The seeds, or with `folder` the files of that folder of the corpus (what the fuzzer found).
+    private func corpus(in folder: String? = nil) throws -> [[UInt8]] {
+        var url = try #require(Bundle.module.url(forResource: "Corpus", withExtension: nil))
+        if let folder { url.appendPathComponent(folder) }
+        let files = try FileManager.default.contentsOfDirectory(at: url, includingPropertiesForKeys: [.isDirectoryKey])
+        return try files.filter { (try? $0.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) != true }
+            .sorted { $0.path < $1.path }.map { try [UInt8](Data(contentsOf: $0)) }
     }
 
     @Test("every seed of the fuzz corpus reads cleanly")
@@ -36,6 +46,33 @@ struct FuzzReplayTests {
         let seeds = try corpus()
         #expect(seeds.count >= 20)
         for seed in seeds { #expect(read(seed) == false) }
+        let users = seeds.filter { $0.first.map { $0 % 5 == 4 } == true }
+        #expect(users.count >= 6, "seeds holding classes of the user's own")
+        for seed in users {
+            let value = try KeyedArchiveDecoder.decodeUserInfo(Array(seed.dropFirst()), allowed: userClasses)
+            #expect(value["node"] is FuzzNode && (value["list"] as? [FuzzNode])?.count == 1)
+        }
+    }
+
+    @Test("every file the fuzzer found is refused or read, never a crash")
+    func findings() throws {
+        let findings = try corpus(in: "Findings")
+        #expect(findings.count >= 20)
+        for bytes in findings { _ = read(bytes) }
+    }
+
+    @Test("a few thousand structural mutations of archives are refused or read, never a crash")
+    func structuralMutations() throws {
+        var generator = SeededGenerator(seed: 2027)
+        let archives = try corpus().filter { $0.first.map { [3, 4].contains($0 % 5) } == true }
+        var refused = 0, read = 0
+        for round in 0..<3_000 {
+            let seed = archives[round % archives.count]
+            guard var mutator = ArchiveMutator(Array(seed.dropFirst())) else { continue }
+            mutator.mutate(using: &generator)
+            if self.read([seed[0]] + mutator.bytes) { refused += 1 } else { read += 1 }
+        }
+        #expect(refused > 300 && read > 300, "refused \(refused), read \(read)")
     }
 
     @Test("a few thousand mutations of the corpus are refused or read, never a crash")

@@ -19,12 +19,17 @@ struct KeyedArchiveDecoder {
     /// 8 bytes per element besides the bytes of its strings and data.
     static let maximumExpandedBytes = 64 << 20
 
-    /// The most bytes an archive of `size` bytes may expand into: 16 times its size plus 1 MiB, at most
+    /// The most bytes an archive of `size` bytes may expand into: 8 times its size plus 256 KiB, at most
     /// ``maximumExpandedBytes``. Sharing (an equal string used twice, an object referenced twice) is what
     /// makes an archive expand; a sender that shares a lot is refused before a consumer pays for it.
     static func expansionLimit(archiveSize size: Int) -> Int {
-        min(maximumExpandedBytes, (1 << 20) + 16 * size)
+        min(maximumExpandedBytes, (256 << 10) + 8 * size)
     }
+
+    /// How much reading an archive may cost, per byte of it: reading each property-list object once costs
+    /// about one unit per byte; an archive that makes its readers parse shared objects over and over is refused
+    /// past this many.
+    static let workFactor = 16
 
     /// What an archived object expands into.
     private struct Weight {
@@ -49,6 +54,8 @@ struct KeyedArchiveDecoder {
     private let objects: BinaryPropertyList.References
     private let allowed: AllowedClasses
     private let byteLimit: Int
+    /// What is left of the archive's work budget, in references and bytes read (see ``workFactor``).
+    private var workLeft: Int
     /// Per archived object: its value once decoded, its expanded size, and whether it is being decoded now.
     private var values: [Any?]
     private var weights: [Weight]
@@ -77,6 +84,7 @@ struct KeyedArchiveDecoder {
         plist = try BinaryPropertyList(bytes)
         self.allowed = allowed
         byteLimit = Self.expansionLimit(archiveSize: bytes.count)
+        workLeft = Self.workFactor * bytes.count + 4_096
         guard case .dictionary(let keys, let values) = try plist.object(plist.topObject) else {
             throw WormholeError(.corruptData, "archive's top level is not a dictionary")
         }
@@ -134,7 +142,7 @@ struct KeyedArchiveDecoder {
 
         var weight = Weight.leaf
         let value: Any
-        switch try plist.object(objects[index]) {
+        switch try parse(objects[index]) {
         case .string(let string):
             try require("NSString", as: .string, at: index)
             weight.bytes += string.utf8.count
@@ -184,7 +192,7 @@ struct KeyedArchiveDecoder {
         throws(WormholeError) -> (Any, Weight)
     {
         let fields = Fields(plist: plist, keys: keys, values: fieldValues)
-        guard let classField = fields["$class"], case .uid(let classUID) = try plist.object(classField) else {
+        guard let classField = fields["$class"], case .uid(let classUID) = try parse(classField) else {
             throw WormholeError(.corruptData, "object \(index) has no $class reference")
         }
         let (kind, className) = try classKind(classUID, of: index)
@@ -238,7 +246,7 @@ struct KeyedArchiveDecoder {
             return (set, weight)
         case .string:
             try require(className, as: .string, at: index)
-            guard let field = fields["NS.string"], case .string(let string) = try plist.object(field) else {
+            guard let field = fields["NS.string"], case .string(let string) = try parse(field) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has no string NS.string")
             }
             return (string, Weight(elements: 1, bytes: 8 + string.utf8.count))
@@ -247,14 +255,14 @@ struct KeyedArchiveDecoder {
             guard let field = fields["NS.time"] else {
                 throw WormholeError(.corruptData, "object \(index) (NSDate) has no NS.time")
             }
-            switch try plist.object(field) {
+            switch try parse(field) {
             case .real(let time): return (Date(timeIntervalSinceReferenceDate: time), .leaf)
             case .integer(let time): return (Date(timeIntervalSinceReferenceDate: Double(time)), .leaf)
             default: throw WormholeError(.corruptData, "object \(index) (NSDate) has an NS.time that is not a number")
             }
         case .data:
             try require(className, as: .data, at: index)
-            guard let field = fields["NS.data"], case .data(let bytes) = try plist.object(field) else {
+            guard let field = fields["NS.data"], case .data(let bytes) = try parse(field) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has no data NS.data")
             }
             return (Data(bytes), Weight(elements: 1, bytes: 8 + bytes.count))
@@ -266,7 +274,7 @@ struct KeyedArchiveDecoder {
             return try decodeURL(index, fields: fields, depth: depth)
         case .uuid:
             try require(className, as: .uuid, at: index)
-            guard let field = fields["NS.uuidbytes"], case .data(let bytes) = try plist.object(field), bytes.count == 16 else {
+            guard let field = fields["NS.uuidbytes"], case .data(let bytes) = try parse(field), bytes.count == 16 else {
                 throw WormholeError(.corruptData, "object \(index) (NSUUID) has no 16 bytes of NS.uuidbytes")
             }
             let b = Array(bytes)
@@ -279,16 +287,16 @@ struct KeyedArchiveDecoder {
 
     /// An `NSURL`: `NS.relative`, a string, resolved against `NS.base`, another URL or `$null`.
     private mutating func decodeURL(_ index: Int, fields: Fields, depth: Int) throws(WormholeError) -> (Any, Weight) {
-        guard let relativeField = fields["NS.relative"], case .uid(let relativeUID) = try plist.object(relativeField),
+        guard let relativeField = fields["NS.relative"], case .uid(let relativeUID) = try parse(relativeField),
             relativeUID > 0, relativeUID < UInt64(objects.count),
-            case .string(let relative) = try plist.object(objects[Int(relativeUID)])
+            case .string(let relative) = try parse(objects[Int(relativeUID)])
         else {
             throw WormholeError(.corruptData, "object \(index) (NSURL) has no string NS.relative")
         }
         var weight = Weight(elements: 1, bytes: 8 + relative.utf8.count)
         var base: URL?
         if let baseField = fields["NS.base"] {
-            guard case .uid(let baseUID) = try plist.object(baseField) else {
+            guard case .uid(let baseUID) = try parse(baseField) else {
                 throw WormholeError(.corruptData, "object \(index) (NSURL) has an NS.base that is not a reference")
             }
             if baseUID != 0 {
@@ -314,12 +322,12 @@ struct KeyedArchiveDecoder {
         var coded: [String: CodedField] = [:]
         coded.reserveCapacity(fields.keys.count)
         for (key, field) in zip(fields.keys, fields.values) where !plist.isString(key, "$class") {
-            guard case .string(var name) = try plist.object(key) else {
+            guard case .string(var name) = try parse(key) else {
                 throw WormholeError(.corruptData, "object \(index) (\(className)) has a field name that is not a string")
             }
             // Foundation writes a key that starts with "$" with one more "$" in front.
             if name.hasPrefix("$") { name.removeFirst() }
-            switch try plist.object(field) {
+            switch try parse(field) {
             case .uid(let uid):
                 let object = try decode(uid, depth: depth + 1)
                 if uid != 0 { weight.add(weights[Int(uid)]) }
@@ -348,6 +356,24 @@ struct KeyedArchiveDecoder {
             throw WormholeError(.corruptData, "object \(index) (\(className)): init(coder:) returned nil")
         }
         return (object, weight)
+    }
+
+    /// Parses property-list object `index`, charging what that costs to the archive's work budget: a property
+    /// list may share one object among many archived objects, which would then parse it once each.
+    private mutating func parse(_ index: Int) throws(WormholeError) -> BinaryPropertyList.Object {
+        let object = try plist.object(index)
+        switch object {
+        // A dictionary's keys are also searched by name, a few times.
+        case .dictionary(let keys, _): workLeft -= 1 + 4 * keys.count
+        case .array(let items), .set(let items): workLeft -= 1 + items.count
+        case .string(let string): workLeft -= 1 + string.utf8.count
+        case .data(let bytes): workLeft -= 1 + bytes.count
+        default: workLeft -= 1
+        }
+        guard workLeft >= 0 else {
+            throw WormholeError(.corruptData, "archive takes more work to read than its size allows: it shares objects")
+        }
+        return object
     }
 
     /// A set member as the set hashes it.
@@ -397,14 +423,14 @@ struct KeyedArchiveDecoder {
         return (kind, name)
     }
 
-    private func className(_ uid: UInt64, of index: Int) throws(WormholeError) -> String {
+    private mutating func className(_ uid: UInt64, of index: Int) throws(WormholeError) -> String {
         guard uid > 0, uid < UInt64(objects.count),
-            case .dictionary(let keys, let values) = try plist.object(objects[Int(uid)])
+            case .dictionary(let keys, let values) = try parse(objects[Int(uid)])
         else {
             throw WormholeError(.corruptData, "object \(index) has a $class that is not a class entry")
         }
         for (key, value) in zip(keys, values) where plist.isString(key, "$classname") {
-            if case .string(let name) = try plist.object(value) { return name }
+            if case .string(let name) = try parse(value) { return name }
         }
         throw WormholeError(.corruptData, "object \(index) has a class entry without $classname")
     }
@@ -431,8 +457,8 @@ struct KeyedArchiveDecoder {
         }
     }
 
-    private func uidArray(_ field: Int?, _ name: String, of index: Int) throws(WormholeError) -> [UInt64] {
-        guard let field, case .array(let items) = try plist.object(field) else {
+    private mutating func uidArray(_ field: Int?, _ name: String, of index: Int) throws(WormholeError) -> [UInt64] {
+        guard let field, case .array(let items) = try parse(field) else {
             throw WormholeError(.corruptData, "object \(index) has no \(name) array")
         }
         var result: [UInt64] = []

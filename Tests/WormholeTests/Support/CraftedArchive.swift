@@ -18,6 +18,7 @@ struct CraftedArchive {
         case null
         case string(String)
         case integer(Int)
+        case real(Double)
         case classEntry(String)
         case object(class: Int, fields: [(String, Field)])
     }
@@ -53,6 +54,7 @@ struct CraftedArchive {
             case .null: objectRefs.append(add(.string("$null")))
             case .string(let string): objectRefs.append(add(.string(string)))
             case .integer(let value): objectRefs.append(add(.integer(value)))
+            case .real(let value): objectRefs.append(add(.real(value)))
             case .classEntry(let name):
                 let key1 = add(.string("$classname")), value1 = add(.string(name))
                 let key2 = add(.string("$classes")), names = add(.string(name)), object = add(.string("NSObject"))
