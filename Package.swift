@@ -31,6 +31,12 @@ let package = Package(
             swiftSettings: strictSettings
         ),
         .executableTarget(
+            name: "wormhole-static-check",
+            dependencies: ["Wormhole", "WormholeTestSupport"],
+            path: "Tests/WormholeStaticCheck",
+            swiftSettings: strictSettings
+        ),
+        .executableTarget(
             name: "wormhole-test-peer",
             dependencies: ["Wormhole", "WormholeTestSupport"],
             path: "Tests/WormholeTestPeer",

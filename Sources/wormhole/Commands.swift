@@ -103,8 +103,8 @@ enum Commands {
 
 /// Writes whole lines straight to the file descriptors, so that a reader sees each line as soon as it exists.
 enum Output {
-    static func line(_ text: String) { write(1, text + "\n") }
-    static func error(_ text: String) { write(2, text + "\n") }
+    static func line(_ text: String) { write(1, Escaping.forDisplay(text) + "\n") }
+    static func error(_ text: String) { write(2, Escaping.forDisplay(text) + "\n") }
 
     private static func write(_ fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)

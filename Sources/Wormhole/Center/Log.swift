@@ -14,6 +14,7 @@ enum Log {
     }
 
     static func warning(_ message: String) {
+        let message = Escaping.forDisplay(message)
         if let installed = handler.withLock({ $0 }) {
             installed(message)
             return

@@ -74,21 +74,21 @@ struct AllowedClasses: Sendable {
     }
 
     /// Whether a decoded value is of one of `classes` (or of a subclass), as `decodeObject(of:forKey:)` checks.
+    ///
+    /// Swift's value types are tested first: a cast of an array or dictionary to a class bridges (copies) it.
     static func value(_ value: Any, isOneOf classes: [AnyClass]) -> Bool {
         let type: AnyClass
         switch value {
         case is String: type = NSString.self
-        case is NSNumber: type = NSNumber.self
+        case is [Any]: type = NSArray.self
+        case is [AnyHashable: Any]: type = NSDictionary.self
+        case is Set<AnyHashable>: type = NSSet.self
         case is Data: type = NSData.self
         case is Date: type = NSDate.self
         case is URL: type = NSURL.self
         case is UUID: type = NSUUID.self
-        case is NSNull: type = NSNull.self
-        case is NSSet: type = NSSet.self
-        case is [Any]: type = NSArray.self
-        case is [AnyHashable: Any]: type = NSDictionary.self
-        case is Set<AnyHashable>: type = NSSet.self
-        default: type = Swift.type(of: value as AnyObject)
+        case let object as NSObject: type = Swift.type(of: object)
+        default: return false
         }
         guard let object = type as? NSObject.Type else { return false }
         return classes.contains { object.isSubclass(of: $0) }

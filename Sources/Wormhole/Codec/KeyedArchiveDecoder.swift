@@ -376,11 +376,14 @@ struct KeyedArchiveDecoder {
         return object
     }
 
-    /// A set member as the set hashes it.
+    /// A set member as the set hashes it. Swift's value types are tested first: a cast of an array or a
+    /// dictionary to a class bridges (copies) it.
     private func hashable(_ value: Any, in index: Int) throws(WormholeError) -> AnyHashable {
         switch value {
         case let string as String: return AnyHashable(string)
-        case let number as NSNumber: return AnyHashable(number)
+        case let array as [Any]: return AnyHashable(NSArray(array: array))
+        case let dictionary as [AnyHashable: Any]: return AnyHashable(NSDictionary(dictionary: dictionary))
+        case let set as Set<AnyHashable>: return AnyHashable(set)
         case let data as Data: return AnyHashable(data)
         case let date as Date: return AnyHashable(date)
         case let url as URL: return AnyHashable(url)
