@@ -4,7 +4,7 @@ import Foundation
 /// an App Group container on Apple platforms, any folder of the user's on Linux.
 ///
 /// Each observing process runs a local socket server in the container and records what it observes in a
-/// file-locked registry there; a poster reads the registry and sends each matching listener the notification
+/// registry there (no file is ever locked); a poster reads the registry and sends each matching listener the notification
 /// directly, or writes it to that listener's spool when the listener cannot take it now (stopped, suspended,
 /// busy). No daemon, no broker.
 ///
@@ -57,12 +57,17 @@ public final class GroupNotificationCenter: Sendable {
     /// ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
     /// - Throws: ``WormholeError/Code/identityInUse`` when another live process already runs `clientIdentifier`
     ///   on this container; the container errors of ``init(containerURL:)``.
-    public init(containerURL: URL, clientIdentifier: String?) throws {
+    public convenience init(containerURL: URL, clientIdentifier: String?) throws {
+        try self.init(containerURL: containerURL, clientIdentifier: clientIdentifier, configuration: Configuration())
+    }
+
+    /// A center with limits of its own (see ``Configuration``); otherwise as ``init(containerURL:clientIdentifier:)``.
+    public init(containerURL: URL, clientIdentifier: String?, configuration: Configuration) throws {
         if let clientIdentifier, clientIdentifier.isEmpty || clientIdentifier.utf8.count > Self.maximumNameLength {
             throw WormholeError(.invalidNotification, "a client identifier must be 1 to \(Self.maximumNameLength) bytes long")
         }
         self.containerURL = containerURL
-        endpoint = try Endpoint.shared(path: containerURL.path, identity: clientIdentifier)
+        endpoint = try Endpoint.shared(path: containerURL.path, identity: clientIdentifier, configuration: configuration)
         serialQueue = DispatchQueue(label: "Wormhole.GroupNotificationCenter")
     }
 
@@ -72,6 +77,7 @@ public final class GroupNotificationCenter: Sendable {
     deinit {
         let id = ObjectIdentifier(self)
         endpoint.remove(publish: endpoint.identity == nil) { $0.center == id }
+        endpoint.centerClosed()
     }
 
     /// What this process has sent and received on this center's container.

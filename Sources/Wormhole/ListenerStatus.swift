@@ -54,13 +54,26 @@ extension GroupNotificationCenter {
             }
             if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
             if state == .dead && entry.isDurable { state = .offline }
-            let spool = (try? readSmallFile(entry.spoolName, relativeTo: container.spoolDescriptor, limit: Self.maximumSpoolSize * 2)) ?? []
+            let (spooledNotifications, spooledBytes) = Self.spoolDepth(of: entry.listener, in: container)
             return ListenerStatus(
                 identifier: RegistryEntry.hex(entry.listener), clientIdentifier: entry.identity,
                 lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
                 socketPath: container.listenersPath + "/" + entry.socketName, state: state,
-                spooledNotifications: SpoolRecord.decodeAll(spool).frames.count, spooledBytes: spool.count,
+                spooledNotifications: spooledNotifications, spooledBytes: spooledBytes,
                 subscriptions: entry.subscriptions)
         }
+    }
+
+    /// How many notifications wait in a listener's spool folder, and its bytes; reads the folder, for tools.
+    private static func spoolDepth(of listener: UInt64, in container: Container) -> (Int, Int) {
+        guard let folder = try? SpoolFolder(listener: listener, in: container, create: false) else { return (0, 0) }
+        let names = (try? Sys.listDirectory(folder.descriptor, limit: 100_000)) ?? []
+        var count = 0
+        for name in names where name.hasSuffix(SpoolFolder.segmentSuffix) || name.hasSuffix(SpoolFolder.takenSuffix)
+            || name.hasPrefix(SpoolFolder.heldPrefix)
+        {
+            _ = folder.readSegment(name) { _ in count += 1 }
+        }
+        return (count, folder.totalBytes())
     }
 }

@@ -13,6 +13,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         enum Storage: Hashable, Sendable {
             case invalidContainer, insecureContainer, invalidNotification, unsupportedValue
             case payloadTooLarge, spoolFull, tooManyListeners, corruptData, disallowedClass, system, identityInUse
+            case incompatibleContainer
         }
         let storage: Storage
 
@@ -26,7 +27,8 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let unsupportedValue = Code(storage: .unsupportedValue)
         /// The encoded notification is larger than ``GroupNotificationCenter/maximumPayloadSize``.
         public static let payloadTooLarge = Code(storage: .payloadTooLarge)
-        /// A listener's spool already holds ``GroupNotificationCenter/maximumSpoolSize`` bytes.
+        /// A listener's spool already holds its limit, or the container's spools together hold theirs
+        /// (``GroupNotificationCenter/Configuration``).
         public static let spoolFull = Code(storage: .spoolFull)
         /// The container already has ``GroupNotificationCenter/maximumListeners`` listening processes.
         public static let tooManyListeners = Code(storage: .tooManyListeners)
@@ -36,6 +38,9 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let disallowedClass = Code(storage: .disallowedClass)
         /// Another live process already runs a center with this client identifier on this container.
         public static let identityInUse = Code(storage: .identityInUse)
+        /// The container was made by a Wormhole of another on-disk layout, or was moved or recreated after this
+        /// process opened it.
+        public static let incompatibleContainer = Code(storage: .incompatibleContainer)
         /// A system call failed; ``WormholeError/errno`` says why.
         public static let system = Code(storage: .system)
 
@@ -52,6 +57,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
             case .disallowedClass: "disallowed class"
             case .system: "system error"
             case .identityInUse: "identity in use"
+            case .incompatibleContainer: "incompatible container"
             }
         }
     }

@@ -25,16 +25,23 @@ enum Commands {
         let options = try Options(arguments, flags: [])
         try options.check(allowed: containerOptions.union(["name", "object", "count", "client"]))
         let limit = try options.integer("count")
-        let center = try center(options)
+        var center: GroupNotificationCenter? = try center(options)
         if limit == 0 { exit(0) }
         let received = Counter()
-        center.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: nil) {
+        let done = DispatchSemaphore(value: 0)
+        center?.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: nil) {
             note in
+            let count = received.increment()
+            guard limit.map({ count <= $0 }) ?? true else { return }
             Output.line(JSONValue.line(for: note))
-            if let limit, received.increment() >= limit { exit(0) }
+            if count == limit { done.signal() }
         }
-        Output.error("wormhole: listening in \(center.containerURL.path) (pid \(getpid()))")
-        while true { sleep(1_000_000) }
+        Output.error("wormhole: listening in \(center?.containerURL.path ?? "") (pid \(getpid()))")
+        done.wait()
+        // Closing the center lets the listener finish what it is handing over (a durable one then removes it
+        // from its spool) before the process ends.
+        center = nil
+        exit(0)
     }
 
     /// Posts one notification and prints what was delivered and spooled.

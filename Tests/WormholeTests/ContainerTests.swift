@@ -24,10 +24,14 @@ struct ContainerTests {
             (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int) ?? -1
         }
         #expect(try mode(path) == 0o700)
-        #expect(try mode(path + "/registry") == 0o600)
         let status = try #require(center.listenerStatus().first)
+        for folder in ["registry", "listeners", "spool", "retained", "spool/\(status.identifier)"] {
+            #expect(try mode(path + "/" + folder) == 0o700, "\(folder)")
+        }
+        for file in ["layout", "registry.changes", "registry/\(status.identifier)", "spool/\(status.identifier)/bell"] {
+            #expect(try mode(path + "/" + file) == 0o600, "\(file)")
+        }
         #expect(try mode(status.socketPath) == 0o600)
-        #expect(try mode(path + "/spool/\(status.identifier).spool") == 0o600)
     }
 
     @Test("a container writable by group or others is refused")

@@ -5,7 +5,7 @@ import WormholeTestSupport
 
 @Suite("Crash consistency, collection of the dead, limits and who may talk")
 struct CrashConsistencyTests {
-    @Test("a registry writer killed at any moment leaves a registry the next reader reads whole")
+    @Test("a registry writer killed at any moment leaves entries the next reader reads whole")
     func registryWriterKilled() throws {
         let container = TemporaryContainer()
         var generator = SeededGenerator(seed: 99)
@@ -17,8 +17,11 @@ struct CrashConsistencyTests {
             usleep(UInt32.random(in: 1_000...60_000, using: &generator))
             writer.signal(SIGKILL)
             _ = try? writer.waitForExit()
-            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: container.path + "/registry")))
-            #expect(throws: Never.self) { _ = try RegistryFormat.decode(bytes) }
+            let folder = container.path + "/registry/"
+            for name in try FileManager.default.contentsOfDirectory(atPath: folder) where !name.hasPrefix(".") {
+                let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + name)))
+                #expect(throws: Never.self) { _ = try RegistryFormat.decodeEntry(bytes) }
+            }
             checked += 1
         }
         #expect(checked == 40)
@@ -32,17 +35,16 @@ struct CrashConsistencyTests {
         center.addObserver(forName: .init("r"), object: nil, queue: nil, using: recorder.block)
         // A dead listener that had this very pid, with a notification waiting in its spool.
         let dead: UInt64 = 0x1234_5678_9abc_def0
-        let stale = SpoolRecord.encode(Frame(poster: 1, sequence: 1, name: "r", object: "stale", userInfo: nil).encoded())
+        let stale = SpoolRecord.segment([Frame(poster: 1, sequence: 1, name: "r", object: "stale", userInfo: nil).encoded()])
+        let folder = container.path + "/spool/" + RegistryEntry.spoolName(dead)
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         #expect(FileManager.default.createFile(
-            atPath: container.path + "/spool/" + RegistryEntry.spoolName(dead), contents: Data(stale),
-            attributes: [.posixPermissions: 0o600]))
-        try center.endpoint.registry.update { entries in
-            entries.append(RegistryEntry(listener: dead, pid: getpid(), subscriptions: [Subscription(name: "r", object: nil)]))
-        }
+            atPath: folder + "/0000000000000001-0000000000000001.seg", contents: Data(stale), attributes: [.posixPermissions: 0o600]))
+        try center.endpoint.registry.write(RegistryEntry(listener: dead, pid: getpid(), subscriptions: [Subscription(name: "r", object: nil)]))
         let report = try center.postReporting(name: .init("r"), object: "fresh", userInfo: nil)
         #expect(report.removedDeadListeners == 1)
         #expect(try recorder.wait(for: 1).map(\.object) == ["fresh"])
-        #expect(!FileManager.default.fileExists(atPath: container.path + "/spool/" + RegistryEntry.spoolName(dead)))
+        #expect(!FileManager.default.fileExists(atPath: folder))
         let marker = Recorder()
         center.addObserver(forName: .init("end"), object: nil, queue: nil, using: marker.block)
         center.post(name: .init("end"), object: nil)
@@ -71,6 +73,7 @@ struct CrashConsistencyTests {
         #expect(survivor.listenerStatus().count == 1)
         #expect(try count("listeners") == 1)
         #expect(try count("spool") == 1)
+        #expect(try count("registry") == 1)
     }
 
     @Test("a spool that would pass its limit refuses the post for that listener, reported and counted")
@@ -101,14 +104,12 @@ struct CrashConsistencyTests {
         // Fill the registry with live-looking listeners: real listening sockets, so nobody collects them.
         var sockets: [CInt] = []
         defer { sockets.forEach { close($0) } }
-        try endpoint.registry.update { (entries) throws(WormholeError) in
-            for index in 0..<UInt64(GroupNotificationCenter.maximumListeners) {
-                let id = 0xF000_0000_0000_0000 | index
-                sockets.append(try UnixSocket.listen(
-                    directory: endpoint.container.listenersDescriptor, directoryPath: endpoint.container.listenersPath,
-                    name: RegistryEntry.socketName(id)).release())
-                entries.append(RegistryEntry(listener: id, pid: 1, subscriptions: []))
-            }
+        for index in 0..<UInt64(GroupNotificationCenter.maximumListeners) {
+            let id = 0xF000_0000_0000_0000 | index
+            sockets.append(try UnixSocket.listen(
+                directory: endpoint.container.listenersDescriptor, directoryPath: endpoint.container.listenersPath,
+                name: RegistryEntry.socketName(id)).release())
+            try endpoint.registry.write(RegistryEntry(listener: id, pid: 1, subscriptions: []))
         }
         let before = center.listenerStatus().count
         center.addObserver(forName: .init("one.too.many"), object: nil, queue: nil) { _ in }

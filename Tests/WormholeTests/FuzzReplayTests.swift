@@ -21,7 +21,7 @@ struct FuzzReplayTests {
             let bad = frames.filter { (try? Frame(decoding: $0)) == nil }.count
             return damaged + bad > 0
         case 2:
-            return (try? RegistryFormat.decode(body)) == nil
+            return (try? RegistryFormat.decodeEntry(body)) == nil
         case 3:
             return (try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: .propertyList)) == nil
         default:

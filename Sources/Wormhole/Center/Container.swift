@@ -7,15 +7,24 @@ import Foundation
 
 /// The shared directory of a group, opened and checked: a directory of this user's, writable by nobody else.
 ///
-/// Layout: `registry`, `registry.lock`, `listeners/<id>.socket`, `spool/<id>.spool`, `retained/<name>`.
+/// Layout (version ``layoutVersion``, recorded in the file `layout`):
+/// `registry/<id>` (one entry per listener), `registry.changes`, `listeners/<id>.socket`, `spool/<id>/` (one folder
+/// per listener), `retained/<name>`. No file in it is ever locked.
 final class Container: Sendable {
+    /// The version of the container's layout; a process of another version refuses the container.
+    static let layoutVersion = 3
+    static let layoutName = "layout"
+
     let path: String
     let descriptor: CInt
     let listenersPath: String
     let listenersDescriptor: CInt
     let spoolDescriptor: CInt
+    let registryDescriptor: CInt
     let retainedDescriptor: CInt
     let retainedPath: String
+    /// The directory this container opened, to notice when its path names another one.
+    let identity: FileIdentity
     private let owned: [CInt]
 
     /// Opens (creating it 0700 if it is missing) and checks the container at `path`.
@@ -29,6 +38,11 @@ final class Container: Sendable {
         do throws(WormholeError) {
             let root = try Self.openDirectory(path, relativeTo: AT_FDCWD, create: true, what: "container")
             opened.append(root)
+            try Self.checkLayout(root, path)
+            identity = try Sys.status(of: root).identity
+            let registry = try Self.openDirectory("registry", relativeTo: root, create: true, what: "container")
+            opened.append(registry)
+            registryDescriptor = registry
             let listeners = try Self.openDirectory("listeners", relativeTo: root, create: true, what: "container")
             opened.append(listeners)
             let spool = try Self.openDirectory("spool", relativeTo: root, create: true, what: "container")
@@ -50,6 +64,46 @@ final class Container: Sendable {
 
     deinit {
         owned.forEach(Sys.close)
+    }
+
+    /// Whether the container's path still names the directory this process opened (not moved, removed or
+    /// recreated since).
+    var isAtItsPath: Bool {
+        guard let status = try? Sys.status(path) else { return false }
+        return status.identity == identity
+    }
+
+    /// Whether a container with a layout exists at `path`: read-only tools look before opening, so that they
+    /// create nothing.
+    static func exists(at path: String) -> Bool {
+        guard !path.isEmpty, let root = try? Sys.open(path, O_RDONLY | O_DIRECTORY) else { return false }
+        return (try? Sys.status(layoutName, relativeTo: root.rawValue, followLinks: false)) != nil
+    }
+
+    /// Reads the layout version, writing it into a new container; refuses a container of another layout.
+    private static func checkLayout(_ root: CInt, _ path: String) throws(WormholeError) {
+        let expected = Array("wormhole layout \(layoutVersion)\n".utf8)
+        for _ in 0..<3 {
+            do throws(WormholeError) {
+                let found = try StoredFile.read(layoutName, in: root, limit: 256)
+                guard found == expected else {
+                    // Printable ASCII only: the file's bytes reach a terminal.
+                    let text = String(decoding: found.prefix(64).filter { (0x20..<0x7f).contains($0) }, as: UTF8.self)
+                    throw WormholeError(
+                        .incompatibleContainer,
+                        "container \(path) has layout \"\(text)\"; this Wormhole uses layout \(layoutVersion)")
+                }
+                return
+            } catch where error.errno == ENOENT {
+                if let old = try? Sys.status("registry", relativeTo: root, followLinks: false), old.st_mode & S_IFMT == S_IFREG {
+                    throw WormholeError(
+                        .incompatibleContainer,
+                        "container \(path) was made by an older Wormhole (layout 2); remove it or use another folder")
+                }
+                if try StoredFile.create(layoutName, in: root, with: expected) { return }
+            }
+        }
+        throw WormholeError(.incompatibleContainer, "container \(path) has no readable layout file")
     }
 
     /// Opens a directory, creating it 0700 when asked, and refuses one that is not this user's alone.

@@ -7,17 +7,21 @@ final class Endpoint: Sendable {
     let container: Container
     /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
     let identity: String?
+    let configuration: GroupNotificationCenter.Configuration
     let registry: Registry
     let retained: RetainedStore
-    let counters = Counters()
+    let counters: Counters
     /// Identifies this process's posts to receivers, with a sequence number per post.
     let poster: UInt64
     /// The frame that wakes a listener to look at its spool.
     private let nudge: [UInt8]
     private let sequence = Atomic<UInt64>(0)
     private let nextObserverID = Atomic<UInt64>(1)
-    private let links = Mutex<[UInt64: PeerLink]>([:])
+    private let links = Mutex(Links())
     private let linksGeneration = Atomic<Int>(0)
+    private let linkContext: PeerLink.Context
+    /// When a post last made sure the container is still at its path, in uptime nanoseconds.
+    private let containerChecked = Atomic<UInt64>(0)
     private let observers = Mutex(ObserverTable())
     private let listener = Mutex<Listener?>(nil)
     private let containerRemoved = Atomic<Bool>(false)
@@ -36,41 +40,86 @@ final class Endpoint: Sendable {
     private static let table = Mutex<[String: WeakEndpoint]>([:])
 
     /// The endpoint of the container at `path` (for `identity`, if durable), opened and checked on first use.
+    /// An endpoint whose container was moved or recreated since is not reused.
     /// - Throws: ``WormholeError/Code/identityInUse`` when another live process runs `identity` there.
-    static func shared(path: String, identity: String? = nil) throws(WormholeError) -> Endpoint {
+    static func shared(
+        path: String, identity: String? = nil, configuration: GroupNotificationCenter.Configuration = .init()
+    ) throws(WormholeError) -> Endpoint {
         let container = try Container(path: path)
         let key = (realPath(path) ?? path) + (identity.map { "\u{0}" + $0 } ?? "")
+            + "\u{0}\(configuration.maximumSpoolSize)/\(configuration.maximumContainerSpoolSize)"
         return try table.withLock { (table) throws(WormholeError) -> Endpoint in
-            if let existing = table[key]?.endpoint { return existing }
-            let endpoint = Endpoint(container: container, identity: identity)
+            if let existing = table[key]?.endpoint, existing.container.identity == container.identity, existing.adopt() {
+                return existing
+            }
+            let endpoint = Endpoint(container: container, identity: identity, configuration: configuration)
             if identity != nil { try endpoint.claimIdentity() }
+            _ = endpoint.adopt()
             table[key] = WeakEndpoint(endpoint)
             return endpoint
         }
     }
 
-    private init(container: Container, identity: String?) {
+    private init(container: Container, identity: String?, configuration: GroupNotificationCenter.Configuration) {
         self.container = container
         self.identity = identity
-        registry = Registry(container: container)
+        self.configuration = configuration
+        let counters = Counters()
+        self.counters = counters
+        registry = Registry(container: container, counters: counters)
         retained = RetainedStore(container: container)
-        poster = UInt64.random(in: 1...UInt64.max)
+        let poster = UInt64.random(in: 1...UInt64.max)
+        self.poster = poster
         nudge = Frame.nudge(from: poster).encoded()
+        let stamps = SegmentStamps()
+        linkContext = PeerLink.Context(
+            container: container, poster: poster, maximumSpoolSize: configuration.maximumSpoolSize,
+            budget: SpoolBudget(container: container, limit: configuration.maximumContainerSpoolSize),
+            nextSegmentStamp: { stamps.next() })
     }
 
     deinit {
-        guard let listener = listener.withLock({ $0 }) else { return }
+        close()
+    }
+
+    /// How many centers use this endpoint; nil once it is closed.
+    private let centers = Mutex<Int?>(0)
+
+    /// Counts a new center; false when the endpoint is closed already.
+    private func adopt() -> Bool {
+        centers.withLock { count in
+            guard let current = count else { return false }
+            count = current + 1
+            return true
+        }
+    }
+
+    /// Called as a center goes away; the last one closes the endpoint.
+    func centerClosed() {
+        let last = centers.withLock { count -> Bool in
+            guard let current = count else { return false }
+            count = current > 1 ? current - 1 : nil
+            return current <= 1
+        }
+        if last { close() }
+    }
+
+    /// Stops the listener (it first finishes handing over what it has read, so a durable listener's spool holds
+    /// nothing already handed over) and takes this process out of the registry, or marks a durable identity
+    /// offline. Runs once, when the last center goes away.
+    private func close() {
+        centers.withLock { $0 = nil }
+        guard let listener = listener.withLock({ current in defer { current = nil }; return current }) else { return }
         listener.stop()
-        _ = try? registry.update { entries in
-            guard identity != nil else {
-                entries.removeAll { $0.listener == listener.id }
-                return
-            }
-            // A durable entry stays, with no process, so that posters keep its spool filling.
-            if let index = entries.firstIndex(where: { $0.listener == listener.id }) {
-                entries[index].pid = 0
-                entries[index].lastSeen = Int64(Date().timeIntervalSince1970)
-            }
+        guard identity != nil else {
+            registry.remove(listener.id)
+            return
+        }
+        // A durable entry stays, with no process, so that posters keep its spool filling.
+        if var entry = registry.currentEntry(listener.id) {
+            entry.pid = 0
+            entry.lastSeen = Int64(Date().timeIntervalSince1970)
+            try? registry.write(entry)
         }
     }
 
@@ -79,21 +128,18 @@ final class Endpoint: Sendable {
     private func claimIdentity() throws(WormholeError) {
         _ = try startListenerIfNeeded()
         guard let id = listener.withLock({ $0?.id }) else { return }
+        let snapshot = registry.snapshot()
         let stale = probeDeadListeners(except: id)
-        try registry.update { (entries) throws(WormholeError) in
-            entries.removeAll { stale.contains($0.listener) }
-            let now = Int64(Date().timeIntervalSince1970)
-            if let index = entries.firstIndex(where: { $0.listener == id }) {
-                entries[index].pid = getpid()
-                entries[index].identity = identity
-                entries[index].lastSeen = now
-            } else {
-                try Self.checkRoom(entries, container)
-                entries.append(RegistryEntry(listener: id, pid: getpid(), subscriptions: [], identity: identity, lastSeen: now))
-            }
-        }
-        removeFiles(of: stale)
+        if snapshot.entry(id) == nil { try checkRoom(snapshot, stale: stale) }
+        let previous = registry.currentEntry(id)
+        try registry.write(RegistryEntry(
+            listener: id, pid: getpid(), subscriptions: previous?.subscriptions ?? [], identity: identity,
+            lastSeen: Int64(Date().timeIntervalSince1970)))
+        removeDeadListeners(stale)
     }
+
+    /// This process's own spool folder in the container, once it listens.
+    var listenerSpool: SpoolFolder? { listener.withLock { $0?.spool } }
 
     func makeObserverID() -> UInt64 {
         nextObserverID.add(1, ordering: .relaxed).newValue
@@ -109,6 +155,7 @@ final class Endpoint: Sendable {
         let bytes = frame.encoded()
         if retain { try retained.store(bytes, name: name) }
         counters.count { $0.posted += 1 }
+        try checkContainerIsAtItsPath()
         var report = PostReport()
         let ownID = listener.withLock { $0?.id }
         let snapshot = registry.snapshot()
@@ -146,45 +193,78 @@ final class Endpoint: Sendable {
         return report
     }
 
+    /// Refuses to post into a container whose path now names another folder (moved, removed or recreated):
+    /// nobody there would hear it. Looked at once a tenth of a second.
+    private func checkContainerIsAtItsPath() throws(WormholeError) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now &- containerChecked.load(ordering: .relaxed) > Registry.recheckInterval else { return }
+        guard container.isAtItsPath else {
+            throw WormholeError(
+                .incompatibleContainer,
+                "container \(container.path) was moved, removed or recreated after this process opened it; open a new center")
+        }
+        containerChecked.store(now, ordering: .relaxed)
+    }
+
+    /// The links of this process, at most ``Limits/maximumLinks`` of them, and the listeners whose link was
+    /// closed while it may have had frames in flight.
+    private struct Links {
+        var open: [UInt64: PeerLink] = [:]
+        var closed: Set<UInt64> = []
+        var uses: UInt64 = 0
+    }
+
     /// Drops the links (and their sockets) of listeners that left the registry, once per registry change.
     private func pruneLinks(to snapshot: RegistrySnapshot) {
         let generation = registry.parses.load(ordering: .relaxed)
         guard linksGeneration.exchange(generation, ordering: .relaxed) != generation else { return }
         let present = Set(snapshot.entries.map(\.listener))
-        links.withLock { links in links = links.filter { present.contains($0.key) } }
+        links.withLock { links in
+            links.open = links.open.filter { present.contains($0.key) }
+            links.closed = links.closed.filter { present.contains($0) }
+        }
     }
 
     private func link(to entry: RegistryEntry) -> PeerLink {
         links.withLock { links in
-            if let link = links[entry.listener] { return link }
-            let link = PeerLink(listener: entry.listener, durable: entry.isDurable, container: container)
-            links[entry.listener] = link
+            links.uses += 1
+            if let link = links.open[entry.listener] {
+                link.lastUse.store(links.uses, ordering: .relaxed)
+                return link
+            }
+            if links.open.count >= Limits.maximumLinks,
+                let oldest = links.open.min(by: { $0.value.lastUse.load(ordering: .relaxed) < $1.value.lastUse.load(ordering: .relaxed) })
+            {
+                links.open[oldest.key] = nil
+                links.closed.insert(oldest.key)
+            }
+            // Frames of a closed link's connection may be unread: a new link spools until the listener drains.
+            let link = PeerLink(
+                listener: entry.listener, durable: entry.isDurable, context: linkContext,
+                startsSpooling: links.closed.remove(entry.listener) != nil)
+            link.lastUse.store(links.uses, ordering: .relaxed)
+            links.open[entry.listener] = link
             return link
         }
     }
 
     /// Removes listeners whose socket nobody listens on any more: their registry entries, socket and spool.
     func removeDeadListeners(_ dead: [UInt64]) {
-        let removed = try? registry.update { entries in
-            let before = entries.count
-            entries.removeAll { dead.contains($0.listener) }
-            return before - entries.count
-        }
+        guard !dead.isEmpty else { return }
+        for listener in dead { registry.remove(listener) }
         links.withLock { links in
-            for listener in dead { links[listener] = nil }
+            for listener in dead {
+                links.open[listener] = nil
+                links.closed.remove(listener)
+            }
         }
         for listener in dead { Listener.removeFiles(of: listener, in: container) }
-        counters.count { $0.listenersRemoved += removed ?? 0 }
+        counters.count { $0.listenersRemoved += dead.count }
     }
 
-    private func removeFiles(of stale: [UInt64]) {
-        guard !stale.isEmpty else { return }
-        for listener in stale { Listener.removeFiles(of: listener, in: container) }
-        counters.count { $0.listenersRemoved += stale.count }
-    }
-
-    private static func checkRoom(_ entries: [RegistryEntry], _ container: Container) throws(WormholeError) {
-        guard entries.count < GroupNotificationCenter.maximumListeners else {
+    /// Refuses a new listener when the container has its maximum already (listeners found dead aside).
+    private func checkRoom(_ snapshot: RegistrySnapshot, stale: [UInt64]) throws(WormholeError) {
+        guard snapshot.entries.count - stale.count < GroupNotificationCenter.maximumListeners else {
             throw WormholeError(
                 .tooManyListeners, "container \(container.path) already has \(GroupNotificationCenter.maximumListeners) listeners")
         }
@@ -234,26 +314,53 @@ final class Endpoint: Sendable {
         }
     }
 
-    /// Writes this process's subscriptions into the registry. They are read under the registry's lock, so
-    /// concurrent writers in one process cannot leave an older set behind.
+    /// Writes this process's subscriptions into its registry entry. Writers of one process take turns, so that
+    /// an older set is never written after a newer one. Subscriptions too many for an entry file become one
+    /// subscription to every name: posters then send this process everything, and it keeps what it observes.
     private func publishSubscriptions() throws(WormholeError) {
         guard let id = listener.withLock({ $0?.id }) else { return }
-        // On first registration, collect the entries of listeners that died unnoticed, so that a container
-        // does not grow with every process that ever observed in it.
-        let stale = registry.snapshot().entry(id) == nil ? probeDeadListeners(except: id) : []
-        try registry.update { (entries) throws(WormholeError) in
-            entries.removeAll { stale.contains($0.listener) }
-            let entry = RegistryEntry(
+        try publishing.withLock { (_) throws(WormholeError) in
+            // On first registration, collect the entries of listeners that died unnoticed, so that a container
+            // does not grow with every process that ever observed in it.
+            let snapshot = registry.snapshot()
+            let isNew = snapshot.entry(id) == nil && registry.currentEntry(id) == nil
+            let stale = isNew ? probeDeadListeners(except: id) : []
+            if isNew { try checkRoom(snapshot, stale: stale) }
+            var entry = RegistryEntry(
                 listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions }, identity: identity,
                 lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970))
-            if let index = entries.firstIndex(where: { $0.listener == id }) {
-                entries[index] = entry
-            } else {
-                try Self.checkRoom(entries, container)
-                entries.append(entry)
+            do throws(WormholeError) {
+                try registry.write(entry)
+            } catch where error.code == .payloadTooLarge {
+                Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
+                entry.subscriptions = [Subscription(name: nil, object: nil)]
+                try registry.write(entry)
             }
+            removeDeadListeners(stale)
+            if isNew { removeOrphanedSpools() }
         }
-        removeFiles(of: stale)
+    }
+
+    /// Lets one thread at a time write this process's registry entry.
+    private let publishing = Mutex(())
+
+    /// Removes spool folders and socket files that belong to no registered listener and have not changed for a
+    /// minute (a listener killed between creating them and registering).
+    private func removeOrphanedSpools() {
+        let registered = Set(registry.snapshot().entries.map(\.listener))
+        let now = Int64(Date().timeIntervalSince1970)
+        func isOld(_ name: String, in directory: CInt) -> Bool {
+            guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { return false }
+            return now - status.modifiedNanoseconds / 1_000_000_000 > 60
+        }
+        for name in (try? Sys.listDirectory(container.spoolDescriptor, limit: 10_000)) ?? [] {
+            guard let listener = RegistryEntry.listener(fromName: name), !registered.contains(listener),
+                isOld(name, in: container.spoolDescriptor)
+            else { continue }
+            SpoolFolder.remove(listener: listener, in: container)
+        }
+        StoredFile.removeStaleTemporaries(in: container.listenersDescriptor, olderThan: 60)
+        registry.removeStaleTemporaries()
     }
 
     /// Listeners in the registry whose socket refuses connections. Probed outside the registry lock. A durable
@@ -281,9 +388,10 @@ final class Endpoint: Sendable {
     /// corrupt registry is rebuilt empty), and mend it if it differs from the observers.
     private func housekeeping() {
         guard let id = listener.withLock({ $0?.id }) else { return }
-        if let status = try? Sys.status(of: container.descriptor), status.st_nlink == 0 {
+        if !container.isAtItsPath {
             if !containerRemoved.exchange(true, ordering: .relaxed) {
-                Log.warning("container \(container.path) was removed; this process's observers hear only its own posts")
+                counters.count { $0.dropped += 1 }
+                Log.warning("container \(container.path) was moved, removed or recreated; this process's observers hear only posts made to the folder it opened")
             }
             return
         }
@@ -367,4 +475,15 @@ private func realPath(_ path: String) -> String? {
     guard let resolved = realpath(path, nil) else { return nil }
     defer { free(resolved) }
     return String(cString: resolved)
+}
+
+/// Stamps the spool segments of one process: the wall clock in nanoseconds, strictly increasing.
+private final class SegmentStamps: Sendable {
+    private let last = Mutex<UInt64>(0)
+    func next() -> UInt64 {
+        last.withLock { last in
+            last = max(last + 1, UInt64(max(0, wallClockNanoseconds())))
+            return last
+        }
+    }
 }

@@ -4,16 +4,22 @@ enum Limits {
     /// seqpacket message must fit the socket buffer whole (212,992 bytes by default on Linux). One this size
     /// fits when the buffer is empty; when it is not, the send fails with EAGAIN and the frame is spooled.
     static let maximumDirectFrameSize = 128 * 1024
-    /// How often an idle listener checks its spool and its registry entry, in milliseconds.
+    /// How often an idle listener checks its spool, its socket file and its registry entry, in milliseconds.
     static let housekeepingInterval: Int32 = 1000
+    /// The most links (a connected socket and a spool segment each) a posting process keeps open per
+    /// container; past it, the link used least recently is closed.
+    static let maximumLinks = 64
 }
 
 extension GroupNotificationCenter {
     /// The largest encoded userInfo a notification may carry: 16 MiB. Larger posts are refused whole.
     public static let maximumPayloadSize = 16 << 20
-    /// The most bytes one listener's spool may hold: 128 MiB. A post that would pass it is not spooled for
-    /// that listener, and the reporting post says so.
+    /// The most bytes one listener's spool may hold by default: 128 MiB. A post that would pass it is not
+    /// spooled for that listener, and the reporting post says so. ``Configuration`` changes it.
     public static let maximumSpoolSize = 128 << 20
+    /// The most bytes all the spools of one container may hold together by default: 512 MiB.
+    /// ``Configuration`` changes it.
+    public static let maximumContainerSpoolSize = 512 << 20
     /// The most listening processes one container may hold: 512.
     public static let maximumListeners = 512
     /// How long a durable client identity may go unseen before the next process that registers in the container

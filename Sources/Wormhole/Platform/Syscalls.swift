@@ -122,18 +122,6 @@ enum Sys {
         return info
     }
 
-    /// Maps `size` bytes of `fd`, shared with every process that maps the same file.
-    static func mapShared(_ fd: CInt, size: Int) throws(WormholeError) -> UnsafeMutableRawPointer {
-        guard let address = mmap(nil, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0), address != MAP_FAILED else {
-            throw WormholeError(.system, "mmap", errno: currentErrno())
-        }
-        return address
-    }
-
-    static func unmap(_ address: UnsafeMutableRawPointer, size: Int) {
-        _ = munmap(address, size)
-    }
-
     static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
         _ = try valueOrErrno("ftruncate") { ftruncate(fd, off_t(size)) }
     }
@@ -158,9 +146,43 @@ enum Sys {
         _ = try valueOrErrno("unlink \(path)") { unlinkat(directory, path, 0) }
     }
 
-    /// `flock(2)`: the lock belongs to the open file description, not the process, and dies with it.
-    static func lock(_ fd: CInt, _ operation: CInt) throws(WormholeError) {
-        _ = try valueOrErrno("flock") { flock(fd, operation) }
+    /// `link(2)` within one directory: creates `to` only if nothing is there (`EEXIST` otherwise).
+    static func link(_ from: String, _ to: String, in directory: CInt) throws(WormholeError) {
+        _ = try valueOrErrno("link \(from) to \(to)") { linkat(directory, from, directory, to, 0) }
+    }
+
+    static func removeDirectory(_ path: String, relativeTo directory: CInt) throws(WormholeError) {
+        _ = try valueOrErrno("rmdir \(path)") { unlinkat(directory, path, AT_REMOVEDIR) }
+    }
+
+    /// The names in the directory open as `directory`, less `.` and `..`; at most `limit` of them.
+    static func listDirectory(_ directory: CInt, limit: Int = 1 << 20) throws(WormholeError) -> [String] {
+        // fdopendir takes the descriptor over, so it gets a duplicate; rewinding reads the folder from its start.
+        let copy = try valueOrErrno("dup") { dup(directory) }
+        guard let stream = fdopendir(copy) else {
+            let error = currentErrno()
+            close(copy)
+            throw WormholeError(.system, "fdopendir", errno: error)
+        }
+        defer { closedir(stream) }
+        rewinddir(stream)
+        var names: [String] = []
+        while names.count < limit, let entry = readdir(stream) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
+    /// `shutdown(2)`: with `SHUT_RD`, a peer's later sends fail (`EPIPE`) while what it sent before stays readable.
+    static func shutdownReading(_ fd: CInt) {
+        #if canImport(Glibc)
+        _ = Glibc.shutdown(fd, CInt(SHUT_RD))
+        #else
+        _ = Darwin.shutdown(fd, SHUT_RD)
+        #endif
     }
 
     static func waitForEvents(_ fds: inout [pollfd], timeoutMilliseconds: CInt) throws(WormholeError) -> Int {
@@ -199,3 +221,31 @@ typealias FileStatus = Darwin.stat
 private func libcClose(_ fd: CInt) -> CInt { close(fd) }
 private func libcRead(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 private func libcWrite(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
+
+extension FileStatus {
+    /// The last modification time, in nanoseconds since 1970.
+    var modifiedNanoseconds: Int64 {
+        #if canImport(Glibc)
+        return Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec)
+        #else
+        // Darwin's field name; not compiled on this Linux machine.
+        return Int64(st_mtimespec.tv_sec) * 1_000_000_000 + Int64(st_mtimespec.tv_nsec)
+        #endif
+    }
+
+    /// Which file this is: its device and inode.
+    var identity: FileIdentity { FileIdentity(device: UInt64(st_dev), inode: UInt64(st_ino)) }
+}
+
+/// The wall clock, in nanoseconds since 1970: what file times are measured in.
+func wallClockNanoseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+}
+
+/// A file's device and inode: the same path names another file once these differ.
+struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+}

@@ -3,13 +3,20 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 import Synchronization
 
-/// A poster's way to one listener: a connected socket kept across posts, and that listener's spool.
+/// A poster's way to one listener: a connected socket kept across posts, and segments of its own in that
+/// listener's spool folder. Never waits for the listener, and takes no lock another process could hold.
 ///
 /// Ordering rule: once a frame went to the spool, every later frame to this listener goes to the spool too,
-/// until the poster sees the spool empty under its lock. The listener empties its spool only after reading
-/// every connection dry under that same lock, so frames from one poster arrive in the order posted.
+/// until the listener has handed over the segments this link wrote (they are gone under both their names). The
+/// listener takes segments first and then reads every connection dry, handing over what it read before what it
+/// took: a frame in a connection either preceded a spooled one (and is read now) or was sent after the
+/// listener had handed the segment over. So frames from one poster arrive in the order posted. A link
+/// made anew for a listener an earlier link of this process wrote to (``init(…startsSpooling:)``) starts by
+/// spooling, since frames of the old connection may still be unread; so does a link whose listener has
+/// segments of other posters waiting, so that a process posting after another does not overtake it.
 final class PeerLink: Sendable {
     enum Outcome {
         case direct
@@ -19,76 +26,147 @@ final class PeerLink: Sendable {
         case failed(WormholeError)
     }
 
+    /// What a link needs from its endpoint.
+    struct Context: Sendable {
+        var container: Container
+        var poster: UInt64
+        var maximumSpoolSize: Int
+        var budget: SpoolBudget
+        /// Stamps this process's segments, so that a listener reads them in the order they were made.
+        var nextSegmentStamp: @Sendable () -> UInt64
+    }
+
     private enum DirectResult { case sent, full, gone }
 
     private struct State: ~Copyable {
         var socket: OwnedDescriptor?
-        var spool: Spool?
-        /// Starts true: a new link cannot know whether this process left frames in the spool through a link it
-        /// dropped, so its first post looks at the spool under its lock before using the socket.
-        var spooling = true
+        var folder: SpoolFolder?
+        var segment: SpoolSegment?
+        /// The name of the segment this link wrote last, until the listener has handed it over.
+        var lastSegment: String?
+        /// nil until the first post looks whether others' segments wait for the listener.
+        var spooling: Bool?
+        /// What the listener's spool holds, as last measured plus what this link wrote since.
+        var spooledEstimate = 0
+        var estimated: UInt64 = 0
     }
 
     let listener: UInt64
     /// A durable listener whose process is not running takes its frames in its spool, and is never gone.
     private let durable: Bool
-    private let container: Container
-    private let state = Mutex(State())
+    private let context: Context
+    private let state: Mutex<State>
+    /// When this link was last used, for the endpoint's choice of which link to close.
+    let lastUse = Atomic<UInt64>(0)
 
-    init(listener: UInt64, durable: Bool, container: Container) {
+    init(listener: UInt64, durable: Bool, context: Context, startsSpooling: Bool) {
         self.listener = listener
         self.durable = durable
-        self.container = container
+        self.context = context
+        state = Mutex(State(spooling: startsSpooling ? true : nil))
     }
 
     /// Puts `frame` in the listener's socket, or else in its spool. Never blocks on the listener.
     func send(_ frame: [UInt8], nudge: [UInt8]) -> Outcome {
         state.withLock { state in
             do throws(WormholeError) {
-                if !state.spooling && frame.count <= Limits.maximumDirectFrameSize {
+                if state.spooling == nil {
+                    // A process that posts for the first time does not overtake what others spooled before.
+                    state.spooling = try openFolder(&state)?.hasPendingSegments() ?? false
+                }
+                if state.spooling == true, !isSegmentPending(&state) {
+                    // The listener has handed over everything this link spooled: back to the socket.
+                    state.spooling = false
+                }
+                if state.spooling == false && frame.count <= Limits.maximumDirectFrameSize {
                     switch try sendDirect(frame, &state) {
                     case .sent: return .direct
                     case .gone: return .gone
-                    case .full: break
+                    case .full: state.spooling = true
                     }
                 }
                 // The spool path must still notice a dead listener, or it would fill a dead spool forever.
                 if !durable && state.socket == nil {
                     do throws(WormholeError) {
                         state.socket = try connect()
-                    } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
+                    } catch where error.isPeerGone {
                         return .gone
                     } catch {
                         // EAGAIN: its backlog is full, so it is alive but not accepting; spool.
                     }
                 }
-                guard let spool = try openSpool(&state) else { return .gone }
-                let outcome = try spool.withLock { (size) throws(WormholeError) -> Outcome in
-                    if size == 0 && state.spooling && frame.count <= Limits.maximumDirectFrameSize {
-                        // The listener has caught up: go back to the socket.
-                        state.spooling = false
-                        switch try sendDirect(frame, &state) {
-                        case .sent: return .direct
-                        case .gone: return .gone
-                        case .full: break
-                        }
-                    }
-                    let record = SpoolRecord.encode(frame)
-                    guard size + record.count <= GroupNotificationCenter.maximumSpoolSize else {
-                        throw WormholeError(
-                            .spoolFull,
-                            "spool of listener \(RegistryEntry.hex(listener)) holds \(size) bytes; "
-                                + "\(record.count) more would pass \(GroupNotificationCenter.maximumSpoolSize)")
-                    }
-                    try spool.append(record, at: size)
-                    state.spooling = true
-                    return .spooled
-                }
-                if case .spooled = outcome, !wake(nudge, &state) { return .gone }
-                return outcome
+                guard try spool(frame, &state) else { return .gone }
+                if !wake(nudge, &state) { return .gone }
+                return .spooled
             } catch {
                 return .failed(error)
             }
+        }
+    }
+
+    /// Whether a segment this link wrote still waits for the listener: under its name, or taken (renamed) but
+    /// not yet handed over, since the listener removes a taken segment only after handing over its records.
+    /// With no segment yet, a link that spools must write one and see it handed over before it may go back to
+    /// the socket.
+    private func isSegmentPending(_ state: inout State) -> Bool {
+        guard let folder = state.folder else { return true }
+        if let segment = state.segment.take() {
+            let present = folder.holds(segment)
+            state.lastSegment = segment.name
+            if present {
+                state.segment = consume segment
+                return true
+            }
+        }
+        guard let last = state.lastSegment else { return true }
+        if folder.isTaken(last) { return true }
+        state.lastSegment = nil
+        return false
+    }
+
+    /// Appends `frame` to this link's segment, creating one when needed; false when the listener is gone.
+    private func spool(_ frame: [UInt8], _ state: inout State) throws(WormholeError) -> Bool {
+        guard let folder = try openFolder(&state) else { return false }
+        let size = SpoolRecord.recordHeaderSize + frame.count + (state.segment == nil ? SpoolRecord.headerSize : 0)
+        try checkListenerLimit(size, folder, &state)
+        try context.budget.reserve(size)
+        for _ in 0..<8 {
+            var segment: SpoolSegment
+            if let current = state.segment.take() {
+                segment = current
+            } else {
+                do throws(WormholeError) {
+                    segment = try folder.createSegment(poster: context.poster, stamp: context.nextSegmentStamp())
+                } catch where error.errno == ENOENT {
+                    return false
+                }
+            }
+            try folder.append(frame, to: &segment)
+            StopPoint.reached("spool.append")
+            if folder.holds(segment) {
+                state.lastSegment = segment.name
+                state.segment = consume segment
+                state.spooledEstimate += size
+                return true
+            }
+            // Taken while we wrote: the listener may or may not have read this record, so it goes into a new
+            // segment too; the listener drops a copy it already has.
+        }
+        throw WormholeError(.system, "spool of listener \(RegistryEntry.hex(listener)) was taken eight times during one write")
+    }
+
+    /// Refuses a record that would take the listener's spool past its limit.
+    private func checkListenerLimit(_ size: Int, _ folder: SpoolFolder, _ state: inout State) throws(WormholeError) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if state.estimated == 0 || now &- state.estimated > SpoolBudget.remeasureInterval {
+            state.spooledEstimate = folder.totalBytes()
+            state.estimated = now
+        }
+        guard state.spooledEstimate + size <= context.maximumSpoolSize else {
+            throw WormholeError(
+                .spoolFull,
+                "spool of listener \(RegistryEntry.hex(listener)) holds \(state.spooledEstimate) bytes; "
+                    + "\(size) more would pass its \(context.maximumSpoolSize)-byte limit")
         }
     }
 
@@ -111,6 +189,7 @@ final class PeerLink: Sendable {
             } catch where error.isWouldBlock || error.errno == EMSGSIZE || error.errno == ENOBUFS {
                 return .full
             } catch where error.isPeerGone {
+                // The listener closed this connection after reading all of it (or died): connect again.
                 state.socket = nil
             }
         }
@@ -118,9 +197,10 @@ final class PeerLink: Sendable {
         return .full
     }
 
-    /// Wakes an idle listener to look at its spool. A full socket is harmless: a listener whose socket is full
-    /// is not idle, and looks at its spool after reading. Returns false when the listener turns out to be gone.
+    /// Rings the listener's bell and wakes it if it is idle. A full socket is harmless: a listener whose socket
+    /// is full is not idle, and it looks at its bell after reading. Returns false when the listener is gone.
     private func wake(_ nudge: [UInt8], _ state: inout State) -> Bool {
+        state.folder?.bell.touch()
         for _ in 0..<2 {
             if state.socket == nil {
                 do throws(WormholeError) {
@@ -146,17 +226,17 @@ final class PeerLink: Sendable {
 
     private func connect() throws(WormholeError) -> OwnedDescriptor {
         try UnixSocket.connect(
-            directory: container.listenersDescriptor, directoryPath: container.listenersPath,
+            directory: context.container.listenersDescriptor, directoryPath: context.container.listenersPath,
             name: RegistryEntry.socketName(listener))
     }
 
-    /// The listener's spool, opened once; nil when it no longer exists (its listener is gone).
-    private func openSpool(_ state: inout State) throws(WormholeError) -> Spool? {
-        if let spool = state.spool { return spool }
+    /// The listener's spool folder, opened once; nil when it no longer exists (its listener is gone).
+    private func openFolder(_ state: inout State) throws(WormholeError) -> SpoolFolder? {
+        if let folder = state.folder { return folder }
         do throws(WormholeError) {
-            let spool = try Spool(name: RegistryEntry.spoolName(listener), in: container.spoolDescriptor, .existing)
-            state.spool = spool
-            return spool
+            let folder = try SpoolFolder(listener: listener, in: context.container, create: false)
+            state.folder = folder
+            return folder
         } catch where error.errno == ENOENT {
             return nil
         }

@@ -6,8 +6,8 @@ import Darwin
 import Foundation
 
 /// The current value of each retained notification name: one file per name in the container's `retained/`
-/// folder, holding one spool record (length, CRC-32, frame). Replaced whole by writing a temporary file and
-/// renaming it, so readers see the old value or the new one and no lock is ever held.
+/// folder, holding a spool segment of one record. Replaced whole by writing a temporary file and renaming it,
+/// so readers see the old value or the new one and no lock is ever held.
 struct RetainedStore: Sendable {
     let container: Container
 
@@ -21,30 +21,19 @@ struct RetainedStore: Sendable {
         return "h-" + RegistryEntry.hex(hash)
     }
 
-    /// Stores an encoded frame as the current value of `name`.
+    /// Stores an encoded frame as the current value of `name`: a new file renamed over the old one.
     func store(_ frame: [UInt8], name: String) throws(WormholeError) {
-        let directory = container.retainedDescriptor
-        let temporary = ".tmp-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max))
-        let file = try Sys.open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
-        do throws(WormholeError) {
-            try SpoolRecord.encode(frame).withRawBytes { (bytes) throws(WormholeError) in
-                try Sys.pwriteAll(file.rawValue, bytes, at: 0)
-            }
-            file.close()
-            try Sys.renameFile(temporary, Self.fileName(for: name), in: directory)
-        } catch {
-            try? Sys.removeFile(temporary, relativeTo: directory)
-            throw error
-        }
+        StopPoint.reached("retained.store")
+        try StoredFile.replace(Self.fileName(for: name), in: container.retainedDescriptor, with: SpoolRecord.segment([frame]))
     }
 
     /// The current frame of `name`, or nil when there is none. A damaged file is reported and reads as none.
     func load(name: String) -> Frame? {
         let bytes: [UInt8]
         do throws(WormholeError) {
-            bytes = try readSmallFile(
-                Self.fileName(for: name), relativeTo: container.retainedDescriptor,
-                limit: GroupNotificationCenter.maximumPayloadSize + 2 * Frame.maximumNameLength + 64)
+            bytes = try StoredFile.read(
+                Self.fileName(for: name), in: container.retainedDescriptor,
+                limit: SpoolRecord.headerSize + SpoolRecord.recordHeaderSize + SpoolRecord.maximumFrameSize)
         } catch where error.errno == ENOENT {
             return nil
         } catch {
@@ -65,7 +54,7 @@ struct RetainedStore: Sendable {
     }
 
     func clearAll() {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: container.retainedPath)) ?? []
+        let names = (try? Sys.listDirectory(container.retainedDescriptor, limit: 1 << 20)) ?? []
         for name in names where name.hasPrefix("n-") || name.hasPrefix("h-") {
             try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)
         }

@@ -21,9 +21,20 @@ struct RegistryEntry: Hashable, Sendable {
 
     var socketName: String { Self.socketName(listener) }
     var spoolName: String { Self.spoolName(listener) }
+    /// Its file in `registry/`.
+    var fileName: String { Self.hex(listener) }
 
     static func socketName(_ listener: UInt64) -> String { hex(listener) + ".socket" }
-    static func spoolName(_ listener: UInt64) -> String { hex(listener) + ".spool" }
+    /// Its folder in `spool/`.
+    static func spoolName(_ listener: UInt64) -> String { hex(listener) }
+
+    /// The listener a file or folder named with 16 hexadecimal digits stands for; nil for any other name.
+    static func listener(fromName name: String) -> UInt64? {
+        guard name.utf8.count == 16, name.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
+            return nil
+        }
+        return UInt64(name, radix: 16)
+    }
 
     static func hex(_ value: UInt64) -> String {
         let digits = String(value, radix: 16)

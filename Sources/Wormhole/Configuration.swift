@@ -1,0 +1,27 @@
+extension GroupNotificationCenter {
+    /// Limits a center applies to what it writes into the container, with defaulted values.
+    ///
+    /// Each posting process enforces the limits of the center it posts with; processes that share a container
+    /// should use the same ones.
+    public struct Configuration: Sendable, Hashable {
+        /// The most bytes one listener's spool may hold. A post that would pass it is not spooled for that
+        /// listener; the reporting post lists it with ``WormholeError/Code/spoolFull``.
+        public var maximumSpoolSize: Int
+        /// The most bytes all the spools of the container may hold together, so that many stopped or offline
+        /// listeners cannot fill the disk (or, for `$XDG_RUNTIME_DIR`, memory). Past it, posts that must spool
+        /// report ``WormholeError/Code/spoolFull``.
+        public var maximumContainerSpoolSize: Int
+
+        /// - Parameters:
+        ///   - maximumSpoolSize: Per listener; 128 MiB by default (``GroupNotificationCenter/maximumSpoolSize``).
+        ///   - maximumContainerSpoolSize: For the whole container; 512 MiB by default
+        ///     (``GroupNotificationCenter/maximumContainerSpoolSize``).
+        public init(
+            maximumSpoolSize: Int = GroupNotificationCenter.maximumSpoolSize,
+            maximumContainerSpoolSize: Int = GroupNotificationCenter.maximumContainerSpoolSize
+        ) {
+            self.maximumSpoolSize = maximumSpoolSize
+            self.maximumContainerSpoolSize = maximumContainerSpoolSize
+        }
+    }
+}

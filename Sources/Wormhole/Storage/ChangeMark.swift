@@ -1,0 +1,77 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Synchronization
+
+/// An 8-byte file whose value every writer changes (to a fresh random number) after changing what it marks:
+/// a reader learns of a change with one `pread(2)` instead of listing a folder.
+///
+/// Only a hint, never trusted for correctness: a reader still looks for itself now and then, since a writer can
+/// die between its change and its mark. Nothing is mapped, so a truncated or replaced file cannot raise
+/// `SIGBUS`; a missing, short or replaced file reads as "changed".
+final class ChangeMark: Sendable {
+    private let name: String
+    private let directory: CInt
+    private let file = Mutex<OwnedDescriptor?>(nil)
+    /// The descriptor `touch` writes through, opened and checked once.
+    private let writer = Mutex<OwnedDescriptor?>(nil)
+
+    init(_ name: String, in directory: CInt) {
+        self.name = name
+        self.directory = directory
+    }
+
+    /// The current value; 0 when the file cannot be read (callers treat 0 as "look for yourself").
+    var value: UInt64 {
+        file.withLock { file -> UInt64 in
+            if file == nil, let opened = try? StoredFile.openForReading(name, in: directory, limit: 64) {
+                file = OwnedDescriptor(rawValue: opened.file.release())
+            }
+            guard let fd = file?.rawValue else { return 0 }
+            var value: UInt64 = 0
+            let count = withUnsafeMutableBytes(of: &value) { raw in (try? Sys.preadAll(fd, into: raw, at: 0)) ?? 0 }
+            return count == 8 ? value : 0
+        }
+    }
+
+    /// Tells readers that something changed: writes a fresh value in place, through a descriptor opened once
+    /// and checked to be a regular file of one link (so never through a link to a file elsewhere); creates the
+    /// file when it is missing, and replaces it when it is damaged or of another type.
+    func touch() {
+        var value = UInt64.random(in: 1...UInt64.max)
+        let bytes = withUnsafeBytes(of: &value) { Array($0) }
+        writer.withLock { writer in
+            do throws(WormholeError) {
+                if writer == nil {
+                    let file = try Sys.open(name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
+                    try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64)
+                    writer = consume file
+                }
+                guard let fd = writer?.rawValue else { return }
+                try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
+            } catch where error.errno == ENOENT {
+                _ = try? StoredFile.create(name, in: directory, with: bytes)
+            } catch {
+                writer = nil
+                try? StoredFile.replace(name, in: directory, with: bytes)
+            }
+        }
+    }
+
+    /// Drops the kept descriptor, so that the next read opens whatever file has the name now.
+    func reopen() {
+        file.withLock { $0 = nil }
+    }
+
+    /// Whether the kept descriptor still reads the file that has the name.
+    func isCurrent() -> Bool {
+        file.withLock { file -> Bool in
+            guard let fd = file?.rawValue, let kept = try? Sys.status(of: fd),
+                let named = try? Sys.status(name, relativeTo: directory, followLinks: false)
+            else { return false }
+            return kept.identity == named.identity
+        }
+    }
+}

@@ -1,0 +1,157 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+import Synchronization
+
+/// The container's registry of listening processes: the folder `registry/`, one file per listener, which only
+/// that listener writes (a new file renamed over the old), and which a poster removes once it finds the
+/// listener dead. No lock: a rename is atomic, so readers see an entry's old file or its new one.
+///
+/// Every writer changes `registry.changes` after its rename, so a poster learns of a change with one `pread`
+/// and lists the folder only then, re-reading just the entries whose file changed. It looks for itself at
+/// least every tenth of a second (the folder's identity and modification time), in case a writer died between
+/// its rename and its mark.
+final class Registry: Sendable {
+    private struct CachedEntry {
+        var identity: FileIdentity
+        var size: Int
+        var modified: Int64
+        /// nil when the file is damaged: said once, skipped until it changes.
+        var entry: RegistryEntry?
+    }
+
+    private struct Cache {
+        var loaded = false
+        var mark: UInt64 = 0
+        var checked: UInt64 = 0
+        var folder: (identity: FileIdentity, modified: Int64)?
+        var files: [String: CachedEntry] = [:]
+        var snapshot = RegistrySnapshot.empty
+    }
+
+    static let changesName = "registry.changes"
+    /// How long a reader trusts an unchanged mark before it looks at the folder anyway, in nanoseconds.
+    static let recheckInterval: UInt64 = 100_000_000
+    /// How long after its last change an entry file is trusted to be the one read before, in nanoseconds.
+    static let settledAfter: Int64 = 100_000_000
+    /// The largest entry file read; a listener whose subscriptions would not fit registers for every name.
+    static let maximumEntrySize = 1 << 20
+
+    private let container: Container
+    private let counters: Counters
+    private let cache = Mutex(Cache())
+    private let changes: ChangeMark
+    /// How many times this process found the registry changed; tells callers the snapshot changed since.
+    let parses = Atomic<Int>(0)
+
+    init(container: Container, counters: Counters) {
+        self.container = container
+        self.counters = counters
+        changes = ChangeMark(Self.changesName, in: container.descriptor)
+    }
+
+    /// The current registry, re-read only when something changed since the last call.
+    func snapshot() -> RegistrySnapshot {
+        let mark = changes.value
+        let now = DispatchTime.now().uptimeNanoseconds
+        return cache.withLock { cache in
+            // Another thread may have stamped `checked` after this one read the clock: that counts as fresh.
+            let age = now > cache.checked ? now - cache.checked : 0
+            if cache.loaded && mark != 0 && mark == cache.mark {
+                if age < Self.recheckInterval { return cache.snapshot }
+                if let folder = folderState(), let cached = cache.folder, folder == cached, changes.isCurrent() {
+                    cache.checked = now
+                    return cache.snapshot
+                }
+            }
+            cache.mark = mark
+            cache.checked = now
+            if !changes.isCurrent() { changes.reopen() }
+            reload(&cache)
+            return cache.snapshot
+        }
+    }
+
+    private func folderState() -> (identity: FileIdentity, modified: Int64)? {
+        guard let status = try? Sys.status(of: container.registryDescriptor) else { return nil }
+        return (status.identity, status.modifiedNanoseconds)
+    }
+
+    /// Lists the folder and reads the entries whose file is new or changed.
+    private func reload(_ cache: inout Cache) {
+        cache.folder = folderState()
+        let directory = container.registryDescriptor
+        let names = (try? Sys.listDirectory(directory, limit: 4 * GroupNotificationCenter.maximumListeners)) ?? []
+        var files: [String: CachedEntry] = [:]
+        var changed = !cache.loaded
+        for name in names where RegistryEntry.listener(fromName: name) != nil {
+            guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
+            let identity = status.identity, size = Int(status.st_size), modified = status.modifiedNanoseconds
+            // A file changed within the last moments may share inode, size and (coarse) time with the one read
+            // before it: read it again, as git does with "racily clean" files.
+            let settled = wallClockNanoseconds() - modified > Self.settledAfter
+            if settled, let old = cache.files[name], old.identity == identity, old.size == size, old.modified == modified {
+                files[name] = old
+                continue
+            }
+            changed = true
+            files[name] = CachedEntry(identity: identity, size: size, modified: modified, entry: readEntry(name))
+        }
+        if files.count != cache.files.count { changed = true }
+        cache.files = files
+        cache.loaded = true
+        guard changed else { return }
+        let entries = files.keys.sorted().compactMap { files[$0]?.entry }
+        cache.snapshot = RegistrySnapshot(entries: entries)
+        parses.add(1, ordering: .relaxed)
+    }
+
+    /// One entry file, checked; nil (said and counted) when it is damaged, of another type, or too large.
+    private func readEntry(_ name: String) -> RegistryEntry? {
+        do throws(WormholeError) {
+            let bytes = try StoredFile.read(name, in: container.registryDescriptor, limit: Self.maximumEntrySize)
+            let entry = try RegistryFormat.decodeEntry(bytes)
+            guard RegistryEntry.listener(fromName: name) == entry.listener else {
+                throw WormholeError(.corruptData, "registry entry \(name) names listener \(RegistryEntry.hex(entry.listener))")
+            }
+            return entry
+        } catch where error.errno == ENOENT {
+            return nil
+        } catch {
+            counters.count { $0.dropped += 1 }
+            Log.warning("registry entry \(name) in \(container.path) is unreadable, skipping it: \(error)")
+            return nil
+        }
+    }
+
+    /// Writes a listener's own entry (replacing its file whole) and tells every reader.
+    /// - Throws: ``WormholeError/Code/payloadTooLarge`` when the entry is over ``maximumEntrySize``.
+    func write(_ entry: RegistryEntry) throws(WormholeError) {
+        let bytes = RegistryFormat.encode(entry)
+        guard bytes.count <= Self.maximumEntrySize else {
+            throw WormholeError(.payloadTooLarge, "registry entry of \(bytes.count) bytes is over \(Self.maximumEntrySize)")
+        }
+        StopPoint.reached("registry.write")
+        try StoredFile.replace(entry.fileName, in: container.registryDescriptor, with: bytes)
+        changes.touch()
+    }
+
+    /// Removes a listener's entry; a missing one is not an error.
+    func remove(_ listener: UInt64) {
+        try? Sys.removeFile(RegistryEntry.hex(listener), relativeTo: container.registryDescriptor)
+        changes.touch()
+    }
+
+    /// The entry of `listener` as its file holds it now, without the cache.
+    func currentEntry(_ listener: UInt64) -> RegistryEntry? {
+        readEntry(RegistryEntry.hex(listener))
+    }
+
+    /// Removes temporary files left by writers that died between writing and renaming.
+    func removeStaleTemporaries() {
+        StoredFile.removeStaleTemporaries(in: container.registryDescriptor)
+    }
+}

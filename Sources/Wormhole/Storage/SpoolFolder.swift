@@ -1,0 +1,213 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One listener's spool: the folder `spool/<id>/`, holding what posters could not put in its socket.
+///
+/// No lock, and no file with two writers:
+/// - each poster appends to segments of its own, `<stamp>-<poster>.seg` (``SpoolRecord`` format), and rings
+///   `bell` (a ``ChangeMark``) after each append;
+/// - the listener takes a segment by renaming it to `<stamp>-<poster>.taken` before reading it, so a poster
+///   that finds its segment's name gone knows the listener has it, and a record it wrote while the rename
+///   happened is written again into a new segment (the listener drops the copy it already has);
+/// - what a durable listener must keep for later it writes into `held-<number>` files of its own.
+final class SpoolFolder: Sendable {
+    static let bellName = "bell"
+    static let segmentSuffix = ".seg"
+    static let takenSuffix = ".taken"
+    static let heldPrefix = "held-"
+    /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
+    static let maximumSegmentSize = 1 << 30
+
+    let listener: UInt64
+    let descriptor: CInt
+    let bell: ChangeMark
+
+    /// Opens the spool folder of `listener`. Its listener creates it (`create`); a poster only opens it, so a
+    /// missing folder means a gone listener (`ENOENT`).
+    init(listener: UInt64, in container: Container, create: Bool) throws(WormholeError) {
+        self.listener = listener
+        let name = RegistryEntry.spoolName(listener)
+        descriptor = try Container.openDirectory(name, relativeTo: container.spoolDescriptor, create: create, what: "spool")
+        bell = ChangeMark(Self.bellName, in: descriptor)
+        if create { bell.touch() }
+    }
+
+    deinit {
+        Sys.close(descriptor)
+    }
+
+    /// The bytes of every file in the folder: what its listener has still to read.
+    func totalBytes() -> Int {
+        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        return names.reduce(0) { total, name in
+            guard name != Self.bellName, let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
+                status.st_mode & S_IFMT == S_IFREG
+            else { return total }
+            return total + Int(status.st_size)
+        }
+    }
+
+    // MARK: Posters
+
+    /// A new, empty segment of `poster`'s, named `<stamp>-<poster>.seg`. Segments sort by `stamp`: the wall
+    /// clock in nanoseconds when made, strictly increasing within one process (``SegmentStamps``), so a
+    /// listener reads one poster's segments in the order written, and a later poster's after an earlier one's.
+    func createSegment(poster: UInt64, stamp: UInt64) throws(WormholeError) -> SpoolSegment {
+        let name = RegistryEntry.hex(stamp) + "-" + RegistryEntry.hex(poster) + Self.segmentSuffix
+        let file = try Sys.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: descriptor)
+        let identity = try Sys.status(of: file.rawValue).identity
+        return SpoolSegment(name: name, file: file, identity: identity, key: UInt64.random(in: 0...UInt64.max))
+    }
+
+    /// Appends one record to `segment`, with the segment's header before the first. A failed or short write
+    /// leaves `segment` unusable (``SpoolSegment/isBroken``): its torn end is never taken for a record.
+    func append(_ frame: [UInt8], to segment: inout SpoolSegment) throws(WormholeError) {
+        var bytes = segment.offset == 0 ? SpoolRecord.header(key: segment.key) : []
+        bytes += SpoolRecord.encode(frame, key: segment.key)
+        do throws(WormholeError) {
+            let fd = segment.file.rawValue
+            try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: segment.offset) }
+            segment.offset += bytes.count
+        } catch {
+            segment.isBroken = true
+            throw error
+        }
+    }
+
+    /// Whether `segment` still has its name: nobody has taken it yet.
+    func holds(_ segment: borrowing SpoolSegment) -> Bool {
+        guard let status = try? Sys.status(segment.name, relativeTo: descriptor, followLinks: false) else { return false }
+        return status.identity == segment.identity
+    }
+
+    /// Whether the segment `name` (a `.seg` name) was taken and is not yet handed over.
+    func isTaken(_ name: String) -> Bool {
+        let taken = String(name.dropLast(Self.segmentSuffix.count)) + Self.takenSuffix
+        return (try? Sys.status(taken, relativeTo: descriptor, followLinks: false)) != nil
+    }
+
+    // MARK: The listener
+
+    /// Takes every segment posters have written (renaming it), and returns the names of all taken ones, in
+    /// the order they were made. Taken ones left by a run that died come along.
+    func takeSegments() -> [String] {
+        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        var taken: [String] = []
+        for name in names {
+            if name.hasSuffix(Self.takenSuffix) {
+                taken.append(name)
+            } else if name.hasSuffix(Self.segmentSuffix) {
+                let newName = String(name.dropLast(Self.segmentSuffix.count)) + Self.takenSuffix
+                if (try? Sys.renameFile(name, newName, in: descriptor)) != nil { taken.append(newName) }
+            }
+        }
+        StopPoint.reached("spool.take")
+        return taken.sorted()
+    }
+
+    /// Whether any segment waits for the listener: a new link spools behind it rather than overtake it.
+    func hasPendingSegments() -> Bool {
+        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        return names.contains { $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) }
+    }
+
+    /// The held files, oldest first.
+    func heldFiles() -> [String] {
+        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        return names.filter { $0.hasPrefix(Self.heldPrefix) && $0.count == Self.heldPrefix.count + 16 }.sorted()
+    }
+
+    /// How a segment ended.
+    enum SegmentEnd: Equatable {
+        /// After its last whole record.
+        case whole
+        /// In a record cut short: a write in progress or a writer that died mid-write; nothing was posted there.
+        case torn
+        /// In bytes that are no record: the rest of the file was skipped.
+        case damaged(String)
+    }
+
+    /// Reads the segment `name` record by record, holding one record in memory at a time.
+    func readSegment(_ name: String, _ body: ([UInt8]) -> Void) -> SegmentEnd {
+        let opened: OpenedFile
+        do throws(WormholeError) {
+            opened = try StoredFile.openForReading(name, in: descriptor, limit: Self.maximumSegmentSize)
+        } catch where error.errno == ENOENT {
+            return .whole
+        } catch {
+            return .damaged("\(error)")
+        }
+        let fd = opened.file.rawValue
+        let size = Int(opened.status.st_size)
+        guard size > 0 else { return .whole }
+        var header = [UInt8](repeating: 0, count: SpoolRecord.headerSize)
+        guard read(fd, into: &header, at: 0) == header.count else { return .torn }
+        guard let key = SpoolRecord.key(ofHeader: header[...]) else { return .damaged("no segment header") }
+        var offset = SpoolRecord.headerSize
+        var recordHeader = [UInt8](repeating: 0, count: SpoolRecord.recordHeaderSize)
+        while true {
+            let got = read(fd, into: &recordHeader, at: offset)
+            if got == 0 { return .whole }
+            guard got == recordHeader.count else { return .torn }
+            var reader = ByteReader(recordHeader)
+            guard let length = try? reader.read(UInt32.self, "length"), let check = try? reader.read(UInt32.self, "check")
+            else { return .torn }
+            guard Int(length) <= SpoolRecord.maximumFrameSize else {
+                return .damaged("record at byte \(offset) claims \(length) bytes")
+            }
+            let end = offset + SpoolRecord.recordHeaderSize + Int(length)
+            guard end <= size else { return .torn }
+            var frame = [UInt8](repeating: 0, count: Int(length))
+            guard read(fd, into: &frame, at: offset + SpoolRecord.recordHeaderSize) == frame.count else { return .torn }
+            guard SpoolRecord.check(frame[...], key: key) == check else {
+                // The last record may still be being copied in by its writer, who will write it again.
+                return end == size ? .torn : .damaged("record at byte \(offset) fails its check")
+            }
+            body(frame)
+            offset = end
+        }
+    }
+
+    private func read(_ fd: CInt, into bytes: inout [UInt8], at offset: Int) -> Int {
+        bytes.withUnsafeMutableBytes { raw in (try? Sys.preadAll(fd, into: raw, at: offset)) ?? 0 }
+    }
+
+    func remove(_ name: String) {
+        try? Sys.removeFile(name, relativeTo: descriptor)
+    }
+
+    /// Removes a gone listener's spool folder and everything in it; a missing one is not an error.
+    static func remove(listener: UInt64, in container: Container) {
+        let name = RegistryEntry.spoolName(listener)
+        for _ in 0..<3 {
+            guard let folder = try? Sys.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, relativeTo: container.spoolDescriptor)
+            else { return }
+            for file in (try? Sys.listDirectory(folder.rawValue, limit: 100_000)) ?? [] {
+                try? Sys.removeFile(file, relativeTo: folder.rawValue)
+            }
+            // A poster may have added a segment meanwhile: then the folder is not empty, and we go again.
+            do throws(WormholeError) {
+                try Sys.removeDirectory(name, relativeTo: container.spoolDescriptor)
+                return
+            } catch where error.errno == ENOTEMPTY || error.errno == EEXIST {
+                continue
+            } catch {
+                return
+            }
+        }
+    }
+}
+
+/// A segment a poster is filling: its descriptor, name and key, and where the next record goes.
+struct SpoolSegment: ~Copyable {
+    let name: String
+    let file: OwnedDescriptor
+    let identity: FileIdentity
+    let key: UInt64
+    var offset = 0
+    /// Set once a write failed: nothing more is written to it.
+    var isBroken = false
+}

@@ -1,0 +1,179 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The listener's side of its spool, run by the receive thread only: takes what posters wrote, hands it over
+/// in order and in bounded chunks, drops copies it already had, and keeps what a durable listener must hold
+/// for later in held files of its own.
+///
+/// Crash safety, with the listener killed between any two steps: a taken segment is removed only after its
+/// frames were handed over or written into a held file that replaced the old ones (by rename), so a record is
+/// never lost; at worst it is handed over again (a durable listener gets each at least once), and a copy read
+/// both from a held file and a taken segment in one drain is dropped.
+struct SpoolReader: ~Copyable {
+    /// What to do with the frames of a drain.
+    struct Handlers {
+        var deliver: ([Frame]) -> Void
+        /// Whether a frame must stay in the spool because nothing observes it yet (durable listeners).
+        var holdBack: (Frame) -> Bool
+        var dropped: (_ count: Int, _ reason: String) -> Void
+    }
+
+    /// Handed over at once when a drain has gathered this many frames or bytes.
+    static let chunkFrames = 512
+    static let chunkBytes = 8 << 20
+    /// How many sequence numbers per poster are remembered to drop a copy written again.
+    static let rememberedPerPoster = 512
+    static let rememberedPosters = 4096
+
+    let folder: SpoolFolder
+    private var recent: [UInt64: RecentSequences] = [:]
+    private var nextHeld: UInt64 = 0
+
+    init(folder: SpoolFolder) {
+        self.folder = folder
+    }
+
+    /// What a drain took: segments renamed away from their posters, and held files to offer again.
+    struct Taken {
+        var names: [String]
+        var held: [String]
+        var isEmpty: Bool { names.isEmpty && held.isEmpty }
+    }
+
+    /// Takes every segment posters wrote (so they write no more into them). With `includingHeld`, held frames
+    /// are offered again too (an observer was added).
+    func take(includingHeld: Bool) -> Taken {
+        Taken(names: folder.takeSegments(), held: includingHeld ? folder.heldFiles() : [])
+    }
+
+    /// Hands over what ``take(includingHeld:)`` took, in order, then removes it.
+    mutating func handOver(_ taken: Taken, _ handlers: Handlers) {
+        let held = taken.held
+        guard !taken.isEmpty else { return }
+        var chunk: [Frame] = []
+        var chunkBytes = 0
+        var keeper: HeldWriter? = nil
+        var keeperFailed = false
+
+        func take(_ frame: Frame, size: Int) {
+            if handlers.holdBack(frame) {
+                if keeper == nil && !keeperFailed {
+                    keeper = HeldWriter(folder: folder)
+                    if keeper == nil { keeperFailed = true }
+                }
+                // Nowhere to keep it (a full disk): hand it over rather than lose it.
+                if keeper?.append(frame.encoded()) == true { return }
+            }
+            chunk.append(frame)
+            chunkBytes += size
+            if chunk.count >= Self.chunkFrames || chunkBytes >= Self.chunkBytes {
+                handlers.deliver(chunk)
+                chunk.removeAll(keepingCapacity: true)
+                chunkBytes = 0
+            }
+        }
+
+        for name in held + taken.names {
+            let isHeld = name.hasPrefix(SpoolFolder.heldPrefix)
+            let end = folder.readSegment(name) { bytes in
+                guard let frame = try? Frame(decoding: bytes) else {
+                    handlers.dropped(1, "spooled frame in \(name) rejected")
+                    return
+                }
+                guard frame.kind == .notification else { return }
+                guard remember(frame) || isHeld else { return }
+                take(frame, size: bytes.count)
+            }
+            if case .damaged(let reason) = end {
+                handlers.dropped(1, "spool segment \(name) of listener \(RegistryEntry.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
+            }
+        }
+        if !chunk.isEmpty { handlers.deliver(chunk) }
+        // The new held file replaces the old ones before any of them, or any taken segment, is removed.
+        if let keeper, !keeper.publish(as: heldName()) {
+            handlers.dropped(0, "cannot keep held frames of listener \(RegistryEntry.hex(folder.listener)); they stay where they are")
+            return
+        }
+        StopPoint.reached("spool.hold")
+        for name in held + taken.names { folder.remove(name) }
+    }
+
+    /// Records `frame` as seen; false when it was seen already (written again by a poster whose segment was
+    /// taken while it wrote).
+    private mutating func remember(_ frame: Frame) -> Bool {
+        if recent[frame.poster] == nil && recent.count >= Self.rememberedPosters { recent.removeAll() }
+        return recent[frame.poster, default: RecentSequences()].insert(frame.sequence)
+    }
+
+    private mutating func heldName() -> String {
+        if nextHeld == 0 {
+            let last = folder.heldFiles().last.flatMap { UInt64($0.dropFirst(SpoolFolder.heldPrefix.count), radix: 16) } ?? 0
+            nextHeld = last + 1
+        }
+        defer { nextHeld += 1 }
+        return SpoolFolder.heldPrefix + RegistryEntry.hex(nextHeld)
+    }
+}
+
+/// The last few sequence numbers seen from one poster.
+struct RecentSequences {
+    private var ring: [UInt64] = []
+    private var next = 0
+
+    /// Adds `sequence`; false when it is there already.
+    mutating func insert(_ sequence: UInt64) -> Bool {
+        if ring.contains(sequence) { return false }
+        if ring.count < SpoolReader.rememberedPerPoster {
+            ring.append(sequence)
+        } else {
+            ring[next] = sequence
+            next = (next + 1) % ring.count
+        }
+        return true
+    }
+}
+
+/// A held file being written: a temporary segment, renamed into place once whole.
+private struct HeldWriter {
+    let folder: SpoolFolder
+    let temporary: String
+    let key = UInt64.random(in: 0...UInt64.max)
+    var offset = 0
+    let file: CInt
+
+    init?(folder: SpoolFolder) {
+        guard let name = try? StoredFile.writeTemporary(SpoolRecord.header(key: key), in: folder.descriptor),
+            let file = try? Sys.open(name, O_WRONLY | O_NOFOLLOW, relativeTo: folder.descriptor).release()
+        else { return nil }
+        self.folder = folder
+        temporary = name
+        self.file = file
+        offset = SpoolRecord.headerSize
+    }
+
+    mutating func append(_ frame: [UInt8]) -> Bool {
+        let record = SpoolRecord.encode(frame, key: key)
+        let fd = file
+        let at = offset
+        guard (try? record.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: at) }) != nil else {
+            return false
+        }
+        offset += record.count
+        return true
+    }
+
+    /// Renames the file into place; false (and the file removed) when that fails.
+    func publish(as name: String) -> Bool {
+        Sys.close(file)
+        do throws(WormholeError) {
+            try Sys.renameFile(temporary, name, in: folder.descriptor)
+            return true
+        } catch {
+            folder.remove(temporary)
+            return false
+        }
+    }
+}

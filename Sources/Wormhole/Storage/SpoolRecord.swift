@@ -1,0 +1,76 @@
+/// A spool segment: an append-only file that one writer fills with frames, big-endian throughout.
+/// ```
+/// header:  "WHSG"  version:u8  0:u8 0:u8 0:u8  key:u64           (16 bytes)
+/// record:  length:u32  check:u32  frame                           (check: CRC-32 of frame, mixed with key)
+/// ```
+/// The key is random per segment, so no payload can carry a record that passes for one of this file's, and a
+/// reader never searches for the next record after a bad one: it stops there. A record cut short at the end is
+/// a write in progress or a writer that died mid-write, never a notification.
+enum SpoolRecord {
+    static let magic = Array("WHSG".utf8)
+    static let version: UInt8 = 1
+    static let headerSize = 16
+    static let recordHeaderSize = 8
+    /// The largest frame a record may hold: the largest userInfo, two names and the frame's header.
+    static let maximumFrameSize = GroupNotificationCenter.maximumPayloadSize + 2 * Frame.maximumNameLength + 64
+
+    static func header(key: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: headerSize)
+        writer.write(magic)
+        writer.write([version, 0, 0, 0])
+        writer.write(key)
+        return writer.bytes
+    }
+
+    static func encode(_ frame: [UInt8], key: UInt64) -> [UInt8] {
+        var writer = ByteWriter(capacity: recordHeaderSize + frame.count)
+        writer.write(UInt32(frame.count))
+        writer.write(check(frame[...], key: key))
+        writer.write(frame)
+        return writer.bytes
+    }
+
+    /// A whole segment holding `frames`, under a fresh key.
+    static func segment(_ frames: [[UInt8]]) -> [UInt8] {
+        let key = UInt64.random(in: 0...UInt64.max)
+        var bytes = header(key: key)
+        for frame in frames { bytes += encode(frame, key: key) }
+        return bytes
+    }
+
+    /// The frame's CRC-32 mixed with the segment's key and the length: without the key, no writer of a payload
+    /// can make bytes that pass.
+    static func check(_ frame: ArraySlice<UInt8>, key: UInt64) -> UInt32 {
+        let mixed = (key ^ UInt64(frame.count)) &* 0x9E37_79B9_7F4A_7C15
+        return CRC32.checksum(frame) ^ UInt32(truncatingIfNeeded: mixed >> 32)
+    }
+
+    /// The key of a segment's header, or nil when the header is not one.
+    static func key(ofHeader bytes: ArraySlice<UInt8>) -> UInt64? {
+        guard bytes.count == headerSize, bytes.starts(with: magic), bytes[bytes.startIndex + 4] == version else {
+            return nil
+        }
+        var reader = ByteReader(Array(bytes), from: 8)
+        return try? reader.read(UInt64.self, "key")
+    }
+
+    /// The frames of a whole segment in memory, and 1 when it ends in anything but whole records (0 otherwise).
+    static func decodeAll(_ bytes: [UInt8]) -> (frames: [[UInt8]], damaged: Int) {
+        guard bytes.count >= headerSize, let key = key(ofHeader: bytes[0..<headerSize]) else {
+            return ([], bytes.isEmpty ? 0 : 1)
+        }
+        var frames: [[UInt8]] = []
+        var offset = headerSize
+        while offset < bytes.count {
+            var reader = ByteReader(bytes, from: offset)
+            guard let length = try? reader.read(UInt32.self, "length"), Int(length) <= maximumFrameSize,
+                let check = try? reader.read(UInt32.self, "check"),
+                let frame = try? reader.readBytes(Int(length), "record"),
+                Self.check(frame, key: key) == check
+            else { return (frames, 1) }
+            frames.append(Array(frame))
+            offset += recordHeaderSize + Int(length)
+        }
+        return (frames, 0)
+    }
+}

@@ -1,0 +1,109 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Reading and writing the container's files so that nothing another process or the file system puts there can
+/// hang, crash or redirect this one, and no lock is ever taken.
+///
+/// - Reads open with `O_NOFOLLOW | O_NONBLOCK` (a FIFO opens at once and is then refused), accept only a regular
+///   file with one link (a hard link to a file elsewhere is refused), and stop at a size limit.
+/// - Writes never open an existing file: they create a new file under a random name with `O_EXCL | O_NOFOLLOW`,
+///   write it whole, and then `rename(2)` it over the old one (readers see the old file or the new one) or
+///   `link(2)` it into place (only one of several writers wins).
+enum StoredFile {
+    /// The prefix of temporary files; readers skip them, housekeeping removes old ones.
+    static let temporaryPrefix = ".tmp-"
+
+    /// Opens `name` for reading and checks that it is a regular file of one link, no larger than `limit`.
+    /// - Throws: `ENOENT` as a ``WormholeError/Code/system`` error when it is missing, and
+    ///   ``WormholeError/Code/corruptData`` when it is of another type, linked elsewhere, or too large.
+    static func openForReading(_ name: String, in directory: CInt, limit: Int) throws(WormholeError) -> OpenedFile {
+        var attempts = 0
+        while true {
+            let file = try Sys.open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
+            let status = try Sys.status(of: file.rawValue)
+            // No link left: a writer renamed a new file over it between the open and the fstat. Open the new one.
+            if status.st_nlink == 0 && status.st_mode & S_IFMT == S_IFREG && attempts < 8 {
+                attempts += 1
+                continue
+            }
+            try check(status, name, limit: limit)
+            return OpenedFile(file: file, status: status)
+        }
+    }
+
+    /// Refuses anything but a regular file of one link, at most `limit` bytes long.
+    static func check(_ status: FileStatus, _ name: String, limit: Int) throws(WormholeError) {
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            throw WormholeError(.corruptData, "\(name) is not a regular file")
+        }
+        guard status.st_nlink == 1 else {
+            throw WormholeError(.corruptData, "\(name) has \(status.st_nlink) links; a file linked elsewhere is refused")
+        }
+        guard status.st_size >= 0, Int(status.st_size) <= limit else {
+            throw WormholeError(.corruptData, "\(name) is \(status.st_size) bytes, over the \(limit)-byte limit")
+        }
+    }
+
+    /// Reads `name` whole, checked as ``openForReading(_:in:limit:)`` does.
+    static func read(_ name: String, in directory: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
+        let opened = try openForReading(name, in: directory, limit: limit)
+        return try readWhole(opened.file.rawValue, limit: limit)
+    }
+
+    /// A new file of `bytes` under a fresh temporary name; returns the name.
+    static func writeTemporary(_ bytes: [UInt8], in directory: CInt) throws(WormholeError) -> String {
+        let name = temporaryPrefix + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max))
+        let file = try Sys.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
+        do throws(WormholeError) {
+            try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, raw, at: 0) }
+        } catch {
+            file.close()
+            try? Sys.removeFile(name, relativeTo: directory)
+            throw error
+        }
+        return name
+    }
+
+    /// Replaces `name` with a file holding `bytes`: readers see the old file or the new one, never a torn one.
+    static func replace(_ name: String, in directory: CInt, with bytes: [UInt8]) throws(WormholeError) {
+        let temporary = try writeTemporary(bytes, in: directory)
+        StopPoint.reached("file.replace")
+        do throws(WormholeError) {
+            try Sys.renameFile(temporary, name, in: directory)
+        } catch {
+            try? Sys.removeFile(temporary, relativeTo: directory)
+            throw error
+        }
+    }
+
+    /// Creates `name` holding `bytes` unless something is there already; returns whether it did.
+    static func create(_ name: String, in directory: CInt, with bytes: [UInt8]) throws(WormholeError) -> Bool {
+        let temporary = try writeTemporary(bytes, in: directory)
+        defer { try? Sys.removeFile(temporary, relativeTo: directory) }
+        do throws(WormholeError) {
+            try Sys.link(temporary, name, in: directory)
+            return true
+        } catch where error.errno == EEXIST {
+            return false
+        }
+    }
+
+    /// Removes temporary files older than `age` seconds: left by writers that died between create and rename.
+    static func removeStaleTemporaries(in directory: CInt, olderThan age: Int = 600) {
+        guard let names = try? Sys.listDirectory(directory, limit: 100_000) else { return }
+        let now = time(nil)
+        for name in names where name.hasPrefix(temporaryPrefix) {
+            guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
+            if Int64(now) - status.modifiedNanoseconds / 1_000_000_000 > Int64(age) { try? Sys.removeFile(name, relativeTo: directory) }
+        }
+    }
+}
+
+/// A file opened for reading, with what `fstat(2)` said of it.
+struct OpenedFile: ~Copyable {
+    let file: OwnedDescriptor
+    let status: FileStatus
+}
