@@ -40,6 +40,23 @@ public final class GroupNotificationCenter: Sendable {
         try self.init(containerURL: containerURL, clientIdentifier: nil)
     }
 
+    /// A center on a container that exists already, for tools that only read (`wormhole status`): creates
+    /// nothing, not even the folder.
+    /// - Throws: ``WormholeError/Code/invalidContainer`` when no Wormhole container is at `containerURL`; the
+    ///   errors of ``init(containerURL:)``.
+    public convenience init(existingContainerURL containerURL: URL) throws {
+        guard Container.exists(at: containerURL.path) else {
+            throw WormholeError(.invalidContainer, "no Wormhole container at \(containerURL.path)")
+        }
+        try self.init(containerURL: containerURL)
+    }
+
+    /// The default container of an App Group (see ``init(groupIdentifier:)``), without creating anything.
+    /// - Throws: ``WormholeError/Code/invalidContainer`` when the identifier cannot name a folder.
+    public static func defaultContainerURL(groupIdentifier: String) throws -> URL {
+        URL(fileURLWithPath: try Container.defaultPath(forGroup: groupIdentifier, create: false))
+    }
+
     /// A durable center on the default container of an App Group: see ``init(containerURL:clientIdentifier:)``.
     public convenience init(groupIdentifier: String, clientIdentifier: String) throws {
         try self.init(

@@ -6,18 +6,24 @@ import Wormhole
 enum Commands {
     static let containerOptions: Set<String> = ["group", "container"]
 
-    /// The center `--group` or `--container` names; durable as `--client ID` when given.
-    static func center(_ options: Options) throws -> GroupNotificationCenter {
+    /// The center `--group` or `--container` names; durable as `--client ID` when given. With `existing`, for
+    /// commands that only read, the container must exist already: nothing is created.
+    static func center(_ options: Options, existing: Bool = false) throws -> GroupNotificationCenter {
+        let url: URL
         switch (options["group"], options["container"]) {
         case (let group?, nil):
-            if let client = options["client"] {
-                return try GroupNotificationCenter(groupIdentifier: group, clientIdentifier: client)
-            }
-            return try GroupNotificationCenter(groupIdentifier: group)
+            url = try GroupNotificationCenter.defaultContainerURL(groupIdentifier: group)
         case (nil, let path?):
-            return try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path), clientIdentifier: options["client"])
+            guard !path.isEmpty else { throw UsageError("--container needs a folder") }
+            url = URL(fileURLWithPath: path)
         default: throw UsageError("give exactly one of --group ID and --container DIR")
         }
+        if existing { return try GroupNotificationCenter(existingContainerURL: url) }
+        if let group = options["group"] {
+            if let client = options["client"] { return try GroupNotificationCenter(groupIdentifier: group, clientIdentifier: client) }
+            return try GroupNotificationCenter(groupIdentifier: group)
+        }
+        return try GroupNotificationCenter(containerURL: url, clientIdentifier: options["client"])
     }
 
     /// Prints each notification as a JSON line; exits after `--count` of them.
@@ -62,7 +68,7 @@ enum Commands {
         let options = try Options(arguments, flags: ["clear"])
         try options.check(allowed: containerOptions.union(["name"]))
         guard let name = options["name"] else { throw UsageError("retained needs --name") }
-        let center = try center(options)
+        let center = try center(options, existing: !options.has("clear"))
         if options.has("clear") {
             center.clearRetainedNotification(named: Notification.Name(name))
             return 0
@@ -79,7 +85,7 @@ enum Commands {
     static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Options(arguments, flags: ["json"])
         try options.check(allowed: containerOptions)
-        let center = try center(options)
+        let center = try center(options, existing: true)
         let listeners = center.listenerStatus()
         if options.has("json") {
             let rows: [[String: Any]] = listeners.map { listener in
@@ -112,6 +118,8 @@ enum Commands {
 enum Output {
     static func line(_ text: String) { write(1, Escaping.forDisplay(text) + "\n") }
     static func error(_ text: String) { write(2, Escaping.forDisplay(text) + "\n") }
+    /// The tool's own text (its usage), which may span lines: not escaped.
+    static func ownText(_ text: String, toError: Bool = false) { write(toError ? 2 : 1, text + "\n") }
 
     private static func write(_ fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)

@@ -24,13 +24,14 @@ do {
     case "retained": exit(try Commands.retained(arguments.dropFirst()))
     case "demo": exit(try Demo.run(arguments.dropFirst()))
     case "demo-extension": try Demo.runExtension(arguments.dropFirst())
-    case "help", "--help", "-h": Output.line(usage); exit(0)
+    case "help", "--help", "-h": Output.ownText(usage); exit(0)
     default:
-        Output.error(usage)
+        Output.ownText(usage, toError: true)
         exit(2)
     }
 } catch let error as UsageError {
-    Output.error("wormhole: \(error)\n\n\(usage)")
+    Output.error("wormhole: \(error)")
+    Output.ownText("\n" + usage, toError: true)
     exit(2)
 } catch {
     Output.error("wormhole: \(error)")

@@ -20,11 +20,19 @@ func emit(_ object: [String: Any]) {
     line.withUnsafeBytes { _ = write(1, $0.baseAddress, $0.count) }
 }
 
-guard let container = option("container") else {
+guard let container = option("container") ?? (CommandLine.arguments.dropFirst().first == "hold-lock" ? "" : nil) else {
     FileHandle.standardError.write(Data("usage: wormhole-test-peer post|listen --container DIR ...\n".utf8))
     exit(2)
 }
-let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+if CommandLine.arguments.dropFirst().first == "hold-lock" {
+    // Holds flock(2) on --file until killed: the control that proves a lock check sees a held lock.
+    let fd = open(option("file") ?? "", O_RDWR)
+    guard fd >= 0, flock(fd, LOCK_EX) == 0 else { exit(1) }
+    emit(["locked": Int(getpid())])
+    while true { sleep(1000) }
+}
+// --client ID makes the center durable.
+let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container), clientIdentifier: option("client"))
 let name = option("name").map { Notification.Name($0) }
 let object = option("object")
 
@@ -61,7 +69,7 @@ case "listen":
     if !flag("no-date") { classes.append(NSDate.self) }
     if flag("allow-custom") { classes.append(TestPoint.self) }
     let seen = Mutex(0)
-    center.addObserver(forName: name, object: object, allowedClasses: classes, queue: nil) { note in
+    let observer: @Sendable (Notification) -> Void = { note in
         var line: [String: Any] = ["name": note.name.rawValue, "object": (note.object as? String) ?? NSNull()]
         if let info = note.userInfo {
             line["keys"] = info.keys.map { "\($0.base)" }.sorted()
@@ -74,6 +82,11 @@ case "listen":
         }
         emit(line)
         if limit > 0, seen.withLock({ $0 += 1; return $0 }) >= limit { exit(0) }
+    }
+    center.addObserver(forName: name, object: object, allowedClasses: classes, queue: nil, using: observer)
+    // --also N observes a second name the same way.
+    if let also = option("also") {
+        center.addObserver(forName: Notification.Name(also), object: nil, allowedClasses: classes, queue: nil, using: observer)
     }
     emit(["ready": Int(getpid())])
     while true { sleep(1000) }

@@ -155,7 +155,7 @@ final class Container: Sendable {
     /// The default container of a group: `$WORMHOLE_CONTAINER_ROOT/<group>`, else
     /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms the App Group
     /// container.
-    static func defaultPath(forGroup group: String) throws(WormholeError) -> String {
+    static func defaultPath(forGroup group: String, create: Bool = true) throws(WormholeError) -> String {
         guard !group.isEmpty, group != ".", group != "..", !group.contains("/"), !group.contains("\0") else {
             throw WormholeError(.invalidContainer, "group identifier \"\(group)\" cannot name a folder")
         }
@@ -171,12 +171,12 @@ final class Container: Sendable {
             return root + "/" + group
         }
         if let runtime = environment["XDG_RUNTIME_DIR"], !runtime.isEmpty {
-            try ensurePrivateDirectory(runtime + "/wormhole")
+            if create { try ensurePrivateDirectory(runtime + "/wormhole") }
             return runtime + "/wormhole/" + group
         }
         let temporary = environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
         let root = temporary + "/wormhole-\(Sys.effectiveUserID)"
-        try ensurePrivateDirectory(root)
+        if create { try ensurePrivateDirectory(root) }
         return root + "/" + group
         #endif
     }

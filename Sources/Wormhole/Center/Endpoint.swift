@@ -359,7 +359,9 @@ final class Endpoint: Sendable {
             else { continue }
             SpoolFolder.remove(listener: listener, in: container)
         }
-        StoredFile.removeStaleTemporaries(in: container.listenersDescriptor, olderThan: 60)
+        StoredFile.removeStaleTemporaries(
+            in: container.listenersDescriptor, olderThan: 60, prefixes: [StoredFile.temporaryPrefix, ".claim-", ".stale-"])
+        StoredFile.removeStaleTemporaries(in: container.retainedDescriptor)
         registry.removeStaleTemporaries()
     }
 

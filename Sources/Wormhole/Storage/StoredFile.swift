@@ -91,11 +91,12 @@ enum StoredFile {
         }
     }
 
-    /// Removes temporary files older than `age` seconds: left by writers that died between create and rename.
-    static func removeStaleTemporaries(in directory: CInt, olderThan age: Int = 600) {
+    /// Removes temporary files older than `age` seconds: left by writers that died between create and rename
+    /// (and, in `listeners/`, sockets of claims that died half-way, with `prefixes`).
+    static func removeStaleTemporaries(in directory: CInt, olderThan age: Int = 600, prefixes: [String] = [temporaryPrefix]) {
         guard let names = try? Sys.listDirectory(directory, limit: 100_000) else { return }
         let now = time(nil)
-        for name in names where name.hasPrefix(temporaryPrefix) {
+        for name in names where prefixes.contains(where: { name.hasPrefix($0) }) {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
             if Int64(now) - status.modifiedNanoseconds / 1_000_000_000 > Int64(age) { try? Sys.removeFile(name, relativeTo: directory) }
         }

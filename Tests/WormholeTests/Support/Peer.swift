@@ -118,7 +118,19 @@ final class Peer: Sendable {
     /// Stops the process with SIGSTOP and waits until the system reports it stopped.
     func suspend() throws {
         signal(SIGSTOP)
-        _ = try waitFor(timeout: 5, "process stopped", #_sourceLocation) { () -> Bool? in
+        try waitUntilStopped()
+    }
+
+    /// Whether the system reports the process stopped now.
+    var isStopped: Bool {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[close...].dropFirst(2).first == "T"
+    }
+
+    /// Waits until the system reports the process stopped (it stopped itself, or was sent SIGSTOP).
+    func waitUntilStopped(timeout seconds: Double = 5, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        _ = try waitFor(timeout: seconds, "process stopped", sourceLocation) { () -> Bool? in
             let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
             guard let close = stat.lastIndex(of: ")") else { return nil }
             return stat[close...].dropFirst(2).first == "T" ? true : nil

@@ -1,0 +1,276 @@
+import Foundation
+import Testing
+@testable import Wormhole
+import WormholeTestSupport
+
+/// iOS kills a process that is suspended while it holds a file lock in a shared container (0xdead10cc), and it
+/// suspends extensions at any instant. These tests stop processes as iOS would, at random instants and at every
+/// named point of the write and drain paths, and read `/proc/locks`: no stopped process may hold a lock on a
+/// container file, and every other process's posts must complete meanwhile.
+@Suite("Stopped at any instant: no file lock held, nobody kept waiting", .serialized)
+struct StopTests {
+    /// The files and folders under `path`, as `/proc/locks` names them: `MAJOR:MINOR:INODE`, the device in hex.
+    private func lockNames(under path: String) -> Set<String> {
+        var names = Set<String>()
+        func add(_ file: String) {
+            var info = stat()
+            guard lstat(file, &info) == 0 else { return }
+            let device = UInt64(info.st_dev)
+            let major = ((device >> 8) & 0xfff) | ((device >> 32) & ~0xfff)
+            let minor = (device & 0xff) | ((device >> 12) & ~0xff)
+            names.insert(String(format: "%02x:%02x:%llu", major, minor, UInt64(info.st_ino)))
+        }
+        add(path)
+        let enumerator = FileManager.default.enumerator(atPath: path)
+        while let relative = enumerator?.nextObject() as? String { add(path + "/" + relative) }
+        return names
+    }
+
+    /// The pids `/proc/locks` shows holding a lock (of any kind) on a file or folder under `path`.
+    private func pidsHoldingLocks(under path: String) throws -> [Int32] {
+        let names = lockNames(under: path)
+        let table = try String(contentsOfFile: "/proc/locks", encoding: .utf8)
+        return table.split(separator: "\n").compactMap { line -> Int32? in
+            // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; a waiter's line starts "1: -> FLOCK ...".
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true).filter { $0 != "->" }
+            guard fields.count >= 6, let pid = Int32(fields[4]), names.contains(String(fields[5])) else { return nil }
+            return pid
+        }
+    }
+
+    /// Stops `pid` and waits until the system reports it stopped, polling its state (nothing signals it).
+    private func stop(_ pid: Int32) throws {
+        kill(pid, SIGSTOP)
+        let deadline = Date().addingTimeInterval(5)
+        while !isStopped(pid) {
+            guard Date() < deadline else { throw Peer.Timeout(description: "stop of \(pid)") }
+            usleep(100)
+        }
+    }
+
+    private func isStopped(_ pid: Int32) -> Bool {
+        let stat = (try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)) ?? ""
+        guard let close = stat.lastIndex(of: ")") else { return false }
+        return stat[close...].dropFirst(2).first == "T"
+    }
+
+    @Test("the lock check sees a lock when one is held: a stopped process holding flock on a container file")
+    func positiveControl() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        center.addObserver(forName: .init("c"), object: nil, queue: nil) { _ in }
+        let holder = try Peer("wormhole-test-peer", ["hold-lock", "--file", container.path + "/registry.changes"])
+        try holder.waitForLines(1)
+        try holder.suspend()
+        #expect(try pidsHoldingLocks(under: container.path) == [holder.pid])
+        holder.signal(SIGKILL)
+        _ = try? holder.waitForExit()
+        #expect(try pidsHoldingLocks(under: container.path).isEmpty)
+    }
+
+    @Test("2,000 stops at random instants under load: no stopped process holds a lock, every post completes",
+          .timeLimit(.minutes(5)))
+    func randomStops() throws {
+        let container = TemporaryContainer()
+        let path = container.path
+        var generator = SeededGenerator(seed: 10)
+        // Listeners (one durable), a process adding and removing observers all along, and posters of small
+        // and 200 KiB notifications (those always go through the spool).
+        var processes: [Peer] = [
+            try Peer("wormhole-test-peer", ["listen", "--container", path, "--name", "s"]),
+            try Peer("wormhole-test-peer", ["listen", "--container", path, "--name", "s", "--client", "durable"]),
+            try Peer("wormhole-chaos", ["receiver", "--container", path]),
+        ]
+        for process in processes { try process.waitForLines(1) }
+        func poster(_ index: Int) throws -> Peer {
+            let large = index % 3 == 0
+            return try Peer("wormhole-test-peer", [
+                "post", "--container", path, "--name", large ? "s" : "chaos", "--count", large ? "40" : "5000",
+                "--payload", large ? "200000" : "0",
+            ])
+        }
+        var posters = try (0..<2).map(poster)
+        var started = 2
+
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        var stops = 0
+        var violations: [String] = []
+        var slowest: Duration = .zero
+        let clock = ContinuousClock()
+        while stops < 2000 {
+            for (index, done) in posters.enumerated() where !done.process.isRunning {
+                posters[index] = try poster(started)
+                started += 1
+            }
+            let candidates = processes + posters
+            guard let victim = candidates.randomElement(using: &generator), victim.process.isRunning else { continue }
+            // A random instant: the victim has run for up to two milliseconds since it last resumed.
+            usleep(UInt32.random(in: 0...2_000, using: &generator))
+            do {
+                try stop(victim.pid)
+            } catch {
+                continue  // it exited meanwhile
+            }
+            stops += 1
+            let holders = try pidsHoldingLocks(under: path)
+            if !holders.isEmpty { violations.append("stop \(stops): pids \(holders) hold locks in the container") }
+            let began = clock.now
+            let report = try center.postReporting(name: .init("s"), object: nil, userInfo: ["stop": stops])
+            slowest = max(slowest, clock.now - began)
+            #expect(report.failures.isEmpty, "\(report)")
+            kill(victim.pid, SIGCONT)
+        }
+        #expect(violations.isEmpty, "\(violations.prefix(5))")
+        #expect(stops == 2000)
+        print("stop test: \(stops) stops, \(violations.count) with a container lock held, slowest post while a process was stopped: \(slowest)")
+        for process in processes + posters { process.signal(SIGKILL) }
+        processes.removeAll()
+    }
+
+    /// One named point, the process that reaches it, and what makes it get there.
+    private struct Point {
+        let name: String
+        let arguments: (String) -> [String]
+        let executable: String
+        /// Done once the process runs, to make it reach the point.
+        var trigger: (String) throws -> Void = { _ in }
+    }
+
+    private var points: [Point] {
+        [
+            Point(name: "registry.write", arguments: { ["listen", "--container", $0, "--name", "p"] }, executable: "wormhole-test-peer"),
+            Point(name: "file.replace", arguments: { ["listen", "--container", $0, "--name", "p"] }, executable: "wormhole-test-peer"),
+            Point(name: "identity.claim", arguments: { ["listen", "--container", $0, "--client", "claimer"] }, executable: "wormhole"),
+            Point(name: "retained.store", arguments: { ["post", "--container", $0, "--name", "p", "--retain"] }, executable: "wormhole"),
+            Point(name: "spool.append", arguments: { ["post", "--container", $0, "--name", "p", "--payload", "200000"] },
+                  executable: "wormhole-test-peer"),
+            Point(name: "spool.take", arguments: { ["listen", "--container", $0, "--name", "big"] }, executable: "wormhole-test-peer",
+                  trigger: { try Self.postLarge(in: $0) }),
+            Point(name: "spool.drain", arguments: { ["listen", "--container", $0, "--name", "big"] }, executable: "wormhole-test-peer",
+                  trigger: { try Self.postLarge(in: $0) }),
+        ]
+    }
+
+    private static func postLarge(in path: String) throws {
+        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
+        _ = try center.postReporting(name: .init("big"), object: nil, userInfo: ["blob": Data(count: 200_000)])
+    }
+
+    @Test("a process stopped at each named point of the write and drain paths holds no lock and keeps nobody waiting",
+          .timeLimit(.minutes(3)))
+    func namedPoints() throws {
+        for point in points {
+            let container = TemporaryContainer()
+            // A listener that must keep receiving while the other process is stopped.
+            let bystander = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "p"])
+            try bystander.waitForLines(1)
+            let stopping = try Peer(point.executable, point.arguments(container.path), environment: ["WORMHOLE_STOP_AT": point.name])
+            // A listener passes the drain points on its own each second; a spooled notification gives it work there.
+            try point.trigger(container.path)
+            try stopping.waitUntilStopped(timeout: 20)
+            #expect(try pidsHoldingLocks(under: container.path).isEmpty, "stopped at \(point.name)")
+            let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "p", "--count", "20"])
+            #expect(try poster.waitForExit() == 0, "posting while a process is stopped at \(point.name)")
+            let arrived = try bystander.waitForLines(21).count - 1
+            #expect(arrived >= 20, "stopped at \(point.name)")
+            stopping.signal(SIGCONT)
+            stopping.signal(SIGKILL)
+            bystander.signal(SIGKILL)
+        }
+    }
+
+    // MARK: Killed at a named point
+
+    /// Starts `executable` so that it stops itself at `point`, waits until it has, and kills it there.
+    private func killProcess(_ executable: String, _ arguments: [String], at point: String) throws {
+        let process = try Peer(executable, arguments, environment: ["WORMHOLE_STOP_AT": point])
+        try process.waitUntilStopped(timeout: 20)
+        process.signal(SIGKILL)
+        _ = try? process.waitForExit()
+    }
+
+    @Test("a durable listener killed between keeping held frames and removing what it took loses nothing, and gets each once")
+    func killedWhileKeeping() throws {
+        let container = TemporaryContainer()
+        let path = container.path
+        // Its last run observed x and y; while it is down, both are posted.
+        let first = try Peer("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x", "--also", "y"])
+        try first.waitForLines(1)
+        first.signal(SIGKILL)
+        _ = try? first.waitForExit()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        for i in 0..<50 {
+            let report = try center.postReporting(name: .init(i % 2 == 0 ? "x" : "y"), object: nil, userInfo: ["i": i])
+            #expect(report.spooled == 1)
+        }
+        // The next run keeps everything (nothing observes yet) and is killed before it removes what it took.
+        try killProcess("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x"], at: "spool.hold")
+        let third = try Peer("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x", "--also", "y"])
+        let lines = try third.waitForLines(51)
+        let numbers = third.jsonLines().compactMap { $0["i"] as? Int }
+        #expect(lines.count == 51)
+        #expect(numbers.sorted() == Array(0..<50), "each once")
+        third.signal(SIGKILL)
+    }
+
+    @Test("a retained value's writer killed between writing and renaming leaves the old value whole")
+    func killedWhileRetaining() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        try center.postReporting(name: .init("r"), object: "old", userInfo: ["v": 1], retain: true)
+        try killProcess("wormhole", ["post", "--container", container.path, "--name", "r", "--object", "new", "--retain"], at: "file.replace")
+        let kept = try #require(center.retainedNotification(named: .init("r")))
+        #expect(kept.object as? String == "old")
+        #expect(kept.userInfo?["v"] as? Int == 1)
+        try center.postReporting(name: .init("r"), object: "newer", userInfo: nil, retain: true)
+        #expect(center.retainedNotification(named: .init("r"))?.object as? String == "newer")
+    }
+
+    @Test("a process killed right after claiming an identity leaves it claimable by the next")
+    func killedWhileClaiming() throws {
+        let container = TemporaryContainer()
+        try killProcess("wormhole", ["listen", "--container", container.path, "--client", "w"], at: "identity.claim")
+        let next = try Peer("wormhole", ["listen", "--container", container.path, "--client", "w"])
+        try next.waitForError(containing: "listening")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(center.listenerStatus().contains { $0.clientIdentifier == "w" && $0.pid == next.pid })
+        next.signal(SIGKILL)
+    }
+
+    @Test("a listener killed while writing its registry entry leaves entries that read whole, and posts go on")
+    func killedWhileRegistering() throws {
+        let container = TemporaryContainer()
+        let bystander = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k"])
+        try bystander.waitForLines(1)
+        try killProcess("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k"], at: "file.replace")
+        let folder = container.path + "/registry/"
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) where !name.hasPrefix(".") {
+            let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + name)))
+            #expect(throws: Never.self) { _ = try RegistryFormat.decodeEntry(bytes) }
+        }
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "k", "--count", "3"])
+        #expect(try poster.waitForExit() == 0)
+        #expect(try bystander.waitForLines(4).count == 4)
+        bystander.signal(SIGKILL)
+    }
+
+    @Test("a poster killed right after appending to a spool: the listener reads the spool whole, and later posts arrive")
+    func killedWhileSpooling() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "a"])
+        try listener.waitForLines(1)
+        try killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"], at: "spool.append")
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
+        #expect(try poster.waitForExit() == 0)
+        // The killed poster's record was written whole before it stopped: it may arrive (it was posted); nothing else.
+        let deadline = Date().addingTimeInterval(20)
+        var numbers: [Int] = []
+        repeat {
+            _ = try listener.waitForLines(numbers.count + 2)
+            numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
+        } while !Set(numbers).isSuperset(of: Set(1...5)) && Date() < deadline
+        #expect(Set(numbers).isSuperset(of: Set(1...5)))
+        #expect(Set(numbers).isSubset(of: Set(0...5)) && numbers.count == Set(numbers).count)
+        listener.signal(SIGKILL)
+    }
+}
