@@ -22,7 +22,7 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     case 1:
         for record in SpoolRecord.decodeAll(body).frames { _ = try? Frame(decoding: record) }
     case 2:
-        _ = try? RegistryFormat.decode(body)
+        _ = try? RegistryFormat.decodeEntry(body)
     case 3:
         if let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: .propertyList) {
             _ = (value as NSDictionary).description

@@ -26,7 +26,7 @@ struct MakeCorpus {
             let archive = try UserInfoEncoder.encode(value, maximumSize: 1 << 20)
             let frame = Frame(poster: 7, sequence: UInt64(index), name: "seed", object: "corpus", userInfo: archive).encoded()
             try write(0, frame)
-            try write(1, SpoolRecord.encode(frame) + SpoolRecord.encode(frame))
+            try write(1, SpoolRecord.segment([frame, frame]))
             try write(3, archive)
             let foundation = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: value), requiringSecureCoding: true)
             try write(3, [UInt8](foundation))
@@ -35,7 +35,7 @@ struct MakeCorpus {
             RegistryEntry(listener: 1, pid: 10, subscriptions: [Subscription(name: "a", object: nil), Subscription(name: nil, object: "o")]),
             RegistryEntry(listener: 2, pid: 0, subscriptions: [], identity: "widget", lastSeen: 1_000),
         ]
-        try write(2, RegistryFormat.encode(entries))
+        for entry in entries { try write(2, RegistryFormat.encode(entry)) }
         // Classes of the user's own, read by Wormhole's coder (selector 4): from Wormhole's encoder and Foundation's.
         index = max(index, 100)
         for seed in 0..<3 {

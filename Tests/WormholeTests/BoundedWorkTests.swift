@@ -143,6 +143,22 @@ struct BoundedWorkTests {
         #expect(KeyedArchiveDecoder.expansionLimit(archiveSize: 16 << 20) == KeyedArchiveDecoder.maximumExpandedBytes)
     }
 
+    @Test("a poster refuses what receivers would refuse for its expansion, and receivers accept the rest")
+    func posterCountsExpansion() throws {
+        let text = String(repeating: "x", count: 10_000)
+        let point = FuzzNode.sample(1)
+        #expect { try UserInfoEncoder.encode(["list": Array(repeating: text, count: 200)], maximumSize: 1 << 24) } throws: {
+            let error = $0 as? WormholeError
+            return error?.code == .unsupportedValue && error?.detail.contains("receivers accept") == true
+        }
+        // Just under: what the poster accepts, receivers decode, also with a shared object of the user's own.
+        for count in [1, 10, 25] {
+            let userInfo: [AnyHashable: Any] = ["list": Array(repeating: text, count: count), "nodes": Array(repeating: point, count: count)]
+            let archive = try UserInfoEncoder.encode(userInfo, maximumSize: 1 << 24)
+            #expect((try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: classes)["list"] as? [String])?.count == count)
+        }
+    }
+
     @Test("a 16 MiB userInfo, the largest a poster sends, still decodes")
     func largestPayload() throws {
         let blob = Data(repeating: 7, count: GroupNotificationCenter.maximumPayloadSize - 1_024)

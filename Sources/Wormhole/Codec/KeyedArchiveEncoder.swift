@@ -78,6 +78,11 @@ struct KeyedArchiveEncoder {
     private var userObjectUIDs: [ObjectIdentifier: Int] = [:]
     private var userObjectsKept: [AnyObject] = []
     private var userObjectsOpen: Set<ObjectIdentifier> = []
+    private var userObjectWeights: [ObjectIdentifier: (elements: Int, bytes: Int)] = [:]
+    /// What a receiver will count when it expands the archive (see ``KeyedArchiveDecoder``): every use of a
+    /// shared string or object counted again.
+    private var expandedElements = 0
+    private var expandedBytes = 0
 
     private init(maximumSize: Int) {
         self.maximumSize = maximumSize
@@ -96,11 +101,23 @@ struct KeyedArchiveEncoder {
             .dictionary(
                 keys: [Constant.archiverKey.rawValue, Constant.objectsKey.rawValue, Constant.topKey.rawValue, Constant.versionKey.rawValue],
                 values: [Constant.archiver.rawValue, list, top, version]))
-        return writer.bytes(top: document)
+        let bytes = writer.bytes(top: document)
+        // Receivers refuse what expands past these; the sender learns it here, with the reason.
+        let limit = KeyedArchiveDecoder.expansionLimit(archiveSize: bytes.count)
+        guard expandedBytes <= limit, expandedElements <= KeyedArchiveDecoder.maximumElements else {
+            throw WormholeError(
+                .unsupportedValue,
+                "\(path) expands into \(expandedElements) elements and \(expandedBytes) bytes, counting each use of a shared "
+                    + "value; receivers accept \(KeyedArchiveDecoder.maximumElements) elements and \(limit) bytes for this archive")
+        }
+        return bytes
     }
 
     /// Archives `value` and returns its UID (its index in `$objects`).
     private mutating func encode(_ value: Any, path: @autoclosure () -> String) throws(WormholeError) -> Int {
+        // What a receiver counts for this value: one element of 8 bytes, plus its strings' and data's bytes.
+        expandedElements &+= 1
+        expandedBytes &+= 8
         // The common concrete types first: a failed dynamic cast costs more than this comparison.
         let type = ObjectIdentifier(Swift.type(of: value))
         if type == Self.stringType, let string = value as? String { return try shared(string) }
@@ -126,6 +143,7 @@ struct KeyedArchiveEncoder {
             return number(.real(real))
         case let data as Data:
             try spend(data.count)
+            expandedBytes &+= data.count
             return append(writer.add(.data(data)))
         case let date as Date:
             let time = writer.add(.real(date.timeIntervalSinceReferenceDate))
@@ -166,6 +184,7 @@ struct KeyedArchiveEncoder {
         case let url as URL:
             return try encodeURL(url, path: path())
         case let uuid as UUID:
+            expandedBytes &+= 16
             let bytes = withUnsafeBytes(of: uuid.uuid) { Data($0) }
             let field = writer.add(.data(bytes))
             return object(.uuid, fields: [(writer.add(.string("NS.uuidbytes")), field)])
@@ -215,7 +234,13 @@ struct KeyedArchiveEncoder {
             throw unsupported(object, path())
         }
         let id = ObjectIdentifier(object)
-        if let uid = userObjectUIDs[id] { return uid }
+        if let uid = userObjectUIDs[id], let weight = userObjectWeights[id] {
+            // Receivers count a shared object once per use: its whole weight, of which one element is counted.
+            expandedElements &+= weight.elements - 1
+            expandedBytes &+= weight.bytes - 8
+            return uid
+        }
+        let start = (elements: expandedElements - 1, bytes: expandedBytes - 8)
         guard !userObjectsOpen.contains(id) else {
             throw WormholeError(.unsupportedValue, "\(path()) contains itself, which receivers refuse")
         }
@@ -241,16 +266,23 @@ struct KeyedArchiveEncoder {
                 value = uidReference(try encode(item, path: "\(path()).\(key)"))
             case .conditionalObject(let item):
                 // Written only when the same object is written unconditionally before; otherwise nil.
-                let written = (item as? NSObject).flatMap { userObjectUIDs[ObjectIdentifier($0)] }
-                value = uidReference(written ?? 0)
+                let written = (item as? NSObject).map(ObjectIdentifier.init)
+                if let written, let weight = userObjectWeights[written] {
+                    expandedElements &+= weight.elements
+                    expandedBytes &+= weight.bytes
+                }
+                value = uidReference(written.flatMap { userObjectUIDs[$0] } ?? 0)
             case .integer(let number): value = writer.add(.integer(number))
             case .unsignedInteger(let number): value = writer.add(.unsignedInteger(number))
             case .real(let number): value = writer.add(.real(number))
             case .bool(let flag): value = writer.add(.bool(flag))
             case .bytes(let bytes):
                 try spend(bytes.count)
+                expandedBytes &+= bytes.count
                 value = writer.add(.data(Data(bytes)))
             }
+            expandedElements &+= 1
+            expandedBytes &+= 8
             try spend(key.utf8.count)
             // Foundation's archiver writes a key that starts with "$" with one more "$" in front.
             keys.append(writer.add(.string(key.hasPrefix("$") ? "$" + key : key)))
@@ -258,6 +290,7 @@ struct KeyedArchiveEncoder {
         }
         let uid = append(writer.add(.dictionary(keys: keys, values: values)))
         userObjectUIDs[id] = uid
+        userObjectWeights[id] = (expandedElements - start.elements, expandedBytes - start.bytes)
         userObjectsKept.append(object)
         return uid
     }
@@ -305,6 +338,8 @@ struct KeyedArchiveEncoder {
             default:
                 throw WormholeError(.unsupportedValue, "\(path()) has a key of type \(Swift.type(of: key.base)); use String keys")
             }
+            expandedElements &+= 1
+            expandedBytes &+= 8
             keys.append(uidReference(keyUID))
             values.append(uidReference(try encode(item, path: "\(path())[\"\(key.base)\"]")))
         }
@@ -337,6 +372,7 @@ struct KeyedArchiveEncoder {
     }
 
     private mutating func shared(_ string: String) throws(WormholeError) -> Int {
+        expandedBytes &+= string.utf8.count
         if recentStrings.count < 16 {
             for (candidate, uid) in recentStrings where candidate == string { return uid }
         } else if let uid = sharedStrings[string] {
