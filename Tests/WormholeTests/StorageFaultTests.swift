@@ -138,12 +138,7 @@ struct StorageFaultTests {
         listening.addObserver(forName: .init("late"), object: nil, queue: nil, using: recorder.block)
         // When addObserver returns, a post from any process reaches the observer.
         let report = try poster.postReporting(name: .init("late"), object: nil)
-        // Intermittent only in that a machine slow enough to let the poster's cache age past its 0.1 s recheck
-        // between the two posts hides the fault.
-        withKnownIssue("ChangeMark.touch writes through a descriptor kept open on a file no longer at the name",
-                       isIntermittent: true) {
-            #expect(report.delivered == 1)
-        }
+        #expect(report.delivered == 1)
     }
 
     @Test("a FIFO, a folder and a symbolic link named as registry entries are skipped and counted, never listed")

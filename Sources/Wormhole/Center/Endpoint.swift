@@ -314,9 +314,8 @@ final class Endpoint: Sendable {
         }
     }
 
-    /// Writes this process's subscriptions into its registry entry. Writers of one process take turns, so that
-    /// an older set is never written after a newer one. Subscriptions too many for an entry file become one
-    /// subscription to every name: posters then send this process everything, and it keeps what it observes.
+    /// Writes this process's subscriptions into its registry entry (``entryToPublish(_:)``) when they changed.
+    /// Writers of one process take turns, so that an older set is never written after a newer one.
     private func publishSubscriptions() throws(WormholeError) {
         guard let id = listener.withLock({ $0?.id }) else { return }
         try publishing.withLock { (_) throws(WormholeError) in
@@ -326,14 +325,9 @@ final class Endpoint: Sendable {
             let isNew = snapshot.entry(id) == nil && registry.currentEntry(id) == nil
             let stale = isNew ? probeDeadListeners(except: id) : []
             if isNew { try checkRoom(snapshot, stale: stale) }
-            var entry = RegistryEntry(
-                listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions }, identity: identity,
-                lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970))
-            do throws(WormholeError) {
-                try registry.write(entry)
-            } catch where error.code == .payloadTooLarge {
-                Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
-                entry.subscriptions = [Subscription(name: nil, object: nil)]
+            let entry = entryToPublish(id)
+            // Nothing to write when the entry says this already (one listing every name says it for any set).
+            if isNew || registry.currentEntry(id).map({ $0.subscriptions != entry.subscriptions || $0.pid != entry.pid }) ?? true {
                 try registry.write(entry)
             }
             removeDeadListeners(stale)
@@ -343,6 +337,22 @@ final class Endpoint: Sendable {
 
     /// Lets one thread at a time write this process's registry entry.
     private let publishing = Mutex(())
+    private let saidTooMany = Atomic<Bool>(false)
+
+    /// This process's registry entry as it should be now: its subscriptions, or, when they would not fit an entry
+    /// file, one subscription to every name (posters then send it everything, and it keeps what it observes).
+    private func entryToPublish(_ id: UInt64) -> RegistryEntry {
+        var entry = RegistryEntry(
+            listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions }, identity: identity,
+            lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970))
+        if RegistryFormat.encode(entry).count > Registry.maximumEntrySize {
+            if !saidTooMany.exchange(true, ordering: .relaxed) {
+                Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
+            }
+            entry.subscriptions = [Subscription(name: nil, object: nil)]
+        }
+        return entry
+    }
 
     /// Removes spool folders and socket files that belong to no registered listener and have not changed for a
     /// minute (a listener killed between creating them and registering).
@@ -398,7 +408,7 @@ final class Endpoint: Sendable {
             return
         }
         if identity != nil && !adopted.load(ordering: .relaxed) { return }
-        let expected = observers.withLock { $0.subscriptions }
+        let expected = entryToPublish(id).subscriptions
         guard let entry = registry.snapshot().entry(id) else {
             Log.warning("registry in \(container.path) lost this process's entry; registering again")
             try? publishSubscriptions()

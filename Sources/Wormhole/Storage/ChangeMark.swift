@@ -36,14 +36,21 @@ final class ChangeMark: Sendable {
         }
     }
 
-    /// Tells readers that something changed: writes a fresh value in place, through a descriptor opened once
-    /// and checked to be a regular file of one link (so never through a link to a file elsewhere); creates the
+    /// Tells readers that something changed: writes a fresh value in place, through a descriptor kept open while
+    /// the name still names its file, and checked to be a regular file of one link (so never through a link to a file elsewhere); creates the
     /// file when it is missing, and replaces it when it is damaged or of another type.
     func touch() {
         var value = UInt64.random(in: 1...UInt64.max)
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
         writer.withLock { writer in
             do throws(WormholeError) {
+                // The file at the name may have been replaced or removed since it was opened: then writing
+                // through the old descriptor would tell nobody.
+                if let fd = writer?.rawValue,
+                    (try? Sys.status(name, relativeTo: directory, followLinks: false))?.identity != (try? Sys.status(of: fd))?.identity
+                {
+                    writer = nil
+                }
                 if writer == nil {
                     let file = try Sys.open(name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
                     try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64)

@@ -39,14 +39,15 @@ final class SpoolFolder: Sendable {
         Sys.close(descriptor)
     }
 
-    /// The bytes of every file in the folder: what its listener has still to read.
+    /// The bytes the folder's files take on disk: what its listener has still to read. A sparse file counts what
+    /// it really holds, not the size it claims.
     func totalBytes() -> Int {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
         return names.reduce(0) { total, name in
             guard name != Self.bellName, let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
                 status.st_mode & S_IFMT == S_IFREG
             else { return total }
-            return total + Int(status.st_size)
+            return total + min(Int(status.st_size), Int(status.st_blocks) * 512)
         }
     }
 

@@ -320,8 +320,13 @@ final class Listener: Sendable {
                 // spin on it.
                 let room = max(1, connections.count / 8)
                 closeLeastRecent(room, &connections, &frames, buffer)
-                acceptPausedUntil = DispatchTime.now().uptimeNanoseconds + 100_000_000
-                handlers.dropped(0, "listener is out of descriptors (\(error)); closed \(min(room, connections.count)) idle connection(s)")
+                let now = DispatchTime.now().uptimeNanoseconds
+                acceptPausedUntil = now + 100_000_000
+                // Said at most every ten seconds: the condition can last.
+                if now &- lastDescriptorWarning.load(ordering: .relaxed) > 10_000_000_000 {
+                    lastDescriptorWarning.store(now, ordering: .relaxed)
+                    handlers.dropped(0, "listener is out of descriptors (\(error)); closing idle connections and accepting more slowly")
+                }
                 return false
             } catch {
                 handlers.dropped(0, "accept failed: \(error)")
@@ -332,6 +337,8 @@ final class Listener: Sendable {
             connections.append(Connection(fd: connection.release(), lastRead: DispatchTime.now().uptimeNanoseconds))
         }
     }
+
+    private let lastDescriptorWarning = Atomic<UInt64>(0)
 
     /// Closes `count` connections, those read least recently, without losing what they hold: after
     /// `shutdown(SHUT_RD)` their posters' sends fail (and they connect again), and what was sent before is read.
