@@ -345,7 +345,7 @@ final class Endpoint: Sendable {
         var entry = RegistryEntry(
             listener: id, pid: getpid(), subscriptions: observers.withLock { $0.subscriptions }, identity: identity,
             lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970))
-        if RegistryFormat.encode(entry).count > Registry.maximumEntrySize {
+        if RegistryFormat.encodedSize(of: entry) > Registry.maximumEntrySize {
             if !saidTooMany.exchange(true, ordering: .relaxed) {
                 Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
             }

@@ -26,6 +26,13 @@ enum RegistryFormat {
         return writer.bytes
     }
 
+    /// The size ``encode(_:)`` gives `entry`, without encoding it.
+    static func encodedSize(of entry: RegistryEntry) -> Int {
+        func optional(_ value: String?) -> Int { value.map { 5 + $0.utf8.count } ?? 1 }
+        let subscriptions = entry.subscriptions.reduce(0) { $0 + optional($1.name) + optional($1.object) }
+        return magic.count + 1 + 8 + 4 + 8 + optional(entry.identity) + 4 + subscriptions + 4
+    }
+
     /// Decodes one entry file.
     /// - Throws: ``WormholeError/Code/corruptData`` when the bytes are torn or malformed.
     static func decodeEntry(_ bytes: [UInt8]) throws(WormholeError) -> RegistryEntry {
