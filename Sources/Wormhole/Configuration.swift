@@ -12,6 +12,7 @@ extension GroupNotificationCenter {
         /// report ``WormholeError/Code/spoolFull``.
         public var maximumContainerSpoolSize: Int
 
+        /// Limits of your choosing; each left out keeps its default.
         /// - Parameters:
         ///   - maximumSpoolSize: Per listener; 128 MiB by default (``GroupNotificationCenter/maximumSpoolSize``).
         ///   - maximumContainerSpoolSize: For the whole container; 512 MiB by default

@@ -25,6 +25,14 @@ extension GroupNotificationCenter {
     ///
     /// A notification whose userInfo holds any class outside `allowedClasses` (or is malformed) still reaches the
     /// observer, with `userInfo == nil`, and a warning is logged.
+    /// - Parameters:
+    ///   - name: The name to observe, or nil for every name.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - allowedClasses: The classes a userInfo may hold besides the property-list classes; each class of your
+    ///     own must be listed itself (a superclass or `NSObject` does not admit it).
+    ///   - queue: Where the block runs, as in ``addObserver(forName:object:queue:using:)``.
+    ///   - block: Receives each notification.
+    /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(
         forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass], queue: OperationQueue?,
@@ -46,12 +54,17 @@ extension GroupNotificationCenter {
     }
 
     /// Removes an observer; no call to its block starts after this returns.
+    /// - Parameter observer: A token an `addObserver` method returned; anything else is ignored.
     public func removeObserver(_ observer: Any) {
         guard let token = observer as? Observer else { return }
         endpoint.remove { $0 === token }
     }
 
     /// Removes an observer's registrations for `name` and `object`; nil matches any, as in Foundation.
+    /// - Parameters:
+    ///   - observer: A token an `addObserver` method returned; anything else is ignored.
+    ///   - name: The name whose registration to remove, or nil for any.
+    ///   - object: The sender tag whose registration to remove, or nil for any.
     public func removeObserver(_ observer: Any, name: Notification.Name?, object: String?) {
         guard let token = observer as? Observer else { return }
         endpoint.remove { candidate in

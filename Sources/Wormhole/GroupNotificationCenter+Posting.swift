@@ -20,6 +20,9 @@ extension GroupNotificationCenter {
     }
 
     /// Posts `notification`, whose object must be a `String` or nil.
+    ///
+    /// A notification with another kind of object is not posted, and a warning is logged.
+    /// - Parameter notification: Its name, object and userInfo are posted as by ``post(name:object:userInfo:)``.
     public func post(_ notification: Notification) {
         if let object = notification.object, !(object is String) {
             Log.warning("notification \(notification.name.rawValue) not posted: its object is a \(type(of: object)), not a String")
@@ -30,6 +33,10 @@ extension GroupNotificationCenter {
 
     /// Posts like ``post(name:object:userInfo:)`` and reports what happened to each listener.
     ///
+    /// - Parameters:
+    ///   - name: The notification's name; must not be empty.
+    ///   - object: A sender tag observers can filter on, or nil.
+    ///   - userInfo: Property-list values or `NSSecureCoding` objects, archived with secure coding.
     /// - Returns: How many listeners got it directly, how many will read it from their spool, and which
     ///   failed (for example ``WormholeError/Code/spoolFull``). A dead listener found on the way is removed
     ///   from the registry and counted, not reported as a failure.

@@ -5,7 +5,13 @@ extension GroupNotificationCenter {
     /// readable with ``retainedNotification(named:allowedClasses:)`` after the poster has exited.
     ///
     /// The value is written to a temporary file and renamed into place before the notification is sent, so
-    /// no lock is held and a reader sees the old value or the new one, never a torn one.
+    /// no lock is held and a reader sees the old value or the new one, never a torn one. Errors are logged;
+    /// ``postReporting(name:object:userInfo:retain:)`` throws them instead.
+    /// - Parameters:
+    ///   - name: The notification's name; must not be empty.
+    ///   - object: A sender tag observers can filter on, or nil.
+    ///   - userInfo: Property-list values or `NSSecureCoding` objects, archived with secure coding.
+    ///   - retain: Whether to keep the notification as its name's current value.
     public func post(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?, retain: Bool) {
         do {
             try postReporting(name: name, object: object, userInfo: userInfo, retain: retain)
@@ -16,6 +22,12 @@ extension GroupNotificationCenter {
 
     /// ``postReporting(name:object:userInfo:)`` that with `retain` also keeps the notification as its name's
     /// current value.
+    /// - Parameters:
+    ///   - name: The notification's name; must not be empty.
+    ///   - object: A sender tag observers can filter on, or nil.
+    ///   - userInfo: Property-list values or `NSSecureCoding` objects, archived with secure coding.
+    ///   - retain: Whether to keep the notification as its name's current value.
+    /// - Returns: What happened to each listener.
     /// - Throws: As ``postReporting(name:object:userInfo:)``, and a system error when the value cannot be stored
     ///   (then nothing is sent).
     @discardableResult
@@ -28,12 +40,18 @@ extension GroupNotificationCenter {
 
     /// The last retained notification of `name`, with its userInfo decoded for `allowedClasses` (by default the
     /// property-list classes; a class outside them gives `userInfo == nil` and a warning), or nil if none.
+    /// - Parameters:
+    ///   - name: The notification's name.
+    ///   - allowedClasses: The classes its userInfo may hold besides the property-list classes, or nil.
+    /// - Returns: The notification last posted with `retain: true` under `name`, even by a process that has
+    ///   exited; nil when there is none or it was cleared.
     public func retainedNotification(named name: Notification.Name, allowedClasses: [AnyClass]? = nil) -> Notification? {
         let allowed = allowedClasses.map(AllowedClasses.cached) ?? .propertyList
         return endpoint.retainedNotification(named: name.rawValue, allowed: allowed)?.0
     }
 
-    /// Forgets the retained value of `name`.
+    /// Forgets the retained value of `name`. Forgetting a value that is not there is not an error.
+    /// - Parameter name: The notification's name.
     public func clearRetainedNotification(named name: Notification.Name) {
         endpoint.retained.clear(name: name.rawValue)
     }
@@ -48,6 +66,14 @@ extension GroupNotificationCenter {
     /// blank. A notification posted while the observer registers is delivered once, after the retained value.
     /// With `includingRetained` and a nil `queue`, the block runs on a serial queue of the center's, which keeps
     /// the retained value ahead of live notifications; without it, as in ``addObserver(forName:object:queue:using:)``.
+    /// - Parameters:
+    ///   - name: The name to observe.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - queue: Where the block runs; see above for nil.
+    ///   - includingRetained: Whether to start with the current retained value.
+    ///   - allowedClasses: The classes a userInfo may hold besides the property-list classes, or nil.
+    ///   - block: Receives the retained notification, then each new one.
+    /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(
         forName name: Notification.Name, object: String?, queue: OperationQueue?, includingRetained: Bool,

@@ -28,12 +28,14 @@ public final class GroupNotificationCenter: Sendable {
     /// The container is `$WORMHOLE_CONTAINER_ROOT/<group>` if that variable is set, else
     /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms, the
     /// group's container from `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`.
+    /// - Parameter groupIdentifier: The App Group's identifier, e.g. `group.com.example.app`.
     /// - Throws: ``WormholeError/Code/invalidContainer`` or ``WormholeError/Code/insecureContainer``.
     public convenience init(groupIdentifier: String) throws {
         try self.init(containerURL: URL(fileURLWithPath: try Container.defaultPath(forGroup: groupIdentifier)))
     }
 
     /// A center on any folder shared by the processes that talk. The folder is created (mode 0700) if missing.
+    /// - Parameter containerURL: The shared folder, a file URL.
     /// - Throws: ``WormholeError/Code/invalidContainer`` when it is not a usable directory, and
     ///   ``WormholeError/Code/insecureContainer`` when another user owns it or group or others may write to it.
     public convenience init(containerURL: URL) throws {
@@ -42,6 +44,7 @@ public final class GroupNotificationCenter: Sendable {
 
     /// A center on a container that exists already, for tools that only read (`wormhole status`): creates
     /// nothing, not even the folder.
+    /// - Parameter containerURL: The folder of an existing container.
     /// - Throws: ``WormholeError/Code/invalidContainer`` when no Wormhole container is at `containerURL`; the
     ///   errors of ``init(containerURL:)``.
     public convenience init(existingContainerURL containerURL: URL) throws {
@@ -52,12 +55,18 @@ public final class GroupNotificationCenter: Sendable {
     }
 
     /// The default container of an App Group (see ``init(groupIdentifier:)``), without creating anything.
+    /// - Parameter groupIdentifier: The App Group's identifier.
+    /// - Returns: The folder a center of that group would use; it may not exist yet.
     /// - Throws: ``WormholeError/Code/invalidContainer`` when the identifier cannot name a folder.
     public static func defaultContainerURL(groupIdentifier: String) throws -> URL {
         URL(fileURLWithPath: try Container.defaultPath(forGroup: groupIdentifier, create: false))
     }
 
     /// A durable center on the default container of an App Group: see ``init(containerURL:clientIdentifier:)``.
+    /// - Parameters:
+    ///   - groupIdentifier: The App Group's identifier.
+    ///   - clientIdentifier: The durable identity, e.g. `widget`: 1 to ``maximumNameLength`` bytes.
+    /// - Throws: As ``init(containerURL:clientIdentifier:)``.
     public convenience init(groupIdentifier: String, clientIdentifier: String) throws {
         try self.init(
             containerURL: URL(fileURLWithPath: try Container.defaultPath(forGroup: groupIdentifier)),
@@ -72,13 +81,22 @@ public final class GroupNotificationCenter: Sendable {
     /// process that opens a center with the same identity receives each of them, once and in per-poster order,
     /// as soon as it adds an observer they match; until then they wait in the spool. An identity unseen for
     /// ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
+    /// - Parameters:
+    ///   - containerURL: The shared folder; created (mode 0700) if missing.
+    ///   - clientIdentifier: The durable identity, 1 to ``maximumNameLength`` bytes, or nil for an ephemeral center.
     /// - Throws: ``WormholeError/Code/identityInUse`` when another live process already runs `clientIdentifier`
-    ///   on this container; the container errors of ``init(containerURL:)``.
+    ///   on this container; ``WormholeError/Code/invalidNotification`` for an empty or too long
+    ///   `clientIdentifier`; the container errors of ``init(containerURL:)``.
     public convenience init(containerURL: URL, clientIdentifier: String?) throws {
         try self.init(containerURL: containerURL, clientIdentifier: clientIdentifier, configuration: Configuration())
     }
 
     /// A center with limits of its own (see ``Configuration``); otherwise as ``init(containerURL:clientIdentifier:)``.
+    /// - Parameters:
+    ///   - containerURL: The shared folder; created (mode 0700) if missing.
+    ///   - clientIdentifier: The durable identity, or nil for an ephemeral center.
+    ///   - configuration: The spool limits this center applies to what it posts.
+    /// - Throws: As ``init(containerURL:clientIdentifier:)``.
     public init(containerURL: URL, clientIdentifier: String?, configuration: Configuration) throws {
         if let clientIdentifier, clientIdentifier.isEmpty || clientIdentifier.utf8.count > Self.maximumNameLength {
             throw WormholeError(.invalidNotification, "a client identifier must be 1 to \(Self.maximumNameLength) bytes long")
@@ -104,6 +122,7 @@ public final class GroupNotificationCenter: Sendable {
 
     /// Sends warnings (dropped messages, refused userInfo, unreachable listeners) to `handler` instead of
     /// standard error; nil restores standard error.
+    /// - Parameter handler: Receives each warning as one line of text (already escaped); it is process-wide.
     public static func setWarningHandler(_ handler: (@Sendable (String) -> Void)?) {
         Log.setHandler(handler)
     }

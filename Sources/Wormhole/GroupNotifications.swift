@@ -5,6 +5,11 @@ extension GroupNotificationCenter {
     ///
     /// The observer is registered before this returns, so nothing posted afterwards is missed; it is removed
     /// when iteration ends or its task is cancelled.
+    /// - Parameters:
+    ///   - name: The name to observe, or nil for every name.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - allowedClasses: The classes a userInfo may hold besides the property-list classes, or nil.
+    /// - Returns: The notifications, in the order received.
     public func notifications(
         named name: Notification.Name?, object: String? = nil, allowedClasses: [AnyClass]? = nil
     ) -> GroupNotifications {
@@ -23,23 +28,32 @@ extension GroupNotificationCenter {
 
 /// The notifications a ``GroupNotificationCenter`` observer receives, in order.
 public struct GroupNotifications: AsyncSequence, Sendable {
+    /// Each element is one notification, its userInfo decoded for the sequence's allowed classes.
     public typealias Element = Notification
+    /// The sequence never throws.
     public typealias Failure = Never
 
     let stream: AsyncStream<SendableNotification>
 
+    /// Iterates over the notifications in the order they were received.
     public struct AsyncIterator: AsyncIteratorProtocol {
         var base: AsyncStream<SendableNotification>.Iterator
 
+        /// Waits for the next notification.
+        /// - Returns: The next notification, or nil once iteration has ended (its task was cancelled).
         public mutating func next() async -> Notification? {
             await base.next()?.value
         }
 
+        /// Waits for the next notification, staying on the caller's actor.
+        /// - Parameter actor: The actor the caller runs on, or nil.
+        /// - Returns: The next notification, or nil once iteration has ended (its task was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
             await base.next(isolation: actor)?.value
         }
     }
 
+    /// An iterator over the notifications; when iteration ends or its task is cancelled, the observer is removed.
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(base: stream.makeAsyncIterator())
     }

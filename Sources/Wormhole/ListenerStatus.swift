@@ -20,6 +20,7 @@ public struct ListenerStatus: Sendable, Hashable {
     public var clientIdentifier: String?
     /// When a durable identity last started or stopped running.
     public var lastSeen: Date?
+    /// The listening process's id as its registry entry records it; 0 for a durable identity no process runs.
     public var pid: Int32
     /// The socket's path.
     public var socketPath: String
@@ -27,9 +28,11 @@ public struct ListenerStatus: Sendable, Hashable {
     public var observing: [(name: String?, object: String?)] {
         subscriptions.map { ($0.name, $0.object) }
     }
+    /// Whether it can take notifications now, as found when the status was read.
     public var state: State
-    /// Notifications waiting in its spool, and their bytes.
+    /// Notifications waiting in its spool.
     public var spooledNotifications: Int
+    /// The bytes its spool folder holds.
     public var spooledBytes: Int
 
     var subscriptions: [Subscription]
@@ -37,6 +40,7 @@ public struct ListenerStatus: Sendable, Hashable {
 
 extension GroupNotificationCenter {
     /// Every listener in the registry, with its state and spool depth. Reads files; meant for tools.
+    /// - Returns: One status per registry entry, durable identities that no process runs included.
     public func listenerStatus() -> [ListenerStatus] {
         let container = endpoint.container
         return endpoint.registry.snapshot().entries.map { entry in

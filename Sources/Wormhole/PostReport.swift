@@ -5,8 +5,10 @@ public struct PostReport: Sendable, Hashable, CustomStringConvertible {
     public struct Failure: Sendable, Hashable, CustomStringConvertible {
         /// The listening process's id.
         public var pid: Int32
+        /// Why it could not be reached, for example ``WormholeError/Code/spoolFull``.
         public var error: WormholeError
 
+        /// The process id and the error, e.g. `pid 42: spool full: …`.
         public var description: String { "pid \(pid): \(error)" }
     }
 
@@ -19,8 +21,10 @@ public struct PostReport: Sendable, Hashable, CustomStringConvertible {
     /// Listeners that will not get it.
     public var failures: [Failure] = []
 
+    /// An empty report: nothing delivered, spooled or failed.
     public init() {}
 
+    /// A one-line summary, e.g. `delivered 2, spooled 1`, followed by removed listeners and failures if any.
     public var description: String {
         var text = "delivered \(delivered), spooled \(spooled)"
         if removedDeadListeners > 0 { text += ", removed \(removedDeadListeners) dead listener(s)" }

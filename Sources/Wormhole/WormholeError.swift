@@ -44,6 +44,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         /// A system call failed; ``WormholeError/errno`` says why.
         public static let system = Code(storage: .system)
 
+        /// The code in words, e.g. `spool full`.
         public var description: String {
             switch storage {
             case .invalidContainer: "invalid container"
@@ -69,12 +70,19 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
     /// What failed and where, e.g. `container /x is writable by group`.
     public let detail: String
 
+    /// An error of `code`.
+    /// - Parameters:
+    ///   - code: What kind of failure this is.
+    ///   - detail: What failed and where.
+    ///   - errno: The errno a failed system call reported, or nil.
     public init(_ code: Code, _ detail: String, errno: Int32? = nil) {
         self.code = code
         self.detail = detail
         self.errno = errno
     }
 
+    /// The code, the detail and, for a system error, the system's message and errno:
+    /// `system error: open /x/layout: Permission denied (errno 13)`.
     public var description: String {
         guard let errno else { return "\(code): \(detail)" }
         return "\(code): \(detail): \(String(cString: strerror(errno))) (errno \(errno))"

@@ -15,24 +15,35 @@ import Synchronization
 /// `wormhole.message.<identifier>` with the message under the userInfo key `message`, so plain observers and
 /// `wormhole listen` see it too.
 public final class WormholeMailbox: Sendable {
+    /// The center the mailbox posts and observes on.
     public let center: GroupNotificationCenter
     private let listeners = Mutex<[String: [any NSObjectProtocol & Sendable]]>([:])
 
+    /// A mailbox on `center`'s container.
+    /// - Parameter center: The center to post and observe on; the mailbox keeps it.
     public init(_ center: GroupNotificationCenter) {
         self.center = center
     }
 
     /// A mailbox on the default container of an App Group.
+    /// - Parameter groupIdentifier: The App Group's identifier.
+    /// - Throws: What ``GroupNotificationCenter/init(groupIdentifier:)`` throws.
     public convenience init(groupIdentifier: String) throws {
         self.init(try GroupNotificationCenter(groupIdentifier: groupIdentifier))
     }
 
-    /// The notification name that carries messages of `identifier`.
+    /// The notification name that carries messages of `identifier`: `wormhole.message.<identifier>`.
+    /// - Parameter identifier: The message identifier.
+    /// - Returns: The name to observe or post under with a plain center.
     public static func notificationName(forIdentifier identifier: String) -> Notification.Name {
         Notification.Name("wormhole.message." + identifier)
     }
 
     /// Stores `message` as the current message of `identifier` and tells every listener.
+    /// - Parameters:
+    ///   - message: A property-list value or `NSSecureCoding` object, or nil.
+    ///   - identifier: The message identifier; must not be empty.
+    /// - Returns: What happened to each listener.
     /// - Throws: ``WormholeError/Code/invalidNotification`` for an empty identifier; what
     ///   ``GroupNotificationCenter/postReporting(name:object:userInfo:retain:)`` throws.
     @discardableResult
@@ -43,6 +54,11 @@ public final class WormholeMailbox: Sendable {
 
     /// The current message of `identifier`, decoded for `allowedClasses` (by default the property-list classes),
     /// or nil when there is none.
+    /// - Parameters:
+    ///   - identifier: The message identifier.
+    ///   - allowedClasses: The classes the message may hold besides the property-list classes, or nil.
+    /// - Returns: The last message passed under `identifier`, even if its sender has exited; nil when there is
+    ///   none, it was cleared, or `identifier` is empty.
     public func message(withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil) -> Any? {
         guard let name = try? Self.name(identifier) else { return nil }
         return center.retainedNotification(named: name, allowedClasses: allowedClasses.map { $0 + [NSDictionary.self] })?
@@ -51,6 +67,13 @@ public final class WormholeMailbox: Sendable {
 
     /// Calls `listener` with every message passed under `identifier` from now on; with `includingCurrent`,
     /// first with the current one.
+    /// - Parameters:
+    ///   - identifier: The message identifier.
+    ///   - queue: Where the listener runs, as in
+    ///     ``GroupNotificationCenter/addObserver(forName:object:queue:includingRetained:allowedClasses:using:)``.
+    ///   - includingCurrent: Whether to start with the current message.
+    ///   - listener: Receives each message (nil for a message passed as nil, or one whose userInfo was refused).
+    /// - Returns: A token for ``stopListening(_:)``.
     @discardableResult
     public func listenForMessage(
         withIdentifier identifier: String, queue: OperationQueue? = nil, includingCurrent: Bool = false,
@@ -67,17 +90,20 @@ public final class WormholeMailbox: Sendable {
     }
 
     /// Stops one listener.
+    /// - Parameter listener: A token ``listenForMessage(withIdentifier:queue:includingCurrent:listener:)`` returned.
     public func stopListening(_ listener: any NSObjectProtocol) {
         center.removeObserver(listener)
     }
 
     /// Stops every listener of `identifier` added through this mailbox.
+    /// - Parameter identifier: The message identifier.
     public func stopListeningForMessage(withIdentifier identifier: String) {
         let removed = listeners.withLock { $0.removeValue(forKey: identifier) } ?? []
         for listener in removed { center.removeObserver(listener) }
     }
 
     /// Forgets the current message of `identifier`.
+    /// - Parameter identifier: The message identifier.
     public func clearMessageContents(forIdentifier identifier: String) {
         guard let name = try? Self.name(identifier) else { return }
         center.clearRetainedNotification(named: name)
