@@ -19,6 +19,9 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     public var userInfoRejected = 0
     /// Notifications that typed-message observers could not decode into their message type.
     public var messagesRejected = 0
+    /// Reads of a ``GroupValue`` whose stored value did not decode as its type (another process stored another
+    /// type): the reader got the default.
+    public var valuesRejected = 0
     /// Dead listeners removed from the registry.
     public var listenersRemoved = 0
 
@@ -26,7 +29,7 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
 
     public var description: String {
         "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
-            + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), "
+            + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), values rejected \(valuesRejected), "
             + "listeners removed \(listenersRemoved)"
     }
 }

@@ -81,6 +81,29 @@ enum Commands {
         return 0
     }
 
+    /// Prints the current value of the group value `--name` as JSON (`null` when nobody set it), or sets it.
+    static func value(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Options(arguments, flags: [])
+        try options.check(allowed: containerOptions.union(["name", "set"]))
+        guard let name = options["name"] else { throw UsageError("value needs --name") }
+        let center = try center(options, existing: options["set"] == nil)
+        let value = GroupValue<AnyValue?>(name, default: nil, in: center)
+        if let text = options["set"] {
+            let parsed: Any
+            do {
+                parsed = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
+            } catch {
+                throw UsageError("--set is not valid JSON: \(error.localizedDescription)")
+            }
+            try value.set(try AnyValue(json: parsed))
+            return 0
+        }
+        let current = value.value?.json ?? NSNull()
+        let data = try JSONSerialization.data(withJSONObject: current, options: [.fragmentsAllowed, .sortedKeys])
+        Output.line(String(decoding: data, as: UTF8.self))
+        return 0
+    }
+
     /// Lists every registered listener.
     static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Options(arguments, flags: ["json"])

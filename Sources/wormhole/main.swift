@@ -10,6 +10,9 @@ let usage = """
             with --retain, also keep it as the current value of its name
       retained (--group ID | --container DIR) --name N [--clear]
             print the current retained notification of N as one JSON line (exit 1 if none), or forget it
+      value  (--group ID | --container DIR) --name N [--set '<JSON>']
+            print the current value of the group value N as JSON (null when unset), or set it
+            (dates print as ISO 8601 strings and data as base64, as listen prints them)
       status (--group ID | --container DIR) [--json]
             list the registered listeners: pid, socket, what they observe, state, spool depth
       demo  an app and an extension process talking through a temporary container
@@ -22,6 +25,7 @@ do {
     case "post": exit(try Commands.post(arguments.dropFirst()))
     case "status": exit(try Commands.status(arguments.dropFirst()))
     case "retained": exit(try Commands.retained(arguments.dropFirst()))
+    case "value": exit(try Commands.value(arguments.dropFirst()))
     case "demo": exit(try Demo.run(arguments.dropFirst()))
     case "demo-extension": try Demo.runExtension(arguments.dropFirst())
     case "help", "--help", "-h": Output.ownText(usage); exit(0)

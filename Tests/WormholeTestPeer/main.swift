@@ -90,6 +90,40 @@ case "listen":
     }
     emit(["ready": Int(getpid())])
     while true { sleep(1000) }
+case "value-add":
+    // Adds one to the group value --name, --count times, printing each; with --stop-at K, stops itself (SIGSTOP)
+    // inside the closure of its K-th update. With --expect N, then waits (30 s at most) until the value is N
+    // and prints the last value it saw.
+    guard let name else { exit(2) }
+    let value = GroupValue(name.rawValue, default: 0, in: center)
+    let count = Int(option("count") ?? "1") ?? 1
+    let stopAt = Int(option("stop-at") ?? "-1") ?? -1
+    for i in 0..<count {
+        var stopped = false
+        try value.update { number in
+            if i == stopAt && !stopped {
+                stopped = true
+                raise(SIGSTOP)
+            }
+            number += 1
+        }
+        emit(["added": i + 1])
+    }
+    emit(["done": count])
+    if let expected = option("expect").flatMap(Int.init) {
+        let reached = DispatchSemaphore(value: 0)
+        let last = Mutex(0)
+        let watcher = Task.detached {
+            for await current in value.values {
+                last.withLock { $0 = current }
+                if current == expected { reached.signal() }
+            }
+        }
+        _ = reached.wait(timeout: .now() + 30)
+        watcher.cancel()
+        emit(["final": last.withLock { $0 }, "read": value.value])
+    }
+    exit(0)
 case "watch-retained":
     // Prints the current retained value of --name at once, then every change.
     guard let name else { exit(2) }

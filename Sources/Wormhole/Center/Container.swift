@@ -9,7 +9,7 @@ import Foundation
 ///
 /// Layout (version ``layoutVersion``, recorded in the file `layout`):
 /// `registry/<id>` (one entry per listener), `registry.changes`, `listeners/<id>.socket`, `spool/<id>/` (one folder
-/// per listener), `retained/<name>`. No file in it is ever locked.
+/// per listener), `retained/<name>`, `values/<name>/` (one folder per group value). No file in it is ever locked.
 final class Container: Sendable {
     /// The version of the container's layout; a process of another version refuses the container.
     static let layoutVersion = 3
@@ -23,6 +23,7 @@ final class Container: Sendable {
     let registryDescriptor: CInt
     let retainedDescriptor: CInt
     let retainedPath: String
+    let valuesDescriptor: CInt
     /// The directory this container opened, to notice when its path names another one.
     let identity: FileIdentity
     private let owned: [CInt]
@@ -51,6 +52,9 @@ final class Container: Sendable {
             opened.append(retained)
             retainedDescriptor = retained
             retainedPath = path + "/retained"
+            let values = try Self.openDirectory("values", relativeTo: root, create: true, what: "container")
+            opened.append(values)
+            valuesDescriptor = values
             descriptor = root
             listenersDescriptor = listeners
             spoolDescriptor = spool

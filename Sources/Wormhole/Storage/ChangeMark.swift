@@ -53,7 +53,7 @@ final class ChangeMark: Sendable {
                 }
                 if writer == nil {
                     let file = try Sys.open(name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
-                    try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64)
+                    try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64, forWriting: true)
                     writer = consume file
                 }
                 guard let fd = writer?.rawValue else { return }

@@ -8,7 +8,10 @@ import Darwin
 /// hang, crash or redirect this one, and no lock is ever taken.
 ///
 /// - Reads open with `O_NOFOLLOW | O_NONBLOCK` (a FIFO opens at once and is then refused), accept only a regular
-///   file with one link (a hard link to a file elsewhere is refused), and stop at a size limit.
+///   file, and stop at a size limit. (A file with a second link is read like any other: what it holds is checked
+///   as any file's content is, and a file being linked into place has two links for a moment.)
+/// - The few files written in place (change marks) are written only while they have a single link, so never
+///   through a hard link to a file elsewhere.
 /// - Writes never open an existing file: they create a new file under a random name with `O_EXCL | O_NOFOLLOW`,
 ///   write it whole, and then `rename(2)` it over the old one (readers see the old file or the new one) or
 ///   `link(2)` it into place (only one of several writers wins).
@@ -16,9 +19,9 @@ enum StoredFile {
     /// The prefix of temporary files; readers skip them, housekeeping removes old ones.
     static let temporaryPrefix = ".tmp-"
 
-    /// Opens `name` for reading and checks that it is a regular file of one link, no larger than `limit`.
+    /// Opens `name` for reading and checks that it is a regular file no larger than `limit`.
     /// - Throws: `ENOENT` as a ``WormholeError/Code/system`` error when it is missing, and
-    ///   ``WormholeError/Code/corruptData`` when it is of another type, linked elsewhere, or too large.
+    ///   ``WormholeError/Code/corruptData`` when it is of another type or too large.
     static func openForReading(_ name: String, in directory: CInt, limit: Int) throws(WormholeError) -> OpenedFile {
         var attempts = 0
         while true {
@@ -34,12 +37,13 @@ enum StoredFile {
         }
     }
 
-    /// Refuses anything but a regular file of one link, at most `limit` bytes long.
-    static func check(_ status: FileStatus, _ name: String, limit: Int) throws(WormholeError) {
+    /// Refuses anything but a regular file at most `limit` bytes long; one that will be written in place must
+    /// also have exactly one link.
+    static func check(_ status: FileStatus, _ name: String, limit: Int, forWriting: Bool = false) throws(WormholeError) {
         guard status.st_mode & S_IFMT == S_IFREG else {
             throw WormholeError(.corruptData, "\(name) is not a regular file")
         }
-        guard status.st_nlink == 1 else {
+        guard status.st_nlink == 1 || !forWriting else {
             throw WormholeError(.corruptData, "\(name) has \(status.st_nlink) links; a file linked elsewhere is refused")
         }
         guard status.st_size >= 0, Int(status.st_size) <= limit else {

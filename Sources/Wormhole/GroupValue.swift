@@ -1,0 +1,289 @@
+import Dispatch
+import Foundation
+import Observation
+import Synchronization
+
+/// A named value that every process of the group can read at any time, update atomically, and watch change:
+/// what `UserDefaults(suiteName:)` is used for, with the changes other processes make seen at once.
+///
+/// ```swift
+/// let count = GroupValue("cart.count", default: 0, in: center, queue: .main)
+/// try count.update { $0 += 1 }           // atomic across processes: no update is ever lost
+/// Text("\(count.value)")                 // SwiftUI redraws when any process changes it
+/// for await value in count.values { … } // the current value, then every change
+/// ```
+///
+/// The value lives in the container (`values/<name>/`, one file per version) and survives its writers: a
+/// process started later, or after every writer exited, reads it. Each change is also posted as an ordinary
+/// notification named ``notificationName(for:)`` whose userInfo holds `"value"` (the value as a property list:
+/// a bare number or string, an array, or a dictionary of a struct's fields) and `"version"` (an `Int` that grows
+/// by one with each change), so untyped observers and `wormhole listen` see it too. Values are stored and travel
+/// through the same secure codec as notifications.
+///
+/// No file lock is ever held: an update writes a new version whole and claims its number with `link(2)`, so a
+/// process stopped or killed in the middle of its update blocks nobody.
+public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
+    /// The value's name, shared by every process that uses it.
+    public let name: String
+    /// What ``value`` is until a process sets it, after ``reset()``, and when the stored value is of another type.
+    public let defaultValue: Value
+
+    private let center: GroupNotificationCenter
+    private let store: ValueStore
+    private let queue: OperationQueue?
+    private let registrar = ObservationRegistrar()
+    private let watching = Mutex<Watch?>(nil)
+
+    /// What the value does while something watches it: its observer, a timer, and who waits in ``values``.
+    private struct Watch {
+        var observer: Observer?
+        var timer: WatchTimer?
+        var lastVersion: UInt64
+        var continuations: [UInt64: AsyncStream<Value>.Continuation] = [:]
+        var nextContinuation: UInt64 = 0
+        var rejectedVersion: UInt64 = 0
+    }
+
+    /// A value of `center`'s container.
+    /// - Parameters:
+    ///   - name: Its name; processes that use the same name share the value.
+    ///   - defaultValue: What it is until set.
+    ///   - queue: Where changes made by other processes are applied: where observers of ``value`` (Observation,
+    ///     SwiftUI) are told, and where ``values`` yields. Pass `.main` for a user interface; nil, the default,
+    ///     applies them on the center's receive thread.
+    public init(_ name: String, default defaultValue: Value, in center: GroupNotificationCenter, queue: OperationQueue? = nil) {
+        self.name = name
+        self.defaultValue = defaultValue
+        self.center = center
+        self.queue = queue
+        store = ValueStore(container: center.endpoint.container, name: name)
+    }
+
+    deinit {
+        guard let observer = watching.withLock({ watch -> Observer? in
+            watch?.timer?.source.cancel()
+            for continuation in watch?.continuations.values ?? [:].values { continuation.finish() }
+            return watch?.observer
+        }) else { return }
+        center.removeObserver(observer)
+    }
+
+    /// The name of the notification posted with each change of the value `name`.
+    public static func notificationName(for name: String) -> Notification.Name {
+        Notification.Name(GroupValueName.notification(for: name))
+    }
+
+    /// The current value, read from the container: the default until a process sets it, and when the stored
+    /// value does not decode as `Value` (counted in ``WormholeStatistics/valuesRejected`` and logged).
+    ///
+    /// Observable: reading it inside `withObservationTracking` (or a SwiftUI view's body) makes a change by any
+    /// process call the tracking's `onChange`, on the queue given at init.
+    public var value: Value {
+        registrar.access(self, keyPath: \.value)
+        startWatching()
+        return current().value
+    }
+
+    /// Replaces the value.
+    /// - Throws: ``WormholeError/Code/unsupportedValue`` when `newValue` cannot be encoded;
+    ///   ``WormholeError/Code/corruptData`` when the stored value is of another type (it is not overwritten:
+    ///   ``reset()`` first); ``WormholeError/Code/payloadTooLarge``; a system error when the container cannot be
+    ///   written.
+    public func set(_ newValue: Value) throws {
+        try update { $0 = newValue }
+    }
+
+    /// Reads, changes and writes the value as one step across processes: when several processes update at once,
+    /// no update is lost. `body` may run more than once (when another process changed the value between the
+    /// read and the write, it runs again on the newer value), so it should only compute.
+    /// - Returns: What `body` returned on its run whose result was written.
+    /// - Throws: What `body` throws (nothing is written); the errors of ``set(_:)``.
+    @discardableResult
+    public func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result {
+        while true {
+            let (version, frame) = try store.latest()
+            var value = try decode(frame, version: version)
+            let result = try body(&value)
+            if try publish(try encode(value, version: version + 1), version: version + 1) { return result }
+        }
+    }
+
+    /// Returns the value to its default, whatever type the stored value has.
+    /// - Throws: A system error when the container cannot be written.
+    public func reset() throws {
+        while true {
+            let (version, _) = try store.latest()
+            if try publish(nil, version: version + 1) { return }
+        }
+    }
+
+    /// The current value, then each change any process makes, in the order they took effect. Changes that come
+    /// faster than the reader may be coalesced, but the last one always arrives, also when its writer was
+    /// killed before announcing it (the container is looked at every second).
+    public var values: GroupValues<Value> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(64))
+        startWatching()
+        let id = watching.withLock { watch -> UInt64 in
+            guard watch != nil else { return 0 }
+            watch!.nextContinuation += 1
+            watch!.continuations[watch!.nextContinuation] = continuation
+            return watch!.nextContinuation
+        }
+        continuation.yield(current().value)
+        continuation.onTermination = { [weak self] _ in
+            self?.watching.withLock { $0?.continuations[id] = nil }
+        }
+        return GroupValues(stream: stream)
+    }
+
+    // MARK: Reading and writing
+
+    /// The newest version and its value (the default when there is none, or it is of another type).
+    private func current() -> (version: UInt64, value: Value) {
+        do {
+            let (version, frame) = try store.latest()
+            do {
+                return (version, try decode(frame, version: version))
+            } catch {
+                let first = watching.withLock { watch -> Bool in
+                    guard watch?.rejectedVersion != version else { return false }
+                    watch?.rejectedVersion = version
+                    return true
+                }
+                if first {
+                    center.endpoint.counters.count { $0.valuesRejected += 1 }
+                    Log.warning("\(error); reading the default instead")
+                }
+                return (version, defaultValue)
+            }
+        } catch {
+            Log.warning("value \(name) cannot be read: \(error); reading the default instead")
+            return (0, defaultValue)
+        }
+    }
+
+    /// The value a version's frame holds: the default for none or a reset.
+    private func decode(_ frame: Frame?, version: UInt64) throws(WormholeError) -> Value {
+        guard let archive = frame?.userInfo else { return defaultValue }
+        let userInfo = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+        guard let stored = userInfo["value"] else { return defaultValue }
+        do {
+            let data = try PropertyListSerialization.data(fromPropertyList: ["value": stored], format: .binary, options: 0)
+            return try PropertyListDecoder().decode(Box.self, from: data).value
+        } catch {
+            throw WormholeError(.corruptData, "value \(name) (version \(version)) is not a \(Value.self): \(error)")
+        }
+    }
+
+    /// The userInfo archive of `value` as `version`.
+    private func encode(_ value: Value, version: UInt64) throws(WormholeError) -> [UInt8] {
+        let stored: Any
+        do {
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            let box = try PropertyListSerialization.propertyList(from: try encoder.encode(Box(value: value)), format: nil)
+            guard let value = (box as? [String: Any])?["value"] else {
+                throw WormholeError(.unsupportedValue, "\(Value.self) does not encode as a property list")
+            }
+            stored = value
+        } catch let error as WormholeError {
+            throw error
+        } catch {
+            throw WormholeError(.unsupportedValue, "value \(name) could not be encoded: \(error)")
+        }
+        return try UserInfoEncoder.encode(
+            ["value": stored, "version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)
+    }
+
+    /// Writes `archive` (nil: the default) as `version`, then announces it; false when another process took
+    /// that version first.
+    private func publish(_ archive: [UInt8]?, version: UInt64) throws(WormholeError) -> Bool {
+        let notification = GroupValueName.notification(for: name)
+        let endpoint = center.endpoint
+        let frame = Frame(poster: endpoint.poster, sequence: version, name: notification, object: nil, userInfo: archive)
+        StopPoint.reached("value.publish")
+        guard try store.publish(frame.encoded(), version: version) else { return false }
+        do {
+            _ = try endpoint.post(name: notification, object: nil, userInfo: archive ?? (try UserInfoEncoder.encode(
+                ["version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)))
+        } catch {
+            // Written: watchers find it within a second even unannounced.
+            Log.warning("change of value \(name) not announced: \(error)")
+        }
+        return true
+    }
+
+    // MARK: Watching
+
+    /// Starts, once, what tells watchers of changes: an observer of the change notification, and a timer that
+    /// looks at the container every second for changes nobody announced.
+    private func startWatching() {
+        let started = watching.withLock { watch -> Bool in
+            guard watch == nil else { return false }
+            watch = Watch(lastVersion: 0)
+            return true
+        }
+        guard started else { return }
+        let initial = (try? store.latest().version) ?? 0
+        let observer = center.addObserver(
+            forName: Self.notificationName(for: name), object: nil, allowedClasses: AllowedClasses.propertyList, queue: queue
+        ) { [weak self] _ in
+            self?.check()
+        }
+        let timer = WatchTimer()
+        timer.source.setEventHandler { [weak self] in
+            guard let self else { return }
+            if let queue = self.queue { queue.addOperation { [weak self] in self?.check() } } else { self.check() }
+        }
+        timer.source.resume()
+        watching.withLock { watch in
+            watch?.observer = observer
+            watch?.timer = timer
+            let last = watch?.lastVersion ?? 0
+            watch?.lastVersion = max(last, initial)
+        }
+    }
+
+    /// Tells watchers when the newest version is newer than the last they were told of.
+    private func check() {
+        let (version, value) = current()
+        let continuations = watching.withLock { watch -> [AsyncStream<Value>.Continuation]? in
+            guard let last = watch?.lastVersion, version > last else { return nil }
+            watch?.lastVersion = version
+            return watch.map { Array($0.continuations.values) }
+        }
+        guard let continuations else { return }
+        registrar.withMutation(of: self, keyPath: \.value) {}
+        for continuation in continuations { continuation.yield(value) }
+    }
+
+    private struct Box: Codable {
+        var value: Value
+    }
+}
+
+/// A timer that fires every second, for a ``GroupValue`` to look for changes nobody announced.
+/// Safe because the source is set up before it is shared, and `DispatchSource` is thread-safe after that.
+private final class WatchTimer: @unchecked Sendable {
+    let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+
+    init() {
+        source.schedule(deadline: .now() + 1, repeating: 1)
+    }
+
+    deinit {
+        source.cancel()
+    }
+}
+
+/// The current value of a ``GroupValue``, then its changes, as an asynchronous sequence.
+public struct GroupValues<Value: Sendable>: AsyncSequence, Sendable {
+    public typealias Element = Value
+    public typealias Failure = Never
+
+    let stream: AsyncStream<Value>
+
+    public func makeAsyncIterator() -> AsyncStream<Value>.Iterator {
+        stream.makeAsyncIterator()
+    }
+}

@@ -1,0 +1,82 @@
+import Foundation
+
+/// Any value a property list holds, as a `Codable` type: what `wormhole value` reads and writes, whatever type
+/// the processes that share the value use.
+indirect enum AnyValue: Codable, Sendable {
+    case bool(Bool), integer(Int), double(Double), string(String), date(Date), data(Data)
+    case array([AnyValue]), dictionary([String: AnyValue])
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    init(from decoder: any Decoder) throws {
+        if let keyed = try? decoder.container(keyedBy: Key.self) {
+            var dictionary: [String: AnyValue] = [:]
+            for key in keyed.allKeys { dictionary[key.stringValue] = try keyed.decode(AnyValue.self, forKey: key) }
+            self = .dictionary(dictionary)
+        } else if var unkeyed = try? decoder.unkeyedContainer() {
+            var array: [AnyValue] = []
+            while !unkeyed.isAtEnd { array.append(try unkeyed.decode(AnyValue.self)) }
+            self = .array(array)
+        } else {
+            let single = try decoder.singleValueContainer()
+            if let value = try? single.decode(Bool.self) { self = .bool(value) }
+            else if let value = try? single.decode(Int.self) { self = .integer(value) }
+            else if let value = try? single.decode(Double.self) { self = .double(value) }
+            else if let value = try? single.decode(Date.self) { self = .date(value) }
+            else if let value = try? single.decode(Data.self) { self = .data(value) }
+            else { self = .string(try single.decode(String.self)) }
+        }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .array(let array):
+            var container = encoder.unkeyedContainer()
+            for item in array { try container.encode(item) }
+        case .dictionary(let dictionary):
+            var container = encoder.container(keyedBy: Key.self)
+            for (key, item) in dictionary { try container.encode(item, forKey: Key(stringValue: key)) }
+        case .bool(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .integer(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .double(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .string(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .date(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .data(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        }
+    }
+
+    /// The value of a JSON document (`JSONSerialization`'s output); null has no property-list counterpart.
+    init(json: Any) throws {
+        switch json {
+        case let string as String: self = .string(string)
+        case let number as NSNumber:
+            // JSON's true and false are numbers of Objective-C type `char`.
+            if String(cString: number.objCType) == "c" { self = .bool(number.boolValue) }
+            else if let integer = Int(exactly: number.doubleValue), !String(cString: number.objCType).contains("d") {
+                self = .integer(integer)
+            } else { self = .double(number.doubleValue) }
+        case let array as [Any]: self = .array(try array.map(AnyValue.init(json:)))
+        case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(json:)))
+        default: throw UsageError("--set holds null or another value a property list cannot hold")
+        }
+    }
+
+    /// The value as JSON can show it: dates as ISO 8601 strings and data as base64, as `listen` prints them.
+    var json: Any {
+        switch self {
+        case .bool(let value): return value
+        case .integer(let value): return value
+        case .double(let value): return value
+        case .string(let value): return value
+        case .date(let value): return ISO8601DateFormatter().string(from: value)
+        case .data(let value): return value.base64EncodedString()
+        case .array(let array): return array.map(\.json)
+        case .dictionary(let dictionary): return dictionary.mapValues(\.json)
+        }
+    }
+}
