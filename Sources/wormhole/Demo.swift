@@ -57,12 +57,18 @@ enum Demo {
         // A widget that starts only after the app has posted still gets the app's latest status.
         try center.postReporting(name: status, object: "app", userInfo: ["summary": "Notes.txt at revision 4"], retain: true)
         say("app", "posted \(status.rawValue) with retain: true while no widget runs")
+        // A value both share, as UserDefaults(suiteName:) would hold it, but updated atomically and seen at once.
+        let unread = GroupValue("unread", default: 0, in: center)
+        try unread.update { $0 += 3 }
+        say("app", "unread is \(unread.value) (GroupValue, updated atomically)")
         let widget = Process()
         widget.executableURL = child.executableURL
         widget.arguments = ["demo-extension", "--container", container, "--widget"]
         try widget.run()
         widget.waitUntilExit()
-        guard widget.terminationStatus == 0 else { return fail("the widget did not get the retained status") }
+        guard widget.terminationStatus == 0 else { return fail("the widget did not get the retained status and the value") }
+        guard unread.value == 2 else { return fail("the app does not see the widget's update of unread") }
+        say("app", "unread is \(unread.value): the widget's update is seen here at once")
         say("app", "done")
         return 0
     }
@@ -78,7 +84,12 @@ enum Demo {
                 say("widget", "started after the app posted, and shows at once: \(note.userInfo?["summary"] as? String ?? "?")")
                 shown.put(1)
             }
-            exit(shown.take(timeout: 5) == 1 ? 0 : 1)
+            guard shown.take(timeout: 5) == 1 else { exit(1) }
+            let unread = GroupValue("unread", default: 0, in: center)
+            let before = unread.value
+            try unread.update { $0 -= 1 }
+            say("widget", "unread was \(before); the widget marked one read")
+            exit(before == 3 ? 0 : 1)
         }
         center.addObserver(forName: save, object: "app", queue: nil) { note in
             let info = note.userInfo ?? [:]
