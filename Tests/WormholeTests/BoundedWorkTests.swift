@@ -60,6 +60,28 @@ struct BoundedWorkTests {
         }
     }
 
+    @Test("a set of nulls decodes to one null; a set of objects of the user's own is refused both ways")
+    func setsOfObjects() throws {
+        // Two NSNull instances are equal but hash apart: a set of several once trapped its receiver.
+        let nulls = archive([
+            .object(class: 5, fields: [("NS.objects", .uids(Array(6..<16)))]), .classEntry("NSSet"),
+        ] + (6..<16).map { _ in .object(class: 16, fields: []) } + [.classEntry("NSNull")])
+        let decoded = try KeyedArchiveDecoder.decodeUserInfo(nulls, allowed: classes)
+        #expect((decoded["key"] as? Set<AnyHashable>)?.count == 1)
+        #expect { try UserInfoEncoder.encode(["s": Set<AnyHashable>([FuzzNode(), FuzzNode()])], maximumSize: 1 << 20) } throws: {
+            ($0 as? WormholeError)?.detail.contains("values only") == true
+        }
+        let node = CraftedArchive.build([
+            .null,
+            .object(class: 2, fields: [("NS.keys", .uids([3])), ("NS.objects", .uids([4]))]), .classEntry("NSDictionary"), .string("key"),
+            .object(class: 5, fields: [("NS.objects", .uids([6]))]), .classEntry("NSSet"),
+            .object(class: 7, fields: [("name", .uid(3))]), .classEntry(NSStringFromClass(FuzzNode.self)),
+        ])
+        #expect { try KeyedArchiveDecoder.decodeUserInfo(node, allowed: classes) } throws: {
+            ($0 as? WormholeError)?.detail.contains("values only") == true
+        }
+    }
+
     @Test("many class entries are each resolved once, in constant time per object")
     func manyClassEntries() throws {
         for count in [30_000, 60_000] {

@@ -31,6 +31,9 @@ struct KeyedArchiveDecoder {
     /// past this many.
     static let workFactor = 16
 
+    // Safe because: NSNull has no state to share.
+    nonisolated(unsafe) private static let null = NSNull()
+
     /// What an archived object expands into.
     private struct Weight {
         var elements: Int
@@ -268,7 +271,8 @@ struct KeyedArchiveDecoder {
             return (Data(bytes), Weight(elements: 1, bytes: 8 + bytes.count))
         case .null:
             try require(className, as: .null, at: index)
-            return (NSNull(), .leaf)
+            // One instance for every null: two NSNull instances are equal but hash apart, which would trap a set.
+            return (Self.null, .leaf)
         case .url:
             try require(className, as: .url, at: index)
             return try decodeURL(index, fields: fields, depth: depth)
@@ -388,8 +392,11 @@ struct KeyedArchiveDecoder {
         case let date as Date: return AnyHashable(date)
         case let url as URL: return AnyHashable(url)
         case let uuid as UUID: return AnyHashable(uuid)
-        case let object as NSObject: return AnyHashable(object)
-        default: throw WormholeError(.corruptData, "object \(index) is a set holding a \(type(of: value))")
+        case let number as NSNumber: return AnyHashable(number)
+        case let null as NSNull: return AnyHashable(null)
+        default:
+            // An object of the user's own may be equal to another yet hash apart, and a Swift set traps on that.
+            throw WormholeError(.corruptData, "object \(index) is a set holding a \(type(of: value)); sets hold values only")
         }
     }
 

@@ -218,6 +218,10 @@ struct KeyedArchiveEncoder {
         var items: [Int] = []
         items.reserveCapacity(count)
         for (index, member) in members.enumerated() {
+            // Receivers refuse objects of the user's own in a set: one may equal another yet hash apart.
+            if let object = member as? NSObject, !(object is NSNull), !FoundationClasses.contains(type(of: object)) {
+                throw WormholeError(.unsupportedValue, "\(path())[member \(index)] is a \(type(of: object)); a set may hold values only")
+            }
             items.append(uidReference(try encode(member, path: "\(path())[member \(index)]")))
         }
         return object(.set, fields: [(Constant.objects.rawValue, writer.add(.array(items)))])
