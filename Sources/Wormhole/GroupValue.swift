@@ -48,6 +48,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// - Parameters:
     ///   - name: Its name; processes that use the same name share the value.
     ///   - defaultValue: What it is until set.
+    ///   - center: The center whose container holds the value, and which announces its changes.
     ///   - queue: Where changes made by other processes are applied: where observers of ``value`` (Observation,
     ///     SwiftUI) are told, and where ``values`` yields. Pass `.main` for a user interface; nil, the default,
     ///     applies them on the center's receive thread.
@@ -278,11 +279,14 @@ private final class WatchTimer: @unchecked Sendable {
 
 /// The current value of a ``GroupValue``, then its changes, as an asynchronous sequence.
 public struct GroupValues<Value: Sendable>: AsyncSequence, Sendable {
+    /// A value: the current one first, then each change.
     public typealias Element = Value
+    /// The sequence never fails; it ends when its ``GroupValue`` goes away.
     public typealias Failure = Never
 
     let stream: AsyncStream<Value>
 
+    /// An iterator over the values.
     public func makeAsyncIterator() -> AsyncStream<Value>.Iterator {
         stream.makeAsyncIterator()
     }

@@ -7,8 +7,8 @@ import Dispatch
 import Synchronization
 
 /// The cap on what all the spools of a container hold together, as one posting process sees it: the total is
-/// measured (every spool folder's files) at most every tenth of a second while this process spools, and what
-/// it spools meanwhile is added to it. Other processes' posts in that tenth of a second can pass the cap by
+/// measured (every spool folder's files) every tenth of a second while this process spools, and again before a
+/// post is refused; what it spools meanwhile is added to it. Other processes' posts in that tenth of a second can pass the cap by
 /// what they spool in it.
 final class SpoolBudget: Sendable {
     private struct State {
@@ -18,6 +18,8 @@ final class SpoolBudget: Sendable {
     }
 
     static let remeasureInterval: UInt64 = 100_000_000
+    /// How soon a total that would refuse a post is measured again, in nanoseconds.
+    static let minimumRemeasureInterval: UInt64 = 1_000_000
 
     let limit: Int
     private let container: Container
@@ -32,7 +34,10 @@ final class SpoolBudget: Sendable {
     func reserve(_ bytes: Int) throws(WormholeError) {
         let now = DispatchTime.now().uptimeNanoseconds
         try state.withLock { (state) throws(WormholeError) in
-            if !state.valid || now &- state.measured > Self.remeasureInterval {
+            let over = state.total + bytes > limit
+            if !state.valid || now &- state.measured > Self.remeasureInterval
+                || (over && now &- state.measured > Self.minimumRemeasureInterval)
+            {
                 state.total = Self.measure(container)
                 state.measured = now
                 state.valid = true

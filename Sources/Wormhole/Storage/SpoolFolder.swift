@@ -39,12 +39,12 @@ final class SpoolFolder: Sendable {
         Sys.close(descriptor)
     }
 
-    /// The bytes the folder's files take on disk: what its listener has still to read. A sparse file counts what
-    /// it really holds, not the size it claims.
-    func totalBytes() -> Int {
+    /// The bytes the folder's files take on disk. A sparse file counts what it really holds, not the size it
+    /// claims. Without `includingTaken`, only what waits for the listener to take it (its backlog).
+    func totalBytes(includingTaken: Bool = true) -> Int {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
         return names.reduce(0) { total, name in
-            guard name != Self.bellName, let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
+            guard name != Self.bellName, includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
                 status.st_mode & S_IFMT == S_IFREG
             else { return total }
             return total + min(Int(status.st_size), Int(status.st_blocks) * 512)
@@ -84,11 +84,6 @@ final class SpoolFolder: Sendable {
         return status.identity == segment.identity
     }
 
-    /// Whether the segment `name` (a `.seg` name) was taken and is not yet handed over.
-    func isTaken(_ name: String) -> Bool {
-        let taken = String(name.dropLast(Self.segmentSuffix.count)) + Self.takenSuffix
-        return (try? Sys.status(taken, relativeTo: descriptor, followLinks: false)) != nil
-    }
 
     // MARK: The listener
 
@@ -115,6 +110,26 @@ final class SpoolFolder: Sendable {
         return names.contains { $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) }
     }
 
+    /// The poster a segment's name (`<stamp>-<poster>.seg` or `.taken`) says wrote it.
+    static func poster(ofSegment name: String) -> UInt64? {
+        let parts = name.split(separator: "-")
+        guard parts.count == 2, let last = parts.last, let dot = last.firstIndex(of: ".") else { return nil }
+        return RegistryEntry.listener(fromName: String(last[..<dot]))
+    }
+
+    /// The sequence number of the first frame in the segment `name`, read from its header without checking the
+    /// record (which may still be being written); nil when there is none yet.
+    func firstSequence(of name: String) -> UInt64? {
+        guard let opened = try? StoredFile.openForReading(name, in: descriptor, limit: Self.maximumSegmentSize) else { return nil }
+        let offset = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
+        var bytes = [UInt8](repeating: 0, count: offset + Frame.headerSize)
+        guard read(opened.file.rawValue, into: &bytes, at: 0) == bytes.count, bytes[offset] == UInt8(ascii: "W"),
+            bytes[offset + 1] == UInt8(ascii: "H")
+        else { return nil }
+        var reader = ByteReader(bytes, from: offset + 12)
+        return try? reader.read(UInt64.self, "sequence")
+    }
+
     /// The held files, oldest first.
     func heldFiles() -> [String] {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
@@ -131,7 +146,8 @@ final class SpoolFolder: Sendable {
         case damaged(String)
     }
 
-    /// Reads the segment `name` record by record, holding one record in memory at a time.
+    /// Reads the segment `name` record by record, through a window of at most 1 MiB (a larger record is read on
+    /// its own): memory stays bounded however large the file, and a run of small records costs one read.
     func readSegment(_ name: String, _ body: ([UInt8]) -> Void) -> SegmentEnd {
         let opened: OpenedFile
         do throws(WormholeError) {
@@ -141,35 +157,30 @@ final class SpoolFolder: Sendable {
         } catch {
             return .damaged("\(error)")
         }
-        let fd = opened.file.rawValue
-        let size = Int(opened.status.st_size)
-        guard size > 0 else { return .whole }
-        var header = [UInt8](repeating: 0, count: SpoolRecord.headerSize)
-        guard read(fd, into: &header, at: 0) == header.count else { return .torn }
-        guard let key = SpoolRecord.key(ofHeader: header[...]) else { return .damaged("no segment header") }
+        var window = SegmentWindow(fd: opened.file.rawValue, size: Int(opened.status.st_size))
+        guard window.size > 0 else { return .whole }
+        guard let header = window.bytes(at: 0, count: SpoolRecord.headerSize) else { return .torn }
+        guard let key = SpoolRecord.key(ofHeader: header) else { return .damaged("no segment header") }
         var offset = SpoolRecord.headerSize
-        var recordHeader = [UInt8](repeating: 0, count: SpoolRecord.recordHeaderSize)
-        while true {
-            let got = read(fd, into: &recordHeader, at: offset)
-            if got == 0 { return .whole }
-            guard got == recordHeader.count else { return .torn }
-            var reader = ByteReader(recordHeader)
+        while offset < window.size {
+            guard let recordHeader = window.bytes(at: offset, count: SpoolRecord.recordHeaderSize) else { return .torn }
+            var reader = ByteReader(Array(recordHeader))
             guard let length = try? reader.read(UInt32.self, "length"), let check = try? reader.read(UInt32.self, "check")
             else { return .torn }
             guard Int(length) <= SpoolRecord.maximumFrameSize else {
                 return .damaged("record at byte \(offset) claims \(length) bytes")
             }
             let end = offset + SpoolRecord.recordHeaderSize + Int(length)
-            guard end <= size else { return .torn }
-            var frame = [UInt8](repeating: 0, count: Int(length))
-            guard read(fd, into: &frame, at: offset + SpoolRecord.recordHeaderSize) == frame.count else { return .torn }
-            guard SpoolRecord.check(frame[...], key: key) == check else {
+            guard end <= window.size, let frame = window.bytes(at: offset + SpoolRecord.recordHeaderSize, count: Int(length))
+            else { return .torn }
+            guard SpoolRecord.check(frame, key: key) == check else {
                 // The last record may still be being copied in by its writer, who will write it again.
-                return end == size ? .torn : .damaged("record at byte \(offset) fails its check")
+                return end == window.size ? .torn : .damaged("record at byte \(offset) fails its check")
             }
-            body(frame)
+            body(Array(frame))
             offset = end
         }
+        return .whole
     }
 
     private func read(_ fd: CInt, into bytes: inout [UInt8], at offset: Int) -> Int {
@@ -211,4 +222,34 @@ struct SpoolSegment: ~Copyable {
     var offset = 0
     /// Set once a write failed: nothing more is written to it.
     var isBroken = false
+}
+
+/// A window onto a segment file: reads it a megabyte at a time.
+private struct SegmentWindow {
+    static let capacity = 1 << 20
+    let fd: CInt
+    let size: Int
+    private var buffer: [UInt8] = []
+    private var start = 0
+
+    init(fd: CInt, size: Int) {
+        self.fd = fd
+        self.size = size
+    }
+
+    /// `count` bytes at `offset`, or nil when the file holds fewer.
+    mutating func bytes(at offset: Int, count: Int) -> ArraySlice<UInt8>? {
+        guard offset >= 0, count >= 0, offset + count <= size else { return nil }
+        if offset >= start && offset + count <= start + buffer.count {
+            return buffer[(offset - start)..<(offset - start + count)]
+        }
+        let length = max(count, min(Self.capacity, size - offset))
+        var fresh = [UInt8](repeating: 0, count: length)
+        let got = fresh.withUnsafeMutableBytes { raw in (try? Sys.preadAll(fd, into: raw, at: offset)) ?? 0 }
+        guard got >= count else { return nil }
+        fresh.removeLast(length - got)
+        buffer = fresh
+        start = offset
+        return buffer[0..<count]
+    }
 }

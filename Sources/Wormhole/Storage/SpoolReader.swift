@@ -49,10 +49,31 @@ struct SpoolReader: ~Copyable {
         Taken(names: folder.takeSegments(), held: includingHeld ? folder.heldFiles() : [])
     }
 
-    /// Hands over what ``take(includingHeld:)`` took, in order, then removes it.
-    mutating func handOver(_ taken: Taken, _ handlers: Handlers) {
+    /// Hands over `direct` (what the listener read from its connections after the take) and what
+    /// ``take(includingHeld:)`` took, in the order posted, then removes what it took.
+    ///
+    /// A poster spools only once its socket is full, and goes back to its socket as soon as its segment is taken,
+    /// so of one poster's frames read from its connection, those older than its first spooled one (by sequence)
+    /// come before its spooled ones, and the others after them.
+    mutating func handOver(_ taken: Taken, direct: [Frame], _ handlers: Handlers) {
         let held = taken.held
-        guard !taken.isEmpty else { return }
+        guard !taken.isEmpty else {
+            if !direct.isEmpty { handlers.deliver(direct) }
+            return
+        }
+        var firstSpooled: [UInt64: UInt64] = [:]
+        for name in taken.names {
+            guard let poster = SpoolFolder.poster(ofSegment: name), firstSpooled[poster] == nil,
+                let sequence = folder.firstSequence(of: name)
+            else { continue }
+            firstSpooled[poster] = sequence
+        }
+        var early: [Frame] = []
+        var late: [Frame] = []
+        for frame in direct {
+            if let first = firstSpooled[frame.poster], frame.sequence > first { late.append(frame) } else { early.append(frame) }
+        }
+        if !early.isEmpty { handlers.deliver(early) }
         var chunk: [Frame] = []
         var chunkBytes = 0
         var keeper: HeldWriter? = nil
@@ -92,6 +113,7 @@ struct SpoolReader: ~Copyable {
             }
         }
         if !chunk.isEmpty { handlers.deliver(chunk) }
+        if !late.isEmpty { handlers.deliver(late) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper, !keeper.publish(as: heldName()) {
             handlers.dropped(0, "cannot keep held frames of listener \(RegistryEntry.hex(folder.listener)); they stay where they are")

@@ -275,10 +275,8 @@ final class Listener: Sendable {
     }
 
     /// Takes what posters spooled, then accepts every pending connection and reads every connection dry, and
-    /// hands over what it read before what it took. A poster spools only after its earlier frames sit in its
-    /// connection, and sends on its connection again only once the listener has handed its segments over, so
-    /// this is the order posted. If a pending connection cannot be accepted now (no descriptors), the segments
-    /// taken wait for the next round.
+    /// hands both over in the order posted (``SpoolReader/handOver(_:direct:_:)``). If a pending connection
+    /// cannot be accepted now (no descriptors), the segments taken wait for the next round.
     private func drainSpool(
         _ connections: inout [Connection], _ reader: inout SpoolReader, includingHeld: Bool,
         buffer: UnsafeMutableRawBufferPointer, _ acceptPausedUntil: inout UInt64
@@ -292,11 +290,13 @@ final class Listener: Sendable {
             if !readMessages(connection.fd, into: &direct, buffer: buffer, limit: 100_000) { closed.append(connection.fd) }
         }
         close(closed, in: &connections)
-        if !direct.isEmpty { handlers.frames(direct) }
-        guard accepted else { return }
+        guard accepted else {
+            if !direct.isEmpty { handlers.frames(direct) }
+            return
+        }
         let handlers = self.handlers
         reader.handOver(
-            taken,
+            taken, direct: direct,
             SpoolReader.Handlers(
                 deliver: { handlers.frames($0) },
                 holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },

@@ -10,10 +10,10 @@ import Synchronization
 /// listener's spool folder. Never waits for the listener, and takes no lock another process could hold.
 ///
 /// Ordering rule: once a frame went to the spool, every later frame to this listener goes to the spool too,
-/// until the listener has handed over the segments this link wrote (they are gone under both their names). The
-/// listener takes segments first and then reads every connection dry, handing over what it read before what it
-/// took: a frame in a connection either preceded a spooled one (and is read now) or was sent after the
-/// listener had handed the segment over. So frames from one poster arrive in the order posted. A link
+/// until the listener has taken the segment this link writes (renamed it). The listener takes segments first,
+/// then reads every connection dry, and hands over a poster's frames from its connection before or after the
+/// ones it took according to their sequence numbers: a frame in a connection either preceded the spooled ones
+/// or was sent after the take. So frames from one poster arrive in the order posted. A link
 /// made anew for a listener an earlier link of this process wrote to (``init(…startsSpooling:)``) starts by
 /// spooling, since frames of the old connection may still be unread; so does a link whose listener has
 /// segments of other posters waiting, so that a process posting after another does not overtake it.
@@ -42,14 +42,17 @@ final class PeerLink: Sendable {
         var socket: OwnedDescriptor?
         var folder: SpoolFolder?
         var segment: SpoolSegment?
-        /// The name of the segment this link wrote last, until the listener has handed it over.
-        var lastSegment: String?
+        /// When an append last found the segment still under its name, in uptime nanoseconds.
+        var heldAt: UInt64 = 0
         /// nil until the first post looks whether others' segments wait for the listener.
         var spooling: Bool?
         /// What the listener's spool holds, as last measured plus what this link wrote since.
         var spooledEstimate = 0
         var estimated: UInt64 = 0
     }
+
+    /// How long a segment found under its name is taken to still be there, in nanoseconds.
+    static let recheckAfter: UInt64 = 20_000
 
     let listener: UInt64
     /// A durable listener whose process is not running takes its frames in its spool, and is never gone.
@@ -75,7 +78,7 @@ final class PeerLink: Sendable {
                     state.spooling = try openFolder(&state)?.hasPendingSegments() ?? false
                 }
                 if state.spooling == true, !isSegmentPending(&state) {
-                    // The listener has handed over everything this link spooled: back to the socket.
+                    // The listener has taken everything this link spooled: back to the socket.
                     state.spooling = false
                 }
                 if state.spooling == false && frame.count <= Limits.maximumDirectFrameSize {
@@ -95,8 +98,9 @@ final class PeerLink: Sendable {
                         // EAGAIN: its backlog is full, so it is alive but not accepting; spool.
                     }
                 }
-                guard try spool(frame, &state) else { return .gone }
-                if !wake(nudge, &state) { return .gone }
+                guard let started = try spool(frame, &state) else { return .gone }
+                // A listener takes a segment whole: its bell and a nudge are needed only when one is begun.
+                if started && !wake(nudge, &state) { return .gone }
                 return .spooled
             } catch {
                 return .failed(error)
@@ -104,29 +108,23 @@ final class PeerLink: Sendable {
         }
     }
 
-    /// Whether a segment this link wrote still waits for the listener: under its name, or taken (renamed) but
-    /// not yet handed over, since the listener removes a taken segment only after handing over its records.
-    /// With no segment yet, a link that spools must write one and see it handed over before it may go back to
-    /// the socket.
+    /// Whether the segment this link writes is still waiting under its name. Once the listener has taken it
+    /// (renamed it), the link may go back to the socket: the listener hands over what it reads from the socket
+    /// in sequence order with what it took. With no segment yet, a link that spools must write one and see it
+    /// taken first.
     private func isSegmentPending(_ state: inout State) -> Bool {
-        guard let folder = state.folder else { return true }
-        if let segment = state.segment.take() {
-            let present = folder.holds(segment)
-            state.lastSegment = segment.name
-            if present {
-                state.segment = consume segment
-                return true
-            }
-        }
-        guard let last = state.lastSegment else { return true }
-        if folder.isTaken(last) { return true }
-        state.lastSegment = nil
-        return false
+        // Found there a few microseconds ago (a flood of posts): no need to look again yet.
+        if state.segment != nil && DispatchTime.now().uptimeNanoseconds &- state.heldAt < Self.recheckAfter { return true }
+        guard let folder = state.folder, let segment = state.segment.take() else { return true }
+        guard folder.holds(segment) else { return false }
+        state.segment = consume segment
+        return true
     }
 
-    /// Appends `frame` to this link's segment, creating one when needed; false when the listener is gone.
-    private func spool(_ frame: [UInt8], _ state: inout State) throws(WormholeError) -> Bool {
-        guard let folder = try openFolder(&state) else { return false }
+    /// Appends `frame` to this link's segment, creating one when needed. Returns whether the record began a
+    /// segment, or nil when the listener is gone.
+    private func spool(_ frame: [UInt8], _ state: inout State) throws(WormholeError) -> Bool? {
+        guard let folder = try openFolder(&state) else { return nil }
         let size = SpoolRecord.recordHeaderSize + frame.count + (state.segment == nil ? SpoolRecord.headerSize : 0)
         try checkListenerLimit(size, folder, &state)
         try context.budget.reserve(size)
@@ -138,16 +136,17 @@ final class PeerLink: Sendable {
                 do throws(WormholeError) {
                     segment = try folder.createSegment(poster: context.poster, stamp: context.nextSegmentStamp())
                 } catch where error.errno == ENOENT {
-                    return false
+                    return nil
                 }
             }
+            let begins = segment.offset == 0
             try folder.append(frame, to: &segment)
             StopPoint.reached("spool.append")
             if folder.holds(segment) {
-                state.lastSegment = segment.name
+                state.heldAt = DispatchTime.now().uptimeNanoseconds
                 state.segment = consume segment
                 state.spooledEstimate += size
-                return true
+                return begins
             }
             // Taken while we wrote: the listener may or may not have read this record, so it goes into a new
             // segment too; the listener drops a copy it already has.
@@ -158,8 +157,12 @@ final class PeerLink: Sendable {
     /// Refuses a record that would take the listener's spool past its limit.
     private func checkListenerLimit(_ size: Int, _ folder: SpoolFolder, _ state: inout State) throws(WormholeError) {
         let now = DispatchTime.now().uptimeNanoseconds
-        if state.estimated == 0 || now &- state.estimated > SpoolBudget.remeasureInterval {
-            state.spooledEstimate = folder.totalBytes()
+        // Measured every tenth of a second, and again before refusing: the estimate only adds what this link
+        // wrote, not what the listener took meanwhile.
+        let stale = now &- state.estimated > SpoolBudget.remeasureInterval
+        let over = state.spooledEstimate + size > context.maximumSpoolSize
+        if state.estimated == 0 || stale || (over && now &- state.estimated > SpoolBudget.minimumRemeasureInterval) {
+            state.spooledEstimate = folder.totalBytes(includingTaken: false)
             state.estimated = now
         }
         guard state.spooledEstimate + size <= context.maximumSpoolSize else {
