@@ -25,8 +25,10 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Dead listeners removed from the registry.
     public var listenersRemoved = 0
 
+    /// Statistics with every count at zero.
     public init() {}
 
+    /// Every count, named, on one line.
     public var description: String {
         "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
             + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), values rejected \(valuesRejected), "
