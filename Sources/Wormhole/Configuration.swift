@@ -1,5 +1,6 @@
 extension GroupNotificationCenter {
-    /// Limits a center applies to what it writes into the container, with defaulted values.
+    /// Limits a center applies to what it writes into the container, and the transport it listens on, with
+    /// defaulted values.
     ///
     /// Each posting process enforces the limits of the center it posts with; processes that share a container
     /// should use the same ones.
@@ -11,18 +12,25 @@ extension GroupNotificationCenter {
         /// listeners cannot fill the disk (or, for `$XDG_RUNTIME_DIR`, memory). Past it, posts that must spool
         /// report ``WormholeError/Code/spoolFull``.
         public var maximumContainerSpoolSize: Int
+        /// The socket this process's listener receives on. Posting speaks whichever transport each listener
+        /// registered, whatever this says.
+        public var transport: Transport
 
         /// Limits of your choosing; each left out keeps its default.
         /// - Parameters:
         ///   - maximumSpoolSize: Per listener; 128 MiB by default (``GroupNotificationCenter/maximumSpoolSize``).
         ///   - maximumContainerSpoolSize: For the whole container; 512 MiB by default
         ///     (``GroupNotificationCenter/maximumContainerSpoolSize``).
+        ///   - transport: The socket this process listens on; by default
+        ///     ``GroupNotificationCenter/Transport/processDefault``.
         public init(
             maximumSpoolSize: Int = GroupNotificationCenter.maximumSpoolSize,
-            maximumContainerSpoolSize: Int = GroupNotificationCenter.maximumContainerSpoolSize
+            maximumContainerSpoolSize: Int = GroupNotificationCenter.maximumContainerSpoolSize,
+            transport: GroupNotificationCenter.Transport = .processDefault
         ) {
             self.maximumSpoolSize = maximumSpoolSize
             self.maximumContainerSpoolSize = maximumContainerSpoolSize
+            self.transport = transport
         }
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 public struct ListenerStatus: Sendable, Hashable {
     /// Whether the listener can take notifications now.
     public enum State: String, Sendable, Hashable {
-        /// Its socket accepts connections and its process runs.
+        /// Its socket takes messages and its process runs.
         case alive
         /// Its process is stopped (SIGSTOP, a debugger): posts go to its socket buffer, then its spool.
         case stopped
@@ -24,6 +24,8 @@ public struct ListenerStatus: Sendable, Hashable {
     public var pid: Int32
     /// The socket's path.
     public var socketPath: String
+    /// The socket it listens on, which posters speak to it.
+    public var transport: GroupNotificationCenter.Transport
     /// The (name, object) pairs it observes; nil means any.
     public var observing: [(name: String?, object: String?)] {
         subscriptions.map { ($0.name, $0.object) }
@@ -44,17 +46,12 @@ extension GroupNotificationCenter {
     public func listenerStatus() -> [ListenerStatus] {
         let container = endpoint.container
         return endpoint.registry.snapshot().entries.map { entry in
-            var state = ListenerStatus.State.alive
-            do throws(WormholeError) {
-                try UnixSocket.connect(
-                    directory: container.listenersDescriptor, directoryPath: container.listenersPath,
-                    name: entry.socketName
-                ).close()
-            } catch where error.isPeerGone {
-                state = .dead
-            } catch {
-                // EAGAIN: its backlog is full, so it is not reading.
-                state = .stopped
+            var state: ListenerStatus.State
+            switch ListenerProbe.probe(entry, in: container) {
+            case .listening: state = .alive
+            case .gone: state = .dead
+            // A full backlog: it is not reading.
+            case .busy, .unknown: state = .stopped
             }
             if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
             if state == .dead && entry.isDurable { state = .offline }
@@ -62,7 +59,7 @@ extension GroupNotificationCenter {
             return ListenerStatus(
                 identifier: RegistryEntry.hex(entry.listener), clientIdentifier: entry.identity,
                 lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
-                socketPath: container.listenersPath + "/" + entry.socketName, state: state,
+                socketPath: container.listenersPath + "/" + entry.socketName, transport: entry.transport, state: state,
                 spooledNotifications: spooledNotifications, spooledBytes: spooledBytes,
                 subscriptions: entry.subscriptions)
         }

@@ -113,7 +113,7 @@ enum Commands {
         if options.has("json") {
             let rows: [[String: Any]] = listeners.map { listener in
                 [
-                    "identifier": listener.identifier, "pid": Int(listener.pid), "socket": listener.socketPath,
+                    "identifier": listener.identifier, "pid": Int(listener.pid), "socket": listener.socketPath, "transport": listener.transport.rawValue,
                     "clientIdentifier": listener.clientIdentifier as Any? ?? NSNull(),
                     "lastSeen": listener.lastSeen.map { ISO8601DateFormatter().string(from: $0) } as Any? ?? NSNull(),
                     "state": listener.state.rawValue, "spooledNotifications": listener.spooledNotifications,
@@ -131,7 +131,7 @@ enum Commands {
             let durable = listener.clientIdentifier.map { "durable \"\($0)\"\(lastSeen)  " } ?? ""
             Output.line(
                 "  \(durable)pid \(listener.pid)  \(listener.state.rawValue)  spool \(listener.spooledNotifications) (\(listener.spooledBytes) B)  observes \(observing.isEmpty ? "nothing" : observing)")
-            Output.line("    \(listener.socketPath)")
+            Output.line("    \(listener.socketPath) (\(listener.transport))")
         }
         return 0
     }

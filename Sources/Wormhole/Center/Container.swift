@@ -12,7 +12,7 @@ import Foundation
 /// per listener), `retained/<name>`, `values/<name>/` (one folder per group value). No file in it is ever locked.
 final class Container: Sendable {
     /// The version of the container's layout; a process of another version refuses the container.
-    static let layoutVersion = 3
+    static let layoutVersion = 4
     static let layoutName = "layout"
 
     let path: String
@@ -39,6 +39,7 @@ final class Container: Sendable {
         do throws(WormholeError) {
             let root = try Self.openDirectory(path, relativeTo: AT_FDCWD, create: true, what: "container")
             opened.append(root)
+            FileProtection.keepReadableWhileLocked(path)
             try Self.checkLayout(root, path)
             identity = try Sys.status(of: root).identity
             let registry = try Self.openDirectory("registry", relativeTo: root, create: true, what: "container")

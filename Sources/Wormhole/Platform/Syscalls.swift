@@ -31,31 +31,12 @@ func currentErrno() -> CInt {
     #endif
 }
 
-extension WormholeError {
-    /// Whether the system said "try again later": the peer's buffer or backlog is full.
-    var isWouldBlock: Bool { errno == EAGAIN || errno == EWOULDBLOCK }
-    /// Whether the system said the peer is gone: nobody listens on that socket any more.
-    var isPeerGone: Bool {
-        guard let errno else { return false }
-        return errno == ECONNREFUSED || errno == ENOENT || errno == ECONNRESET || errno == EPIPE
-            || errno == ENOTCONN
-    }
-}
-
 enum Sys {
     static let cloexec: CInt = {
         #if canImport(Glibc)
         return CInt(SOCK_CLOEXEC.rawValue)
         #else
         return 0
-        #endif
-    }()
-
-    static let seqpacket: CInt = {
-        #if canImport(Glibc)
-        return CInt(SOCK_SEQPACKET.rawValue)
-        #else
-        return SOCK_SEQPACKET
         #endif
     }()
 
@@ -157,15 +138,16 @@ enum Sys {
 
     /// The names in the directory open as `directory`, less `.` and `..`; at most `limit` of them.
     static func listDirectory(_ directory: CInt, limit: Int = 1 << 20) throws(WormholeError) -> [String] {
-        // fdopendir takes the descriptor over, so it gets a duplicate; rewinding reads the folder from its start.
-        let copy = try valueOrErrno("dup") { dup(directory) }
+        // fdopendir takes the descriptor over, so it gets one of its own: opened anew, not dup(2)ed, because a
+        // duplicate shares the directory's read offset, and two threads listing one folder at once would each
+        // see part of it, or nothing.
+        let copy = try valueOrErrno("openat") { openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard let stream = fdopendir(copy) else {
             let error = currentErrno()
             close(copy)
             throw WormholeError(.system, "fdopendir", errno: error)
         }
         defer { closedir(stream) }
-        rewinddir(stream)
         var names: [String] = []
         while names.count < limit, let entry = readdir(stream) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in

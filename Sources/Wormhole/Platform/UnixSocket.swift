@@ -1,5 +1,5 @@
-// AF_UNIX SOCK_SEQPACKET sockets: message boundaries, per-connection order, and a sender that learns at once
-// when its peer is full (EAGAIN) or gone (ECONNREFUSED, ECONNRESET, EPIPE).
+// AF_UNIX sockets of either transport: message boundaries, one sender's messages in order, and a sender that
+// learns at once when its peer is full or gone (see PeerState for what each errno means).
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -7,69 +7,45 @@ import Darwin
 #endif
 
 enum UnixSocket {
-    /// The longest path `sun_path` holds, less its terminating NUL.
+    /// The longest path `sun_path` holds, less its terminating NUL: 107 bytes on Linux, 103 on Darwin.
     static let maximumPathLength: Int = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
-    /// A new non-blocking, close-on-exec seqpacket socket.
-    static func make() throws(WormholeError) -> OwnedDescriptor {
-        let fd = try valueOrErrno("socket") { socket(AF_UNIX, Sys.seqpacket | Sys.cloexec, 0) }
+    /// A new non-blocking, close-on-exec socket of `transport`, set up for it (``SocketOptions``).
+    static func make(_ transport: GroupNotificationCenter.Transport) throws(WormholeError) -> OwnedDescriptor {
+        let fd = try valueOrErrno("socket") { socket(AF_UNIX, SocketOptions.type(of: transport) | Sys.cloexec, 0) }
         let descriptor = OwnedDescriptor(rawValue: fd)
-        #if canImport(Darwin)
-        // Darwin has neither SOCK_CLOEXEC nor MSG_NOSIGNAL: set both per socket.
-        var on: CInt = 1
-        _ = setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<CInt>.size))
-        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        #endif
+        SocketOptions.prepare(fd, for: transport)
         _ = try valueOrErrno("fcntl") { fcntl(fd, F_SETFL, O_NONBLOCK) }
         return descriptor
     }
 
-    /// The address of `name` inside the directory open as `directory` whose path is `directoryPath`.
-    ///
-    /// A path too long for `sun_path` is reached through `/proc/self/fd/<directory>/<name>` on Linux.
-    static func withAddress<R>(
-        directory: CInt, directoryPath: String, name: String,
-        _ body: (UnsafePointer<sockaddr>, socklen_t) -> R
-    ) throws(WormholeError) -> R {
-        var path = directoryPath + "/" + name
-        if path.utf8.count > maximumPathLength {
-            #if os(Linux)
-            path = "/proc/self/fd/\(directory)/\(name)"
-            #endif
-            guard path.utf8.count <= maximumPathLength else {
-                throw WormholeError(.invalidContainer, "socket path \(directoryPath)/\(name) is longer than \(maximumPathLength) bytes")
-            }
-        }
-        var address = sockaddr_un()
-        address.sun_family = sa_family_t(AF_UNIX)
-        withUnsafeMutableBytes(of: &address.sun_path) { raw in
-            raw.copyBytes(from: path.utf8)
-        }
-        return withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { body($0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
-        }
-    }
-
-    /// A listening socket bound to `name` in the directory; the socket file is made 0600.
-    static func listen(directory: CInt, directoryPath: String, name: String, backlog: CInt = 128)
-        throws(WormholeError) -> OwnedDescriptor
-    {
-        let descriptor = try make()
+    /// A receiving socket of `transport` bound to `name` in the directory open as `directory`, whose path is
+    /// `directoryPath`; the socket file is made 0600. A sequenced-packet socket also listens for connections.
+    static func bind(
+        _ transport: GroupNotificationCenter.Transport, directory: CInt, directoryPath: String, name: String,
+        backlog: CInt = 128
+    ) throws(WormholeError) -> OwnedDescriptor {
+        let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        let bound = try withAddress(directory: directory, directoryPath: directoryPath, name: name) { address, length in
-            systemBind(fd, address, length) == 0 ? 0 : currentErrno()
+        let bound = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+            address, length in systemBind(fd, address, length) == 0 ? 0 : currentErrno()
         }
         guard bound == 0 else { throw WormholeError(.system, "bind \(directoryPath)/\(name)", errno: bound) }
         try Sys.changeMode(name, 0o600, relativeTo: directory)
-        _ = try valueOrErrno("listen") { systemListen(fd, backlog) }
+        SocketOptions.prepareReceiving(fd, for: transport)
+        if transport == .sequencedPacket { _ = try valueOrErrno("listen") { systemListen(fd, backlog) } }
         return descriptor
     }
 
-    /// Connects without blocking; throws with `EAGAIN` when the listener's backlog is full.
-    static func connect(directory: CInt, directoryPath: String, name: String) throws(WormholeError) -> OwnedDescriptor {
-        let descriptor = try make()
+    /// Connects without blocking to the socket `name`. A sequenced-packet connect throws `EAGAIN` when the
+    /// listener's backlog is full; connecting to a socket of the other transport throws `EPROTOTYPE`.
+    static func connect(
+        _ transport: GroupNotificationCenter.Transport, directory: CInt, directoryPath: String, name: String
+    ) throws(WormholeError) -> OwnedDescriptor {
+        let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        let result = try withAddress(directory: directory, directoryPath: directoryPath, name: name) { address, length in
+        let result = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+            address, length in
             while true {
                 if systemConnect(fd, address, length) == 0 { return CInt(0) }
                 let error = currentErrno()
@@ -80,7 +56,7 @@ enum UnixSocket {
         return descriptor
     }
 
-    /// Accepts one pending connection, or returns nil when none is pending.
+    /// Accepts one pending connection of a sequenced-packet socket, or returns nil when none is pending.
     static func accept(_ listener: CInt) throws(WormholeError) -> OwnedDescriptor? {
         // accept4 is not exported to Swift here; the listener is close-on-exec and only this thread accepts.
         let fd = systemAccept(listener, nil, nil)
@@ -94,8 +70,9 @@ enum UnixSocket {
         throw WormholeError(.system, "accept", errno: error)
     }
 
-    /// Sends one whole message without blocking. Throws `EAGAIN` when the peer's buffer is full.
+    /// Sends one whole message without blocking; a failure's ``WormholeError/peerState`` says why.
     static func send(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) {
+        try InjectedFault.failSend()
         _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, Sys.sendFlags) }
     }
 

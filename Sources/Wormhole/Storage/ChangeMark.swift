@@ -23,10 +23,13 @@ final class ChangeMark: Sendable {
         self.directory = directory
     }
 
-    /// The current value; 0 when the file cannot be read (callers treat 0 as "look for yourself").
+    /// The current value; 0 when the file cannot be read (callers treat 0 as "look for yourself"). A file of more
+    /// than one link (planted from elsewhere, which no writer writes) is not kept: it reads as 0 until a writer
+    /// has replaced it.
     var value: UInt64 {
         file.withLock { file -> UInt64 in
             if file == nil, let opened = try? StoredFile.openForReading(name, in: directory, limit: 64) {
+                guard opened.status.st_nlink == 1 else { return 0 }
                 file = OwnedDescriptor(rawValue: opened.file.release())
             }
             guard let fd = file?.rawValue else { return 0 }

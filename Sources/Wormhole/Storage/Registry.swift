@@ -27,6 +27,8 @@ final class Registry: Sendable {
         var loaded = false
         var mark: UInt64 = 0
         var checked: UInt64 = 0
+        /// When the mark file was last found to be the one at its name.
+        var markChecked: UInt64 = 0
         var folder: (identity: FileIdentity, modified: Int64)?
         var files: [String: CachedEntry] = [:]
         var snapshot = RegistrySnapshot.empty
@@ -35,6 +37,10 @@ final class Registry: Sendable {
     static let changesName = "registry.changes"
     /// How long a reader trusts an unchanged mark before it looks at the folder anyway, in nanoseconds.
     static let recheckInterval: UInt64 = 100_000_000
+    /// How long a reader trusts that the mark it reads is still the file at its name, in nanoseconds. A mark
+    /// replaced from outside (which writers then replace again) stays the same in a reader's old descriptor: it
+    /// is found out within this time, so that a registration is not missed for longer.
+    static let markRecheckInterval: UInt64 = 1_000_000
     /// How long after its last change an entry file is trusted to be the one read before, in nanoseconds.
     static let settledAfter: Int64 = 100_000_000
     /// The largest entry file read; a listener whose subscriptions would not fit registers for every name.
@@ -61,14 +67,29 @@ final class Registry: Sendable {
             // Another thread may have stamped `checked` after this one read the clock: that counts as fresh.
             let age = now > cache.checked ? now - cache.checked : 0
             if cache.loaded && mark != 0 && mark == cache.mark {
-                if age < Self.recheckInterval { return cache.snapshot }
-                if let folder = folderState(), let cached = cache.folder, folder == cached, changes.isCurrent() {
+                let markAge = now > cache.markChecked ? now - cache.markChecked : 0
+                if age < Self.recheckInterval && (markAge < Self.markRecheckInterval || changes.isCurrent()) {
+                    if markAge >= Self.markRecheckInterval { cache.markChecked = now }
+                    return cache.snapshot
+                }
+                if age >= Self.recheckInterval, let folder = folderState(), let cached = cache.folder, folder == cached,
+                    changes.isCurrent()
+                {
                     cache.checked = now
+                    cache.markChecked = now
                     return cache.snapshot
                 }
             }
+            // No mark to go by (missing, damaged, or of more than one link until a writer replaces it): the folder's
+            // own modification time tells, once it is older than the file system's clock can blur.
+            if cache.loaded && mark == 0 && cache.mark == 0, let folder = folderState(), let cached = cache.folder,
+                folder == cached
+            {
+                return cache.snapshot
+            }
             cache.mark = mark
             cache.checked = now
+            cache.markChecked = now
             if !changes.isCurrent() { changes.reopen() }
             reload(&cache)
             return cache.snapshot
@@ -82,7 +103,9 @@ final class Registry: Sendable {
 
     /// Lists the folder and reads the entries whose file is new or changed.
     private func reload(_ cache: inout Cache) {
-        cache.folder = folderState()
+        // A folder changed within the last moments may change again within the same tick of its clock, unseen:
+        // its state is kept, to skip later listings, only once it is settled.
+        cache.folder = folderState().flatMap { wallClockNanoseconds() - $0.modified > Self.settledAfter ? $0 : nil }
         let directory = container.registryDescriptor
         let names = (try? Sys.listDirectory(directory, limit: 4 * GroupNotificationCenter.maximumListeners)) ?? []
         var files: [String: CachedEntry] = [:]

@@ -9,6 +9,8 @@ struct RegistryEntry: Hashable, Sendable {
     var identity: String? = nil
     /// When a durable listener's process last registered or left, in seconds since 1970.
     var lastSeen: Int64 = 0
+    /// The socket it listens on; posters speak this transport to it.
+    var transport: GroupNotificationCenter.Transport = .sequencedPacket
 
     var isDurable: Bool { identity != nil }
 

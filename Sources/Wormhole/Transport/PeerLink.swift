@@ -55,6 +55,8 @@ final class PeerLink: Sendable {
     static let recheckAfter: UInt64 = 20_000
 
     let listener: UInt64
+    /// The transport the listener registered with.
+    let transport: GroupNotificationCenter.Transport
     /// A durable listener whose process is not running takes its frames in its spool, and is never gone.
     private let durable: Bool
     private let context: Context
@@ -62,8 +64,12 @@ final class PeerLink: Sendable {
     /// When this link was last used, for the endpoint's choice of which link to close.
     let lastUse = Atomic<UInt64>(0)
 
-    init(listener: UInt64, durable: Bool, context: Context, startsSpooling: Bool) {
+    init(
+        listener: UInt64, transport: GroupNotificationCenter.Transport, durable: Bool, context: Context,
+        startsSpooling: Bool
+    ) {
         self.listener = listener
+        self.transport = transport
         self.durable = durable
         self.context = context
         state = Mutex(State(spooling: startsSpooling ? true : nil))
@@ -92,10 +98,10 @@ final class PeerLink: Sendable {
                 if !durable && state.socket == nil {
                     do throws(WormholeError) {
                         state.socket = try connect()
-                    } catch where error.isPeerGone {
+                    } catch where error.peerState == .gone {
                         return .gone
                     } catch {
-                        // EAGAIN: its backlog is full, so it is alive but not accepting; spool.
+                        // Its backlog is full, or it listens with the other transport: it is alive; spool.
                     }
                 }
                 guard let started = try spool(frame, &state) else { return .gone }
@@ -179,21 +185,26 @@ final class PeerLink: Sendable {
             if state.socket == nil {
                 do throws(WormholeError) {
                     state.socket = try connect()
-                } catch where error.isWouldBlock {
-                    return .full
-                } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
-                    return durable ? .full : .gone
+                } catch {
+                    switch error.peerState {
+                    case .busy, .otherTransport: return .full
+                    case .gone: return durable ? .full : .gone
+                    case .failed: throw error
+                    }
                 }
             }
             guard let fd = state.socket?.rawValue else { return .full }
             do throws(WormholeError) {
                 try frame.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
                 return .sent
-            } catch where error.isWouldBlock || error.errno == EMSGSIZE || error.errno == ENOBUFS {
-                return .full
-            } catch where error.isPeerGone {
-                // The listener closed this connection after reading all of it (or died): connect again.
-                state.socket = nil
+            } catch {
+                switch error.peerState {
+                case .busy, .otherTransport: return .full
+                // The listener closed this connection after reading all of it, or its socket was bound anew,
+                // or it died: connect again.
+                case .gone: state.socket = nil
+                case .failed: throw error
+                }
             }
         }
         // Connected twice and dropped twice: the listener lives but will not take us now.
@@ -208,7 +219,7 @@ final class PeerLink: Sendable {
             if state.socket == nil {
                 do throws(WormholeError) {
                     state.socket = try connect()
-                } catch where error.errno == ECONNREFUSED || error.errno == ENOENT {
+                } catch where error.peerState == .gone {
                     return durable
                 } catch {
                     return true
@@ -218,7 +229,7 @@ final class PeerLink: Sendable {
             do throws(WormholeError) {
                 try nudge.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
                 return true
-            } catch where error.isPeerGone {
+            } catch where error.peerState == .gone {
                 state.socket = nil
             } catch {
                 return true
@@ -229,7 +240,7 @@ final class PeerLink: Sendable {
 
     private func connect() throws(WormholeError) -> OwnedDescriptor {
         try UnixSocket.connect(
-            directory: context.container.listenersDescriptor, directoryPath: context.container.listenersPath,
+            transport, directory: context.container.listenersDescriptor, directoryPath: context.container.listenersPath,
             name: RegistryEntry.socketName(listener))
     }
 

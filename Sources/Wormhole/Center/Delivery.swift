@@ -1,0 +1,88 @@
+import Foundation
+import Synchronization
+
+/// The receiving side of a process in one container: its observers, and the handing of received frames to
+/// them, each userInfo decoded once per set of allowed classes.
+final class Delivery: Sendable {
+    private let observers = Mutex(ObserverTable())
+    private let counters: Counters
+
+    init(counters: Counters) {
+        self.counters = counters
+    }
+
+    /// Adds `observer`; returns whether its subscription is new, so the registry must change.
+    func add(_ observer: Observer) -> Bool {
+        observers.withLock { $0.add(observer) }
+    }
+
+    /// Removes the observers `shouldRemove` picks, and stops their pending deliveries. Returns whether the
+    /// subscriptions changed.
+    func remove(where shouldRemove: (Observer) -> Bool) -> Bool {
+        let (removed, changed) = observers.withLock { $0.remove(where: shouldRemove) }
+        removed.forEach { $0.deactivate() }
+        return changed
+    }
+
+    /// The distinct subscriptions of the observers, as the registry records them.
+    var subscriptions: [Subscription] { observers.withLock { $0.subscriptions } }
+
+    func hasMatch(name: String, object: String?) -> Bool {
+        observers.withLock { $0.hasMatch(name: name, object: object) }
+    }
+
+    /// Hands frames to the matching observers. Those without a queue run through `receiveThread`, which runs
+    /// them at once on the receive thread or hands them to it.
+    func deliver(_ frames: [Frame], receiveThread: (@escaping @Sendable () -> Void) -> Void) {
+        var batch = DeliveryBatch()
+        var received = 0
+        var rejected = 0
+        for frame in frames {
+            let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
+            guard !matches.isEmpty else { continue }
+            received += 1
+            var decoded: [String: [AnyHashable: Any]?] = [:]
+            for observer in matches {
+                var userInfo: [AnyHashable: Any]? = nil
+                if let archive = frame.userInfo {
+                    if let cached = decoded[observer.allowed.key] {
+                        userInfo = cached
+                    } else {
+                        userInfo = Self.decodeUserInfo(archive, of: frame.name, allowed: observer.allowed, rejected: &rejected)
+                        decoded[observer.allowed.key] = .some(userInfo)
+                    }
+                }
+                batch.add(observer, frame: frame, userInfo: userInfo)
+            }
+        }
+        if received > 0 || rejected > 0 {
+            counters.count {
+                $0.received += received
+                $0.userInfoRejected += rejected
+            }
+        }
+        batch.dispatch(receiveThread: receiveThread)
+    }
+
+    /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.
+    static func decodeUserInfo(_ archive: [UInt8], of name: String, allowed: AllowedClasses, rejected: inout Int)
+        -> [AnyHashable: Any]?
+    {
+        do throws(WormholeError) {
+            return try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: allowed)
+        } catch {
+            rejected += 1
+            Log.warning("userInfo of \(name) withheld from an observer: \(error)")
+            return nil
+        }
+    }
+
+    /// `frame`, the retained notification of `name`, as an observer with `allowed` classes sees it, and which
+    /// post it was.
+    func notification(_ frame: Frame, named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity) {
+        var rejected = 0
+        let userInfo = frame.userInfo.flatMap { Self.decodeUserInfo($0, of: name, allowed: allowed, rejected: &rejected) }
+        if rejected > 0 { counters.count { $0.userInfoRejected += rejected } }
+        return (Notification(name: Notification.Name(name), object: frame.object, userInfo: userInfo), FrameIdentity(frame))
+    }
+}

@@ -1,0 +1,120 @@
+import Foundation
+import Synchronization
+
+/// The posting side of a process in one container: numbers its posts, and hands each frame to every matching
+/// listener through a link of its own to that listener (its socket, else its spool). At most
+/// ``Limits/maximumLinks`` links stay open.
+final class Fanout: Sendable {
+    /// Identifies this process's posts to receivers, with a sequence number per post.
+    let poster: UInt64
+    /// The frame that wakes a listener to look at its spool.
+    private let nudge: [UInt8]
+    private let sequence = Atomic<UInt64>(0)
+    private let links = Mutex(Links())
+    private let linksGeneration = Atomic<Int>(0)
+    private let linkContext: PeerLink.Context
+
+    /// The links of this process, and the listeners whose link was closed while it may have had frames in flight.
+    private struct Links {
+        var open: [UInt64: PeerLink] = [:]
+        var closed: Set<UInt64> = []
+        var uses: UInt64 = 0
+    }
+
+    init(container: Container, configuration: GroupNotificationCenter.Configuration) {
+        let poster = UInt64.random(in: 1...UInt64.max)
+        self.poster = poster
+        nudge = Frame.nudge(from: poster).encoded()
+        let stamps = SegmentStamps()
+        linkContext = PeerLink.Context(
+            container: container, poster: poster, maximumSpoolSize: configuration.maximumSpoolSize,
+            budget: SpoolBudget(container: container, limit: configuration.maximumContainerSpoolSize),
+            nextSegmentStamp: { stamps.next() })
+    }
+
+    /// The next frame this process posts.
+    func frame(name: String, object: String?, userInfo: [UInt8]?) -> Frame {
+        let number = sequence.add(1, ordering: .relaxed).newValue
+        return Frame(poster: poster, sequence: number, name: name, object: object, userInfo: userInfo)
+    }
+
+    /// Hands `bytes` (an encoded frame named `name`, `object`) to every listener of `snapshot` that matches, but
+    /// `own`. Returns what became of it, and the listeners found gone.
+    func send(
+        _ bytes: [UInt8], name: String, object: String?, to snapshot: RegistrySnapshot, generation: Int, except own: UInt64?
+    ) -> (report: PostReport, gone: [RegistryEntry]) {
+        pruneLinks(to: snapshot, generation: generation)
+        var report = PostReport()
+        var gone: [RegistryEntry] = []
+        snapshot.forEachListener(matching: name, object: object) { entry in
+            guard entry.listener != own else { return }
+            switch link(to: entry).send(bytes, nudge: nudge) {
+            case .direct:
+                report.delivered += 1
+            case .spooled:
+                report.spooled += 1
+            case .gone:
+                gone.append(entry)
+            case .failed(let error):
+                report.failures.append(PostReport.Failure(pid: entry.pid, error: error))
+            }
+        }
+        return (report, gone)
+    }
+
+    /// Closes the links of listeners that are gone.
+    func forget(_ listeners: [UInt64]) {
+        links.withLock { links in
+            for listener in listeners {
+                links.open[listener] = nil
+                links.closed.remove(listener)
+            }
+        }
+    }
+
+    /// Drops the links (and their sockets) of listeners that left the registry, once per registry change.
+    private func pruneLinks(to snapshot: RegistrySnapshot, generation: Int) {
+        guard linksGeneration.exchange(generation, ordering: .relaxed) != generation else { return }
+        let present = Set(snapshot.entries.map(\.listener))
+        links.withLock { links in
+            links.open = links.open.filter { present.contains($0.key) }
+            links.closed = links.closed.filter { present.contains($0) }
+        }
+    }
+
+    private func link(to entry: RegistryEntry) -> PeerLink {
+        links.withLock { links in
+            links.uses += 1
+            // A link to a listener that registered anew with another transport is made anew.
+            if let link = links.open[entry.listener], link.transport == entry.transport {
+                link.lastUse.store(links.uses, ordering: .relaxed)
+                return link
+            }
+            if links.open.removeValue(forKey: entry.listener) != nil { links.closed.insert(entry.listener) }
+            if links.open.count >= Limits.maximumLinks,
+                let oldest = links.open.min(by: { $0.value.lastUse.load(ordering: .relaxed) < $1.value.lastUse.load(ordering: .relaxed) })
+            {
+                links.open[oldest.key] = nil
+                links.closed.insert(oldest.key)
+            }
+            // Frames of a closed link's connection may be unread: a new link spools until the listener drains.
+            let link = PeerLink(
+                listener: entry.listener, transport: entry.transport, durable: entry.isDurable, context: linkContext,
+                startsSpooling: links.closed.remove(entry.listener) != nil)
+            link.lastUse.store(links.uses, ordering: .relaxed)
+            links.open[entry.listener] = link
+            return link
+        }
+    }
+}
+
+/// Stamps the spool segments of one process: the wall clock in nanoseconds, strictly increasing.
+private final class SegmentStamps: Sendable {
+    private let last = Mutex<UInt64>(0)
+    func next() -> UInt64 {
+        last.withLock { last in
+            last = max(last + 1, UInt64(max(0, wallClockNanoseconds())))
+            return last
+        }
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Synchronization
+
+/// A process's place in a container's registry: its listener's entry (written when its subscriptions change,
+/// mended once a second), a durable identity's record, and the collection of listeners that died unnoticed.
+final class Membership: Sendable {
+    let container: Container
+    /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
+    let identity: String?
+    let transport: GroupNotificationCenter.Transport
+    let registry: Registry
+    private let counters: Counters
+    /// Closes the links of listeners found dead.
+    private let fanout: Fanout
+    /// Lets one thread at a time write this process's registry entry.
+    private let publishing = Mutex(())
+    private let saidTooMany = Atomic<Bool>(false)
+    private let containerRemoved = Atomic<Bool>(false)
+
+    init(
+        container: Container, identity: String?, transport: GroupNotificationCenter.Transport, registry: Registry,
+        counters: Counters, fanout: Fanout
+    ) {
+        self.container = container
+        self.identity = identity
+        self.transport = transport
+        self.registry = registry
+        self.counters = counters
+        self.fanout = fanout
+    }
+
+    /// Records a durable identity as running in `listener`, keeping the subscriptions of its last run (so that
+    /// posters keep spooling for it while the process starts up).
+    func claim(_ listener: UInt64) throws(WormholeError) {
+        let snapshot = registry.snapshot()
+        let stale = probeDeadListeners(except: listener)
+        if snapshot.entry(listener) == nil { try checkRoom(snapshot, stale: stale) }
+        let previous = registry.currentEntry(listener)
+        try registry.write(RegistryEntry(
+            listener: listener, pid: getpid(), subscriptions: previous?.subscriptions ?? [], identity: identity,
+            lastSeen: Int64(Date().timeIntervalSince1970), transport: transport))
+        removeDeadListeners(stale)
+    }
+
+    /// Takes `listener` out of the registry as its process stops observing; a durable identity's entry stays,
+    /// marked offline, so that posters keep its spool filling.
+    func leave(_ listener: UInt64) {
+        guard identity != nil else {
+            registry.remove(listener)
+            return
+        }
+        if var entry = registry.currentEntry(listener) {
+            entry.pid = 0
+            entry.lastSeen = Int64(Date().timeIntervalSince1970)
+            try? registry.write(entry)
+        }
+    }
+
+    /// Writes `listener`'s entry with `subscriptions` (``entry(_:subscriptions:)``) when it changed. Writers of
+    /// one process take turns, so that an older set is never written after a newer one.
+    func publish(_ listener: UInt64, subscriptions: @autoclosure () -> [Subscription]) throws(WormholeError) {
+        try publishing.withLock { (_) throws(WormholeError) in
+            // On first registration, collect the entries of listeners that died unnoticed, so that a container
+            // does not grow with every process that ever observed in it.
+            let snapshot = registry.snapshot()
+            let isNew = snapshot.entry(listener) == nil && registry.currentEntry(listener) == nil
+            let stale = isNew ? probeDeadListeners(except: listener) : []
+            if isNew { try checkRoom(snapshot, stale: stale) }
+            let entry = entry(listener, subscriptions: subscriptions())
+            // Nothing to write when the entry says this already (one listing every name says it for any set).
+            if isNew || registry.currentEntry(listener).map({
+                $0.subscriptions != entry.subscriptions || $0.pid != entry.pid || $0.transport != entry.transport
+            }) ?? true {
+                try registry.write(entry)
+            }
+            removeDeadListeners(stale)
+            if isNew { removeOrphanedSpools() }
+        }
+    }
+
+    /// The entry `listener` should have now: its subscriptions, or, when they would not fit an entry file, one
+    /// subscription to every name (posters then send it everything, and it keeps what it observes).
+    private func entry(_ listener: UInt64, subscriptions: [Subscription]) -> RegistryEntry {
+        var entry = RegistryEntry(
+            listener: listener, pid: getpid(), subscriptions: subscriptions, identity: identity,
+            lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970), transport: transport)
+        if RegistryFormat.encodedSize(of: entry) > Registry.maximumEntrySize {
+            if !saidTooMany.exchange(true, ordering: .relaxed) {
+                Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
+            }
+            entry.subscriptions = [Subscription(name: nil, object: nil)]
+        }
+        return entry
+    }
+
+    /// Once a second on the listener's thread: puts `listener`'s entry back if the registry lost it (a corrupt
+    /// registry is rebuilt empty), and mends it if it differs from `subscriptions`. With `keepingLastRun` (a
+    /// durable identity with no observer yet in this run) the entry keeps the subscriptions it has.
+    func mend(_ listener: UInt64, keepingLastRun: Bool, subscriptions: @autoclosure () -> [Subscription]) {
+        if !container.isAtItsPath {
+            if !containerRemoved.exchange(true, ordering: .relaxed) {
+                counters.count { $0.dropped += 1 }
+                Log.warning("container \(container.path) was moved, removed or recreated; this process's observers hear only posts made to the folder it opened")
+            }
+            return
+        }
+        if keepingLastRun { return }
+        let expected = entry(listener, subscriptions: subscriptions()).subscriptions
+        guard let current = registry.snapshot().entry(listener) else {
+            Log.warning("registry in \(container.path) lost this process's entry; registering again")
+            try? publish(listener, subscriptions: expected)
+            return
+        }
+        // A difference may only be an add or remove in flight; publishing again is harmless either way.
+        if current.subscriptions != expected { try? publish(listener, subscriptions: subscriptions()) }
+    }
+
+    /// Removes listeners whose socket nobody listens on any more: their registry entries, links, socket and spool.
+    func removeDeadListeners(_ dead: [UInt64]) {
+        guard !dead.isEmpty else { return }
+        for listener in dead { registry.remove(listener) }
+        fanout.forget(dead)
+        for listener in dead { Listener.removeFiles(of: listener, in: container) }
+        counters.count { $0.listenersRemoved += dead.count }
+    }
+
+    /// Refuses a new listener when the container has its maximum already (listeners found dead aside).
+    private func checkRoom(_ snapshot: RegistrySnapshot, stale: [UInt64]) throws(WormholeError) {
+        guard snapshot.entries.count - stale.count < GroupNotificationCenter.maximumListeners else {
+            throw WormholeError(
+                .tooManyListeners, "container \(container.path) already has \(GroupNotificationCenter.maximumListeners) listeners")
+        }
+    }
+
+    /// Listeners in the registry whose socket nobody listens on. A durable identity counts as dead only once
+    /// unseen for ``GroupNotificationCenter/maximumDurableAge``.
+    private func probeDeadListeners(except own: UInt64) -> [UInt64] {
+        let now = Date().timeIntervalSince1970
+        return registry.snapshot().entries.compactMap { entry in
+            guard entry.listener != own else { return nil }
+            if entry.isDurable && now - Double(entry.lastSeen) < GroupNotificationCenter.maximumDurableAge { return nil }
+            return ListenerProbe.probe(entry, in: container) == .gone ? entry.listener : nil
+        }
+    }
+
+    /// Removes spool folders and socket files that belong to no registered listener and have not changed for a
+    /// minute (a listener killed between creating them and registering).
+    private func removeOrphanedSpools() {
+        let registered = Set(registry.snapshot().entries.map(\.listener))
+        let now = Int64(Date().timeIntervalSince1970)
+        func isOld(_ name: String, in directory: CInt) -> Bool {
+            guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { return false }
+            return now - status.modifiedNanoseconds / 1_000_000_000 > 60
+        }
+        for name in (try? Sys.listDirectory(container.spoolDescriptor, limit: 10_000)) ?? [] {
+            guard let listener = RegistryEntry.listener(fromName: name), !registered.contains(listener),
+                isOld(name, in: container.spoolDescriptor)
+            else { continue }
+            SpoolFolder.remove(listener: listener, in: container)
+        }
+        StoredFile.removeStaleTemporaries(
+            in: container.listenersDescriptor, olderThan: 60, prefixes: [StoredFile.temporaryPrefix, ".claim-", ".stale-"])
+        StoredFile.removeStaleTemporaries(in: container.retainedDescriptor)
+        registry.removeStaleTemporaries()
+    }
+}

@@ -1,0 +1,37 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// Errors of other platforms, made to happen here. In a debug build, `WORMHOLE_INJECT_SEND=ENOBUFS/3` makes every
+/// third send of a socket fail with `ENOBUFS`, as a full datagram socket does on Darwin and never on Linux, so
+/// that tests run the handling of errno values this machine does not return. Release builds compile it to nothing.
+enum InjectedFault {
+    #if DEBUG
+    private static let sendFailure: (errno: CInt, every: Int)? = {
+        guard let text = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_SEND"] else { return nil }
+        let parts = text.split(separator: "/")
+        let names: [Substring: CInt] = [
+            "ENOBUFS": ENOBUFS, "EAGAIN": EAGAIN, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET,
+            "EDESTADDRREQ": EDESTADDRREQ, "EPROTOTYPE": EPROTOTYPE,
+        ]
+        guard let name = parts.first, let value = names[name] else { return nil }
+        let every = parts.count > 1 ? Int(parts[1]) ?? 1 : 1
+        return (value, max(1, every))
+    }()
+    private static let sends = Atomic<Int>(0)
+    #endif
+
+    /// Throws the injected error on every n-th call.
+    @inline(__always)
+    static func failSend() throws(WormholeError) {
+        #if DEBUG
+        guard let failure = sendFailure else { return }
+        guard sends.add(1, ordering: .relaxed).newValue % failure.every == 0 else { return }
+        throw WormholeError(.system, "send (injected)", errno: failure.errno)
+        #endif
+    }
+}

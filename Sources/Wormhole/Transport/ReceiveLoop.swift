@@ -1,0 +1,98 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+import Synchronization
+
+/// The receive thread: waits on the inbox and the wake pipe, reads what posters sent through the socket, takes
+/// what they spooled, and hands both over in the order posted.
+extension Listener {
+    func run() {
+        guard let inbox = inbox.withLock({ $0.take() }) else { return }
+        var reader = SpoolReader(folder: spool)
+        var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
+        var lastBell: UInt64 = 0
+        var events: [pollfd] = []
+        while !stopping.load(ordering: .acquiring) {
+            events.removeAll(keepingCapacity: true)
+            events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+            inbox.addPollDescriptors(to: &events)
+            let timeout = inbox.pollTimeout ?? Limits.housekeepingInterval
+            let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
+            if stopping.load(ordering: .acquiring) { break }
+
+            if ready > 0 {
+                if events[0].revents != 0 {
+                    drainWakePipe()
+                    for work in pending.withLock({ work in defer { work = [] }; return work }) { work() }
+                    if stopping.load(ordering: .acquiring) { break }
+                }
+                var frames: [Frame] = []
+                inbox.receiveReady(events.dropFirst(), into: &frames)
+                if !frames.isEmpty { handlers.frames(frames) }
+                if stopping.load(ordering: .acquiring) { break }
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            let housekeepingDue = ready == 0 || now - lastHousekeeping > 1_000_000_000
+            let bell = spool.bell.value
+            let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
+            if bell != lastBell || recheckHeld || housekeepingDue {
+                lastBell = bell
+                drainSpool(inbox, &reader, includingHeld: recheckHeld)
+            }
+            if stopping.load(ordering: .acquiring) { break }
+            if housekeepingDue {
+                lastHousekeeping = now
+                keepSocketFile(inbox)
+                handlers.housekeeping()
+            }
+        }
+    }
+
+    /// Takes what posters spooled, then reads everything the inbox holds, and hands both over in the order
+    /// posted (``SpoolReader/handOver(_:direct:_:)``). If the inbox cannot read everything now (connections
+    /// not accepted for want of descriptors), the segments taken wait for the next round.
+    private func drainSpool(_ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool) {
+        let taken = reader.take(includingHeld: includingHeld)
+        StopPoint.reached("spool.drain")
+        var direct: [Frame] = []
+        guard inbox.receiveAll(into: &direct) else {
+            if !direct.isEmpty { handlers.frames(direct) }
+            return
+        }
+        let handlers = self.handlers
+        reader.handOver(
+            taken, direct: direct,
+            SpoolReader.Handlers(
+                deliver: { handlers.frames($0) },
+                holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },
+                dropped: { handlers.dropped($0, $1) }))
+    }
+
+    /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files): binds a new
+    /// socket under the name, and keeps reading what posters sent to the old one.
+    private func keepSocketFile(_ inbox: any Inbox) {
+        let expected = socketFile.withLock { $0 }
+        guard currentSocketFile() != expected || expected == nil else { return }
+        // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
+        guard container.isAtItsPath else { return }
+        do throws(WormholeError) {
+            let fresh = try Self.bind(id, identity: identity, transport: transport, in: container)
+            var frames: [Frame] = []
+            inbox.rebind(fresh, into: &frames)
+            if !frames.isEmpty { handlers.frames(frames) }
+            socketFile.withLock { $0 = currentSocketFile() }
+            handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) was removed or replaced; bound it again")
+        } catch {
+            handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) is gone and cannot be bound again: \(error)")
+        }
+    }
+
+    private func drainWakePipe() {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { scratch.deallocate() }
+        while let n = try? Sys.readSome(wakeRead, into: scratch), n > 0 {}
+    }
+}

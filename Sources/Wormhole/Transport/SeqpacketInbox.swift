@@ -1,0 +1,131 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Dispatch
+
+/// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
+final class SeqpacketInbox: Inbox {
+    /// The most connections a listener keeps open. Past it, the connection read least recently is closed
+    /// gracefully: no more sends are accepted on it (its poster connects again), and what it holds is read first.
+    static let maximumConnections = 256
+
+    /// One accepted connection, and when it was last read.
+    private struct Connection {
+        var fd: CInt
+        var lastRead: UInt64
+    }
+
+    /// Descriptors this inbox owns, closed in `deinit`.
+    private var listening: CInt
+    private var connections: [Connection] = []
+    private let reader: MessageReader
+    /// While accept fails for want of descriptors, the listening socket is left alone until then.
+    private var acceptPausedUntil: UInt64 = 0
+    private var lastDescriptorWarning: UInt64 = 0
+
+    init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
+        listening = socket.release()
+        self.reader = reader
+    }
+
+    deinit {
+        Sys.close(listening)
+        connections.forEach { Sys.close($0.fd) }
+    }
+
+    private var isAccepting: Bool { DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil }
+
+    var pollTimeout: Int32? { isAccepting ? nil : 100 }
+
+    func addPollDescriptors(to events: inout [pollfd]) {
+        events.append(pollfd(fd: isAccepting ? listening : -1, events: Int16(POLLIN), revents: 0))
+        for index in connections.indices {
+            events.append(pollfd(fd: connections[index].fd, events: Int16(POLLIN), revents: 0))
+        }
+    }
+
+    func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
+        guard let first = events.first else { return }
+        // Connections first, by the descriptors polled: accepting may close some and reorder the rest.
+        var closed: [CInt] = []
+        let now = DispatchTime.now().uptimeNanoseconds
+        for event in events.dropFirst() where event.revents != 0 {
+            if !reader.read(event.fd, into: &frames, limit: 512) { closed.append(event.fd) }
+            if let index = connections.firstIndex(where: { $0.fd == event.fd }) {
+                connections[index].lastRead = now
+            }
+        }
+        close(closed)
+        if first.revents != 0 { _ = acceptAll(&frames) }
+    }
+
+    func receiveAll(into frames: inout [Frame]) -> Bool {
+        let accepted = acceptAll(&frames)
+        var closed: [CInt] = []
+        for index in connections.indices {
+            let fd = connections[index].fd
+            if !reader.read(fd, into: &frames, limit: 100_000) { closed.append(fd) }
+        }
+        close(closed)
+        return accepted
+    }
+
+    /// Accepts what waits on the old listening socket, then listens on the fresh one; the connections stay.
+    func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
+        acceptPausedUntil = 0
+        _ = acceptAll(&frames)
+        Sys.close(listening)
+        listening = fresh.release()
+    }
+
+    /// Accepts every pending connection. Past ``maximumConnections``, or when the process is out of
+    /// descriptors, closes the connections read least recently, gracefully (their frames go into `frames`).
+    /// Returns false when connections may still be pending.
+    private func acceptAll(_ frames: inout [Frame]) -> Bool {
+        while true {
+            let accepted: OwnedDescriptor?
+            do throws(WormholeError) {
+                accepted = try UnixSocket.accept(listening)
+            } catch where error.errno == EMFILE || error.errno == ENFILE || error.errno == ENOBUFS || error.errno == ENOMEM {
+                // Out of descriptors: make room, and leave the listening socket alone for a moment rather than
+                // spin on it.
+                closeLeastRecent(max(1, connections.count / 8), &frames)
+                let now = DispatchTime.now().uptimeNanoseconds
+                acceptPausedUntil = now + 100_000_000
+                // Said at most every ten seconds: the condition can last.
+                if now &- lastDescriptorWarning > 10_000_000_000 {
+                    lastDescriptorWarning = now
+                    reader.warn("listener is out of descriptors (\(error)); closing idle connections and accepting more slowly")
+                }
+                return false
+            } catch {
+                reader.warn("accept failed: \(error)")
+                return false
+            }
+            guard let connection = accepted else { return true }
+            if connections.count >= Self.maximumConnections { closeLeastRecent(1, &frames) }
+            connections.append(Connection(fd: connection.release(), lastRead: DispatchTime.now().uptimeNanoseconds))
+        }
+    }
+
+    /// Closes `count` connections, those read least recently, without losing what they hold: after
+    /// `shutdown(SHUT_RD)` their posters' sends fail (and they connect again), and what was sent before is read.
+    private func closeLeastRecent(_ count: Int, _ frames: inout [Frame]) {
+        connections.sort { $0.lastRead < $1.lastRead }
+        for index in connections.indices.prefix(count) {
+            let fd = connections[index].fd
+            Sys.shutdownReading(fd)
+            _ = reader.read(fd, into: &frames, limit: 1_000_000)
+            Sys.close(fd)
+        }
+        connections.removeFirst(min(count, connections.count))
+    }
+
+    private func close(_ closed: [CInt]) {
+        guard !closed.isEmpty else { return }
+        connections.removeAll { closed.contains($0.fd) }
+        closed.forEach(Sys.close)
+    }
+}
