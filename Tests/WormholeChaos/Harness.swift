@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Wormhole
 import WormholeTestSupport
 
 /// One child process and the lines it prints, handed to `onLine` as they come.
@@ -9,9 +10,13 @@ final class Child: @unchecked Sendable {
     let process = Process()
     let killedByHarness = Atomic<Bool>(false)
 
-    init(_ arguments: [String], onLine: @escaping @Sendable (String) -> Void) throws {
+    /// Starts this executable with `arguments`, its centers on `transport` (through WORMHOLE_TRANSPORT).
+    init(_ arguments: [String], transport: GroupNotificationCenter.Transport, onLine: @escaping @Sendable (String) -> Void) throws {
         process.executableURL = Bundle.main.executableURL
         process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment[GroupNotificationCenter.Transport.environmentVariable] = transport.rawValue
+        process.environment = environment
         let output = Pipe()
         process.standardOutput = output
         process.standardError = FileHandle.nullDevice
@@ -113,8 +118,14 @@ final class Harness {
     private var actions = (stops: 0, posterKills: 0, receiverKills: 0)
 
     let rate: Int
+    /// The transport every child listens on.
+    let transport: GroupNotificationCenter.Transport
 
-    init(posters: Int, receivers: Int, notifications: Int, seconds: Int, seed: UInt64, forgetEvery: Int, rate: Int) {
+    init(
+        posters: Int, receivers: Int, notifications: Int, seconds: Int, seed: UInt64, forgetEvery: Int, rate: Int,
+        transport: GroupNotificationCenter.Transport
+    ) {
+        self.transport = transport
         self.forgetEvery = forgetEvery
         self.rate = rate
         self.posters = max(1, posters)
@@ -134,7 +145,7 @@ final class Harness {
         let id = nextReceiver
         nextReceiver += 1
         let ledger = self.ledger
-        let child = try Child(["receiver", "--container", container, "--forget-every", "\(forgetEvery)"]) { line in
+        let child = try Child(["receiver", "--container", container, "--forget-every", "\(forgetEvery)"], transport: transport) { line in
             ledger.withLock { $0.receiverLine(id, line) }
         }
         return (id, child)
@@ -145,7 +156,7 @@ final class Harness {
         nextPoster += 1
         let ledger = self.ledger
         let arguments = ["poster", "--container", container, "--id", "\(id)", "--first", "\(first)", "--end", "\(end)", "--rate", "\(rate)"]
-        let child = try Child(arguments) { line in
+        let child = try Child(arguments, transport: transport) { line in
             ledger.withLock { $0.posterLine(id, line) }
         }
         return (id, child)
@@ -279,8 +290,11 @@ final class Harness {
             return (ledger.posts.count, lost, all.map(\.duplicated).reduce(0, +), all.map(\.outOfOrder).reduce(0, +),
                     all.map(\.corrupt).reduce(0, +))
         }
+        // The transport comes last, after the counts, so that the line still begins "chaos: N posters" and each
+        // comma-separated count keeps its place.
         print("chaos: \(posters) posters, \(receivers) receivers, \(summary.posted) posted, \(summary.lost) lost, "
-            + "\(summary.duplicated) duplicated, \(summary.outOfOrder) out of order, \(summary.corrupt) corrupt, \(crashes) crashes")
+            + "\(summary.duplicated) duplicated, \(summary.outOfOrder) out of order, \(summary.corrupt) corrupt, \(crashes) crashes, "
+            + "transport \(transport)")
         return summary.lost + summary.duplicated + summary.outOfOrder + summary.corrupt + crashes == 0 ? 0 : 1
     }
 }

@@ -3,11 +3,17 @@
 //
 //     swift run -c release wormhole-chaos [--posters 4] [--receivers 4] [--notifications 200000] [--seconds 60]
 //                                         [--seed 1] [--rate N]      (N: each poster's notifications a second)
+//                                         [--transport seqpacket|datagram]
+//
+// `--transport` sets WORMHOLE_TRANSPORT for every poster and receiver the harness starts, so that all of them
+// listen on that kind of socket; by default they use this process's default transport (WORMHOLE_TRANSPORT if
+// set, else the platform's). The summary line ends with the transport the run used.
 //
 // `--forget-every N` makes receivers leave every Nth notification out of their reports: the harness must then
 // fail, which is how its own test checks that it counts.
 import Foundation
 import Synchronization
+import Wormhole
 
 func option(_ name: String, _ fallback: Int) -> Int {
     let arguments = CommandLine.arguments
@@ -29,9 +35,18 @@ case "poster":
 case "receiver":
     try Roles.receiver(container: text("container") ?? "", forgetEvery: option("forget-every", 0))
 default:
+    var transport = GroupNotificationCenter.Transport.processDefault
+    if let name = text("transport") ?? (CommandLine.arguments.last == "--transport" ? "" : nil) {
+        guard let named = GroupNotificationCenter.Transport(rawValue: name) else {
+            let known = GroupNotificationCenter.Transport.allCases.map(\.rawValue).joined(separator: " or ")
+            FileHandle.standardError.write(Data("chaos: --transport takes \(known), not '\(name)'\n".utf8))
+            exit(2)
+        }
+        transport = named
+    }
     let harness = Harness(
         posters: option("posters", 4), receivers: option("receivers", 4), notifications: option("notifications", 200_000),
         seconds: option("seconds", 60), seed: UInt64(option("seed", 1)), forgetEvery: option("forget-every", 0),
-        rate: option("rate", 0))
+        rate: option("rate", 0), transport: transport)
     exit(harness.run())
 }

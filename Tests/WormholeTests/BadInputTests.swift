@@ -5,10 +5,11 @@ import WormholeTestSupport
 
 @Suite("Bad input: a clear error or a counted drop, never a crash")
 struct BadInputTests {
-    /// Connects to the listener of `center`'s process as a hostile peer would.
+    /// Connects to the listener of `center`'s process as a hostile peer would, with a socket of its transport.
     private func connectToOwnListener(_ center: GroupNotificationCenter) throws -> OwnedDescriptorBox {
         let status = try #require(center.listenerStatus().first { $0.pid == getpid() })
-        let fd = socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        let type = GroupNotificationCenter.Transport.processDefault == .datagram ? SOCK_DGRAM : SOCK_SEQPACKET
+        let fd = socket(AF_UNIX, Int32(type.rawValue), 0)
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         withUnsafeMutableBytes(of: &address.sun_path) { $0.copyBytes(from: status.socketPath.utf8) }

@@ -106,9 +106,9 @@ struct CrashConsistencyTests {
         defer { sockets.forEach { close($0) } }
         for index in 0..<UInt64(GroupNotificationCenter.maximumListeners) {
             let id = 0xF000_0000_0000_0000 | index
-            sockets.append(try UnixSocket.listen(
-                directory: endpoint.container.listenersDescriptor, directoryPath: endpoint.container.listenersPath,
-                name: RegistryEntry.socketName(id)).release())
+            sockets.append(try UnixSocket.bind(
+                .sequencedPacket, directory: endpoint.container.listenersDescriptor,
+                directoryPath: endpoint.container.listenersPath, name: RegistryEntry.socketName(id)).release())
             try endpoint.registry.write(RegistryEntry(listener: id, pid: 1, subscriptions: []))
         }
         let before = center.listenerStatus().count

@@ -73,8 +73,10 @@ struct DeliveryTests {
             let numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
             #expect(numbers == Array(0..<20))
         }
+        // A datagram socket queues 10 messages on Linux: some of the 60 may go through the spool.
         let summary = try #require(poster.jsonLines().first)
-        #expect(summary["delivered"] as? Int == 60)
+        #expect((summary["delivered"] as? Int ?? 0) + (summary["spooled"] as? Int ?? 0) == 60)
+        if GroupNotificationCenter.Transport.processDefault == .sequencedPacket { #expect(summary["delivered"] as? Int == 60) }
     }
 
     @Test("name and object filters hold across processes")

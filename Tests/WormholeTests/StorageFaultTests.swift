@@ -161,9 +161,9 @@ struct StorageFaultTests {
         try Data(RegistryFormat.encode(RegistryEntry(
             listener: linked, pid: getpid(), subscriptions: [Subscription(name: nil, object: nil)]))).write(to: URL(fileURLWithPath: target))
         try #require(symlink(target, registry + RegistryEntry.hex(linked)) == 0)
-        let socket = try UnixSocket.listen(
-            directory: center.endpoint.container.listenersDescriptor, directoryPath: center.endpoint.container.listenersPath,
-            name: RegistryEntry.socketName(linked))
+        let socket = try UnixSocket.bind(
+            .sequencedPacket, directory: center.endpoint.container.listenersDescriptor,
+            directoryPath: center.endpoint.container.listenersPath, name: RegistryEntry.socketName(linked))
 
         // A post from another process completes, and its notification arrives.
         try postFromPeer(container, "e", start: 1)
@@ -313,11 +313,12 @@ struct StorageFaultTests {
     @Test("300 connections to one listener, past its maximum, each with one frame: all 300 arrive")
     func moreConnectionsThanTheMaximum() throws {
         let container = TemporaryContainer()
-        let center = try GroupNotificationCenter(containerURL: container.url)
+        let center = try GroupNotificationCenter(
+            containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: .sequencedPacket))
         let recorder = Recorder()
         center.addObserver(forName: .init("many"), object: nil, queue: nil, using: recorder.block)
         let own = try #require(center.listenerStatus().first { $0.pid == getpid() })
-        let count = Listener.maximumConnections + 44
+        let count = SeqpacketInbox.maximumConnections + 44
         var connections: [OwnedDescriptorBox] = []
         var failedSends = 0
         for index in 0..<count {
@@ -380,9 +381,9 @@ struct StorageFaultTests {
         let count = 150
         for index in 0..<UInt64(count) {
             let id = 0xF100_0000_0000_0000 | index
-            sockets.append(try UnixSocket.listen(
-                directory: endpoint.container.listenersDescriptor, directoryPath: endpoint.container.listenersPath,
-                name: RegistryEntry.socketName(id)).release())
+            sockets.append(try UnixSocket.bind(
+                .sequencedPacket, directory: endpoint.container.listenersDescriptor,
+                directoryPath: endpoint.container.listenersPath, name: RegistryEntry.socketName(id)).release())
             try #require(mkdir(container.path + "/spool/" + RegistryEntry.spoolName(id), 0o700) == 0)
             try endpoint.registry.write(RegistryEntry(listener: id, pid: getpid(), subscriptions: [Subscription(name: "all", object: nil)]))
         }

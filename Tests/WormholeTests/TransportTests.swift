@@ -1,0 +1,162 @@
+import Foundation
+import Testing
+@testable import Wormhole
+
+/// The two transports: every other test runs on the process's transport, and the first test here runs all of
+/// them again on the other one.
+@Suite("Transports: sequenced packets and datagrams")
+struct TransportTests {
+    typealias Transport = GroupNotificationCenter.Transport
+
+    /// The suites that touch no socket: the codec and the on-disk formats read the same bytes on both.
+    static let socketFreeSuites = [
+        "CodecTests", "UserClassTests", "BoundedWorkTests", "EscapingTests", "FuzzReplayTests", "StorageFormatTests",
+        "BenchmarkSmokeTests", "TransportTests",
+    ]
+
+    @Test("every test that uses sockets passes on the other transport too", .timeLimit(.minutes(30)))
+    func wholeSuiteOnTheOtherTransport() throws {
+        // The run this test starts must not start another.
+        guard ProcessInfo.processInfo.environment["WORMHOLE_NESTED_SUITE"] == nil else { return }
+        let other: Transport = Transport.processDefault == .datagram ? .sequencedPacket : .datagram
+        let bundle = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")
+        let run = try Peer(
+            bundle, ["--testing-library", "swift-testing", "--skip", Self.socketFreeSuites.joined(separator: "|")],
+            environment: ["WORMHOLE_TRANSPORT": other.rawValue, "WORMHOLE_NESTED_SUITE": "1", "NO_COLOR": "1"],
+            absolute: true)
+        let status = try run.waitForExit(timeout: 1500)
+        // The test library reports on standard error.
+        let report = run.output + run.errorOutput
+        let failures = report.filter { $0.contains("✘") || $0.contains("recorded an issue") }
+        #expect(status == 0, "on \(other): \(failures.suffix(40).joined(separator: "\n"))")
+        #expect(report.contains { $0.contains("Test run with") && $0.contains("passed") }, "the run reports its tests")
+    }
+
+    @Test("one container mixes both: listeners of each transport get every poster's notifications, in order")
+    func mixedContainer() throws {
+        let container = TemporaryContainer()
+        let listeners = try Transport.allCases.map { transport in
+            try Peer(
+                "wormhole-test-peer", ["listen", "--container", container.path, "--name", "mix", "--count", "600"],
+                environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
+        }
+        for listener in listeners { try listener.waitForLines(1) }
+        // Posters of either transport, and one of each kind at once.
+        let posters = try Transport.allCases.enumerated().map { index, transport in
+            try Peer(
+                "wormhole-test-peer",
+                ["post", "--container", container.path, "--name", "mix", "--count", "300", "--start", "\(index * 300)"],
+                environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
+        }
+        for poster in posters { #expect(try poster.waitForExit(timeout: 60) == 0) }
+        for listener in listeners {
+            #expect(try listener.waitForExit(timeout: 60) == 0)
+            let numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
+            #expect(numbers.filter { $0 < 300 } == Array(0..<300), "the first poster's, in order")
+            #expect(numbers.filter { $0 >= 300 } == Array(300..<600), "the second poster's, in order")
+        }
+        let status = try GroupNotificationCenter(containerURL: container.url).listenerStatus()
+        #expect(Set(status.map(\.transport)) == Set(Transport.allCases), "the registry says which each listened on")
+    }
+
+    @Test(
+        "container paths from 40 to 200 bytes work both ways",
+        arguments: Transport.allCases, [40, 80, 107, 108, 150, 200])
+    func longContainerPaths(transport: Transport, length: Int) throws {
+        let root = TemporaryContainer("len")
+        let padding = length - root.path.utf8.count - 1
+        try #require(padding > 0)
+        let path = root.path + "/" + String(repeating: "p", count: padding)
+        #expect(path.utf8.count == length)
+        let environment = ["WORMHOLE_TRANSPORT": transport.rawValue]
+        let center = try GroupNotificationCenter(
+            containerURL: URL(fileURLWithPath: path), clientIdentifier: nil, configuration: .init(transport: transport))
+        let recorder = Recorder()
+        center.addObserver(forName: .init("in"), object: nil, queue: nil, using: recorder.block)
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", path, "--name", "out", "--count", "50"], environment: environment)
+        try listener.waitForLines(1)
+        for i in 0..<50 { try center.postReporting(name: .init("out"), object: nil, userInfo: ["i": i]) }
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", path, "--name", "in", "--count", "50"], environment: environment)
+        #expect(try poster.waitForExit() == 0)
+        #expect(try recorder.wait(for: 50).compactMap(\.number) == Array(0..<50))
+        #expect(try listener.waitForExit() == 0)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<50))
+    }
+
+    @Test(
+        "send errors Linux never returns (Darwin's ENOBUFS on a full datagram socket) and peers closing mid-send lose nothing",
+        arguments: Transport.allCases, ["ENOBUFS/3", "EMSGSIZE/5", "ECONNRESET/4", "EDESTADDRREQ/6", "EPROTOTYPE/7"])
+    func injectedSendErrors(transport: Transport, fault: String) throws {
+        let container = TemporaryContainer()
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "x", "--count", "500"],
+            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
+        try listener.waitForLines(1)
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "x", "--count", "500"],
+            environment: ["WORMHOLE_INJECT_SEND": fault])
+        #expect(try poster.waitForExit() == 0)
+        let summary = try #require(poster.jsonLines().first)
+        #expect(summary["failed"] as? Int == 0)
+        #expect((summary["delivered"] as? Int ?? 0) + (summary["spooled"] as? Int ?? 0) == 500)
+        if PeerState(errno: Self.errno(named: fault)) != .gone {
+            #expect(summary["spooled"] as? Int ?? 0 > 0, "a send the listener cannot take now goes to the spool")
+        }
+        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<500), "each once, in order")
+    }
+
+    private static func errno(named fault: String) -> CInt {
+        let names: [String: CInt] = [
+            "ENOBUFS": ENOBUFS, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET, "EDESTADDRREQ": EDESTADDRREQ,
+            "EPROTOTYPE": EPROTOTYPE,
+        ]
+        return names[String(fault.prefix { $0 != "/" })] ?? 0
+    }
+
+    @Test("a durable listener that comes back on the other transport gets what was spooled and what follows, in order")
+    func durableListenerChangesTransport() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        func post(_ range: Range<Int>) throws {
+            for i in range { try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": i]) }
+        }
+        do {
+            // Its first run, on datagrams, ends the way a process closes its center.
+            let first = try GroupNotificationCenter(
+                containerURL: container.url, clientIdentifier: "w", configuration: .init(transport: .datagram))
+            let recorder = Recorder()
+            first.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
+            #expect(center.listenerStatus().first { $0.clientIdentifier == "w" }?.transport == .datagram)
+            try post(0..<100)
+            #expect(try recorder.wait(for: 100).compactMap(\.number) == Array(0..<100))
+        }
+        #expect(center.listenerStatus().first?.state == .offline)
+        try post(100..<200)
+        let second = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--client", "w", "--name", "d", "--count", "200"],
+            environment: ["WORMHOLE_TRANSPORT": Transport.sequencedPacket.rawValue])
+        try second.waitForLines(1)
+        #expect(center.listenerStatus().first?.transport == .sequencedPacket)
+        try post(200..<300)
+        #expect(try second.waitForExit(timeout: 30) == 0)
+        #expect(second.jsonLines().compactMap { $0["i"] as? Int } == Array(100..<300))
+    }
+
+    @Test("what each errno says about a listener, on either platform")
+    func peerStates() {
+        #expect(PeerState(errno: EAGAIN) == .busy)
+        #expect(PeerState(errno: ENOBUFS) == .busy, "Darwin: a full datagram socket")
+        #expect(PeerState(errno: EMSGSIZE) == .busy)
+        #expect(PeerState(errno: ECONNREFUSED) == .gone)
+        #expect(PeerState(errno: ENOENT) == .gone)
+        #expect(PeerState(errno: ECONNRESET) == .gone, "Darwin: a connected datagram sender whose receiver closed")
+        #expect(PeerState(errno: EDESTADDRREQ) == .gone, "Darwin: the sends after that")
+        #expect(PeerState(errno: ENOTCONN) == .gone, "Linux: the sends after ECONNREFUSED")
+        #expect(PeerState(errno: EPROTOTYPE) == .otherTransport)
+        #expect(PeerState(errno: EACCES) == .failed)
+        #expect(PeerState(errno: nil) == .failed)
+    }
+}
