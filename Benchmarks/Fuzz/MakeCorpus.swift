@@ -34,6 +34,7 @@ struct MakeCorpus {
         let entries = [
             RegistryEntry(listener: 1, pid: 10, subscriptions: [Subscription(name: "a", object: nil), Subscription(name: nil, object: "o")]),
             RegistryEntry(listener: 2, pid: 0, subscriptions: [], identity: "widget", lastSeen: 1_000),
+            RegistryEntry(listener: 3, pid: 11, subscriptions: [Subscription(name: "d", object: nil)], transport: .datagram),
         ]
         for entry in entries { try write(2, RegistryFormat.encode(entry)) }
         // Classes of the user's own, read by Wormhole's coder (selector 4): from Wormhole's encoder and Foundation's.

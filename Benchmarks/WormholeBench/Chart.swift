@@ -1,4 +1,5 @@
 import Foundation
+import Wormhole
 
 /// An SVG chart of the one-way latency percentiles of each measured row, on a logarithmic scale.
 enum Chart {
@@ -28,8 +29,8 @@ enum Chart {
             let p50 = row.latency?.p50 ?? 0
             let p99 = row.latency?.p99 ?? p50
             let p999 = row.latency?.p999 ?? p99
-            let name = "\(row.mechanism) · \(row.payload)"
-            let color = row.mechanism == "Wormhole" ? "#2a6fdb" : "#999"
+            let name = "\(row.label) · \(row.payload)"
+            let color = row.mechanism != "Wormhole" ? "#999" : row.transport == .datagram ? "#7a4fd0" : "#2a6fdb"
             svg += "<text x=\"\(left - 8)\" y=\"\(y + 16)\" text-anchor=\"end\">\(escape(name))</text>\n"
             svg += "<rect x=\"\(left)\" y=\"\(y + 5)\" width=\"\(x(p50) - left)\" height=\"16\" fill=\"\(color)\"/>\n"
             svg += "<line x1=\"\(x(p99))\" y1=\"\(y + 2)\" x2=\"\(x(p99))\" y2=\"\(y + 24)\" stroke=\"#d33\" stroke-width=\"2\"/>\n"

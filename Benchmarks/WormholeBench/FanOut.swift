@@ -1,14 +1,17 @@
 // Fan-out, one poster to eight receiving processes, run in a child process of its own so that the poster's
 // peak memory is measured apart from everything else the benchmark did.
 import Foundation
+import Wormhole
 
 enum FanOut {
-    /// Runs the fan-out of `mechanism` with payload number `payload` in a child; nil if it failed.
-    static func run(mechanism: String, payload: Int, count: Int, folder: String, bus: String?) -> FanOutResult? {
+    /// Runs the fan-out of `mechanism` (on `transport`, for the raw socket and Wormhole) with payload number
+    /// `payload` in a child; nil if it failed.
+    static func run(mechanism: String, transport: Transport?, payload: Int, count: Int, folder: String, bus: String?) -> FanOutResult? {
         var arguments = ["fan-out", "--mechanism", mechanism, "--payload", String(payload), "--count", String(count), "--folder", folder]
         if let bus { arguments += ["--bus", bus] }
+        if let transport { arguments += ["--transport", transport.rawValue] }
         let output = Pipe()
-        guard let child = try? spawnSelf(arguments, output: output.fileHandleForWriting) else { return nil }
+        guard let child = try? spawnSelf(arguments, output: output.fileHandleForWriting, transport: transport) else { return nil }
         try? output.fileHandleForWriting.close()
         let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         child.waitUntilExit()
@@ -26,11 +29,12 @@ enum FanOut {
             let folder = option("--folder")
         else { exit(2) }
         let payload = Payload.all[index]
+        let transport = transportOption() ?? .sequencedPacket
         try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
         let result: FanOutResult?
         switch mechanism {
-        case "raw": result = try RawSocket.fanOut(payload, count: count, folder: folder)
-        case "wormhole": result = try WormholeWay.fanOut(payload, count: count, folder: folder)
+        case "raw": result = try RawSocket.fanOut(payload, count: count, folder: folder, transport: transport)
+        case "wormhole": result = try WormholeWay.fanOut(payload, count: count, folder: folder, transport: transport)
         case "file": result = try FileWay.fanOut(payload, count: count, folder: folder)
         case "dbus": result = try option("--bus").flatMap { try DBusWay.fanOut(payload, count: count, address: $0) }
         default: result = nil

@@ -32,6 +32,6 @@ enum LocalWay {
         let fanRate = Double(counts.fanOut) / (Double(monotonicNanoseconds() - fanStart) / 1e9)
         tokens.forEach(center.removeObserver)
         let fanOut = FanOutResult(rate: fanRate, posterKiB: 0, sinkKiB: 0)
-        return Row(mechanism: name, payload: payload.label, latency: Percentiles(nanoseconds: samples), rate: rate, fanOut: fanOut)
+        return Row(mechanism: name, label: name, payload: payload.label, latency: Percentiles(nanoseconds: samples), rate: rate, fanOut: fanOut)
     }
 }

@@ -6,6 +6,7 @@
 #endif
 import Foundation
 import Synchronization
+import Wormhole
 
 /// CLOCK_MONOTONIC in nanoseconds: one clock for every process on the machine, so a timestamp written by one
 /// process can be subtracted from the time another reads it.
@@ -14,6 +15,13 @@ func monotonicNanoseconds() -> UInt64 {
     clock_gettime(CLOCK_MONOTONIC, &time)
     return UInt64(time.tv_sec) * 1_000_000_000 + UInt64(time.tv_nsec)
 }
+
+/// How many datagrams an AF_UNIX datagram socket queues before senders wait or fail with EAGAIN:
+/// net.unix.max_dgram_qlen on Linux, 10 unless changed.
+let datagramQueueLength: Int = {
+    let text = (try? String(contentsOfFile: "/proc/sys/net/unix/max_dgram_qlen", encoding: .utf8)) ?? ""
+    return Int(text.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 10
+}()
 
 /// Makes standard output line-buffered, so that progress shows as it happens, also through a pipe.
 func lineBufferedOutput() {
@@ -148,6 +156,11 @@ func option(_ name: String) -> String? {
     return arguments[index + 1]
 }
 
+/// The transport `--transport` names, for the processes the benchmark starts; nil when it names none.
+func transportOption() -> Transport? {
+    option("--transport").flatMap(Transport.init(rawValue:))
+}
+
 /// Ends this process as soon as the process that started it is gone.
 func exitWithParent() {
     let parent = getppid()
@@ -163,11 +176,17 @@ func stopProcess(_ process: Process) {
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
 }
 
-/// Starts this executable again in another role.
-func spawnSelf(_ arguments: [String], output: FileHandle? = FileHandle.nullDevice) throws -> Process {
+/// Starts this executable again in another role. With a `transport`, the centers it and the processes it
+/// starts open without naming one listen on that transport (WORMHOLE_TRANSPORT in their environment).
+func spawnSelf(_ arguments: [String], output: FileHandle? = FileHandle.nullDevice, transport: Transport? = nil) throws -> Process {
     let process = Process()
     process.executableURL = Bundle.main.executableURL
     process.arguments = arguments
+    if let transport {
+        var environment = ProcessInfo.processInfo.environment
+        environment[Transport.environmentVariable] = transport.rawValue
+        process.environment = environment
+    }
     if let output { process.standardOutput = output }
     try process.run()
     return process

@@ -1,5 +1,11 @@
-// The floor: a raw AF_UNIX SOCK_SEQPACKET connection between two processes, the socket type Wormhole's
-// transport uses, carrying the same number of bytes with no registry and no codec.
+// The floor: a raw AF_UNIX socket between two processes, of the type one of Wormhole's transports uses,
+// carrying the same number of bytes with no registry and no codec. One for each transport:
+//
+// - SOCK_SEQPACKET: a connection, as a Wormhole poster keeps to each sequenced-packet listener.
+// - SOCK_DGRAM: the peer's one bound socket, which it does not connect, so that what is sent to it queues as
+//   posts to a datagram listener do (on Linux, up to net.unix.max_dgram_qlen datagrams); the sender binds a
+//   socket of its own for the answers and connects it to the peer. Its sends block while that queue is full,
+//   where Wormhole's would spool.
 //
 // A message is a 20-byte header (kind, total, stamp, payload size) and the payload, sent in pieces of at most
 // 64 KiB, the largest a default socket buffer takes whole.
@@ -9,9 +15,13 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Wormhole
 
 final class RawSocket: Mechanism {
-    let name = "raw AF_UNIX seqpacket"
+    let socketType: Transport
+    var name: String { "raw AF_UNIX \(socketType)" }
+    var label: String { "raw \(socketType) socket" }
+    var transport: Transport? { socketType }
     let slowness = 1
     private let fd: Int32
     private let peer: Process
@@ -23,10 +33,11 @@ final class RawSocket: Mechanism {
         case ping = 0x50, stamp = 0x53, flood = 0x46
     }
 
-    init(folder: String) throws {
-        let path = folder + "/raw-peer.socket"
-        peer = try spawnSelf(["raw-peer", "--path", path])
-        guard let fd = Self.connect(path: path) else { throw BenchError("the raw peer did not start") }
+    init(folder: String, transport: Transport) throws {
+        socketType = transport
+        let path = folder + "/raw-\(transport)-peer.socket"
+        peer = try spawnSelf(["raw-peer", "--path", path, "--transport", transport.rawValue])
+        guard let fd = Self.connect(path: path, transport: transport) else { throw BenchError("the raw \(transport) peer did not start") }
         self.fd = fd
     }
 
@@ -42,16 +53,33 @@ final class RawSocket: Mechanism {
         return address
     }
 
-    private static func makeSocket() -> Int32 {
+    private static func makeSocket(_ transport: Transport) -> Int32 {
+        let type = transport == .datagram ? SOCK_DGRAM : SOCK_SEQPACKET
         #if canImport(Glibc)
-        return socket(AF_UNIX, Int32(SOCK_SEQPACKET.rawValue), 0)
+        return socket(AF_UNIX, Int32(type.rawValue), 0)
         #else
-        return socket(AF_UNIX, SOCK_SEQPACKET, 0)
+        return socket(AF_UNIX, type, 0)
         #endif
     }
 
-    static func connect(path: String) -> Int32? {
-        let fd = makeSocket()
+    private static func bind(_ fd: Int32, path: String) -> Bool {
+        var address = address(path)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        } == 0
+    }
+
+    /// A socket connected to the peer at `path`, once it is there. A datagram socket is first bound at
+    /// `path` + ".client", where the peer sends its answers.
+    static func connect(path: String, transport: Transport) -> Int32? {
+        let fd = makeSocket(transport)
+        if transport == .datagram {
+            unlink(path + ".client")
+            guard bind(fd, path: path + ".client") else {
+                close(fd)
+                return nil
+            }
+        }
         var address = address(path)
         for _ in 0..<1000 {
             let result = withUnsafePointer(to: &address) {
@@ -136,15 +164,31 @@ final class RawSocket: Mechanism {
     // MARK: The other side
 
     /// The peer: echoes pings piece by piece, collects stamps and answers with their percentiles, counts
-    /// floods and answers the last with its peak memory.
-    static func peer(path: String) -> Never {
-        let listener = makeSocket()
-        var address = address(path)
-        let bound = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+    /// floods and answers the last with its peak memory. On a datagram socket it answers whoever sent last,
+    /// without connecting, so that senders' datagrams queue as they do at a Wormhole datagram listener.
+    static func peer(path: String, transport: Transport) -> Never {
+        let listener = makeSocket(transport)
+        guard bind(listener, path: path) else { exit(1) }
+        let connection: Int32
+        if transport == .datagram {
+            connection = listener
+        } else {
+            guard listen(listener, 8) == 0 else { exit(1) }
+            connection = accept(listener, nil, nil)
         }
-        guard bound == 0, listen(listener, 8) == 0 else { exit(1) }
-        let connection = accept(listener, nil, nil)
+        var sender = sockaddr_un()
+        var senderLength = socklen_t(0)
+        func answer(_ bytes: UnsafeRawBufferPointer) {
+            if transport == .datagram {
+                _ = withUnsafePointer(to: &sender) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(connection, bytes.baseAddress, bytes.count, noSignal, $0, senderLength)
+                    }
+                }
+            } else {
+                _ = Glibc.send(connection, bytes.baseAddress, bytes.count, noSignal)
+            }
+        }
         var buffer = [UInt8](repeating: 0, count: pieceSize)
         var remaining = 0
         var kind = Kind.ping
@@ -152,7 +196,14 @@ final class RawSocket: Mechanism {
         var flooded = 0
         var collector = StampCollector()
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(connection, $0.baseAddress, $0.count, 0) }
+            senderLength = socklen_t(MemoryLayout<sockaddr_un>.size)
+            let count = buffer.withUnsafeMutableBytes { bytes in
+                withUnsafeMutablePointer(to: &sender) {
+                    $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        recvfrom(connection, bytes.baseAddress, bytes.count, 0, $0, &senderLength)
+                    }
+                }
+            }
             if count <= 0 { exit(0) }
             if remaining == 0 {
                 guard count >= headerSize, let parsed = Kind(rawValue: buffer[0]) else { continue }
@@ -163,7 +214,7 @@ final class RawSocket: Mechanism {
             }
             remaining -= count
             if kind == .ping {
-                _ = buffer.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, count, noSignal) }
+                buffer.withUnsafeBytes { answer(UnsafeRawBufferPointer(rebasing: $0.prefix(count))) }
             }
             guard remaining <= 0 else { continue }
             remaining = 0
@@ -172,22 +223,20 @@ final class RawSocket: Mechanism {
                 break
             case .stamp:
                 if let result = collector.add(stamp: stamp, total: total) {
-                    _ = result.bytes.withUnsafeBytes { Glibc.send(connection, $0.baseAddress, $0.count, noSignal) }
+                    result.bytes.withUnsafeBytes { answer($0) }
                 }
             case .flood:
                 flooded += 1
                 if flooded == total {
                     flooded = 0
-                    _ = littleEndianBytes(UInt64(peakResidentKiB())).withUnsafeBytes {
-                        Glibc.send(connection, $0.baseAddress, $0.count, noSignal)
-                    }
+                    littleEndianBytes(UInt64(peakResidentKiB())).withUnsafeBytes { answer($0) }
                 }
             }
         }
     }
 
     /// In a fan-out child: starts eight peers and sends each message to all of them.
-    static func fanOut(_ payload: Payload, count: Int, folder: String) throws -> FanOutResult? {
+    static func fanOut(_ payload: Payload, count: Int, folder: String, transport: Transport) throws -> FanOutResult? {
         var sockets: [Int32] = []
         var peers: [Process] = []
         defer {
@@ -196,8 +245,8 @@ final class RawSocket: Mechanism {
         }
         for index in 0..<8 {
             let path = folder + "/raw-sink-\(index).socket"
-            peers.append(try spawnSelf(["raw-peer", "--path", path]))
-            guard let fd = connect(path: path) else { return nil }
+            peers.append(try spawnSelf(["raw-peer", "--path", path, "--transport", transport.rawValue]))
+            guard let fd = connect(path: path, transport: transport) else { return nil }
             sockets.append(fd)
         }
         let pieces = Self.pieces(.flood, total: count, stamp: 0, payload: payload.bytes)

@@ -20,17 +20,18 @@ enum RegistryGrowth {
     }
 
     /// p50 and p99 of `post` to one receiver in three containers that also hold 1, 16 and 256 listeners of other
-    /// names. The containers take turns, five rounds, so that drift in the machine falls on all three alike.
-    static func measure(folder: String, posts: Int) throws -> [(listeners: Int, cost: Percentiles)] {
+    /// names, every process on `transport`. The containers take turns, five rounds, so that drift in the
+    /// machine falls on all three alike.
+    static func measure(folder: String, posts: Int, transport: Transport) throws -> [(listeners: Int, cost: Percentiles)] {
         var crowds: [Process] = []
         defer { crowds.forEach(stopProcess) }
         var ways: [WormholeWay] = []
         for size in sizes {
-            let container = folder + "/growth-\(size)"
-            let way = try WormholeWay(container: container)
+            let container = folder + "/growth-\(transport)-\(size)"
+            let way = try WormholeWay(container: container, transport: transport)
             let ready = Arrivals()
             way.center.addObserver(forName: .init("crowd-ready"), object: nil, queue: nil) { _ in ready.add() }
-            crowds.append(try spawnSelf(["crowd", "--container", container, "--count", String(size)]))
+            crowds.append(try spawnSelf(["crowd", "--container", container, "--count", String(size)], transport: transport))
             guard ready.wait(until: 1, seconds: 120) != nil else { throw BenchError("a crowd did not start") }
             _ = way.flood(Payload.all[0], count: 100)  // The first post after a change reads the registry.
             ways.append(way)

@@ -1,19 +1,27 @@
 import Foundation
+import Wormhole
 
 /// One mechanism with one payload: everything measured, nil where it was not.
 struct Row {
+    /// The mechanism's name in the JSON report ("Wormhole" on either transport).
     var mechanism: String
+    /// What the tables and the chart call it, e.g. "Wormhole (datagram)", "raw datagram socket".
+    var label: String
+    /// The raw socket's type or Wormhole's transport; nil for the other mechanisms.
+    var transport: Transport?
     var payload: String
     var latency: Percentiles?
     var stamped: Percentiles?
     var rate: Double?
     var fanOut: FanOutResult?
-    /// This row's p50 and throughput against the raw socket's for the same payload.
+    /// This row's p50 and throughput against the raw socket's for the same payload: the raw socket of the
+    /// row's own transport, or for a mechanism without one, the raw seqpacket socket.
     var latencyRatio: Double?
     var rateRatio: Double?
 
     var json: [String: Any] {
-        var row: [String: Any] = ["mechanism": mechanism, "payload": payload]
+        var row: [String: Any] = ["mechanism": mechanism, "label": label, "payload": payload]
+        row["transport"] = transport?.rawValue
         row["samples"] = latency?.count
         row["p50_us"] = latency?.p50
         row["p99_us"] = latency?.p99
@@ -42,7 +50,7 @@ enum Report {
         let stamped = row.stamped.map { String(format: "%.1f / %.1f / %.1f", $0.p50, $0.p99, $0.p999) } ?? "–"
         let memory = row.fanOut.map { "\($0.posterKiB) / \($0.sinkKiB)" } ?? "–"
         return [
-            row.mechanism, row.payload, number(row.latency?.p50, "%.1f"), number(row.latency?.p99, "%.1f"),
+            row.label, row.payload, number(row.latency?.p50, "%.1f"), number(row.latency?.p99, "%.1f"),
             number(row.latency?.p999, "%.1f"), stamped, number(row.rate, "%.0f"), number(row.fanOut?.rate, "%.0f"),
             number(row.latencyRatio, "%.1f×"), number(row.rateRatio.map { $0 * 100 }, "%.0f %%"), memory,
         ]
@@ -63,10 +71,12 @@ enum Report {
         return lines.map { "| " + $0.joined(separator: " | ") + " |" }.joined(separator: "\n")
     }
 
-    /// Sets each row's ratios against the limit's row for the same payload.
-    static func relate(_ rows: inout [Row], limit: String) {
+    /// Sets each row's ratios against its limit's row for the same payload: `limit` names, for a row, the
+    /// mechanism of its limit.
+    static func relate(_ rows: inout [Row], limit: (Row) -> String) {
         for index in rows.indices {
-            guard let floor = rows.first(where: { $0.mechanism == limit && $0.payload == rows[index].payload }) else { continue }
+            let name = limit(rows[index])
+            guard let floor = rows.first(where: { $0.mechanism == name && $0.payload == rows[index].payload }) else { continue }
             if let p50 = rows[index].latency?.p50, let floorP50 = floor.latency?.p50, floorP50 > 0 {
                 rows[index].latencyRatio = p50 / floorP50
             }

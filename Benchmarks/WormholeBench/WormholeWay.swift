@@ -1,10 +1,14 @@
-// Wormhole itself, through its public API only.
+// Wormhole itself, through its public API only, on one transport: the benchmark's own center names it in its
+// Configuration, and the processes it starts get it through WORMHOLE_TRANSPORT.
 import Foundation
 import Synchronization
 import Wormhole
 
 final class WormholeWay: Mechanism {
     let name = "Wormhole"
+    let socketType: Transport
+    var label: String { "Wormhole (\(socketType))" }
+    var transport: Transport? { socketType }
     let slowness = 1
     let center: GroupNotificationCenter
     private let peer: Process
@@ -12,8 +16,9 @@ final class WormholeWay: Mechanism {
     private var totals = (pongs: 0, stamps: 0, floods: 0)
     private let pongLoop = PingLoop.Slot()
 
-    init(container: String) throws {
-        center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
+    init(container: String, transport: Transport) throws {
+        socketType = transport
+        center = try Self.center(container: container, transport: transport)
         let ready = Arrivals()
         let (pongs, stamps, floods) = (pongs, stamps, floods)
         let pongLoop = pongLoop
@@ -23,11 +28,17 @@ final class WormholeWay: Mechanism {
         center.addObserver(forName: .init("stamped"), object: nil, queue: nil) { stamps.add($0.userInfo) }
         center.addObserver(forName: .init("flooded"), object: nil, queue: nil) { _ in floods.add() }
         center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
-        peer = try spawnSelf(["wormhole-peer", "--container", container])
+        peer = try spawnSelf(["wormhole-peer", "--container", container], transport: transport)
         guard ready.wait(until: 1, seconds: 30) != nil else { throw BenchError("the Wormhole peer did not start") }
     }
 
     deinit { stopProcess(peer) }
+
+    /// A center on `container` that listens on `transport`.
+    static func center(container: String, transport: Transport) throws -> GroupNotificationCenter {
+        try GroupNotificationCenter(
+            containerURL: URL(fileURLWithPath: container), clientIdentifier: nil, configuration: .init(transport: transport))
+    }
 
     /// Each ping is posted from the observer of the pong before it, as the raw socket's next send follows its
     /// receive on one thread: no hop to the waiting main thread inside the loop.
@@ -74,16 +85,21 @@ final class WormholeWay: Mechanism {
         return samples
     }
 
-    /// What each of `count` posts with no userInfo cost, in nanoseconds, posted in chunks of 100 that the peer
-    /// confirms before the next: the socket never fills, so no post is spooled.
+    /// What each of `count` posts with no userInfo cost, in nanoseconds, posted in chunks that the peer
+    /// confirms before the next: the socket never fills, so no post is spooled. A chunk is 100 posts, or on
+    /// datagrams fewer than the socket's queue takes (``datagramChunk``).
     func chunkedPostCosts(_ count: Int) -> [UInt64] {
+        let chunk = socketType == .datagram ? Self.datagramChunk : 100
         var samples: [UInt64] = []
-        for _ in 0..<(count / 100) {
-            samples += timedPosts(100)
+        for _ in 0..<(count / chunk) {
+            samples += timedPosts(chunk)
             guard awaitFlood(seconds: 30) else { break }
         }
         return samples
     }
+
+    /// Two fewer posts than a datagram socket queues, so that a chunk of posts fits the queue whole.
+    static let datagramChunk = min(100, max(1, datagramQueueLength - 2))
 
     /// Waits until the peer has had every flood so far.
     func awaitFlood(seconds: Double) -> Bool {
@@ -92,7 +108,8 @@ final class WormholeWay: Mechanism {
 
     // MARK: The other side
 
-    /// The echo peer: answers pings, collects stamps, counts floods.
+    /// The echo peer: answers pings, collects stamps, counts floods. Its center listens on the transport
+    /// WORMHOLE_TRANSPORT names, which the benchmark sets.
     static func peer(container: String) throws -> Never {
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
         center.addObserver(forName: .init("ping"), object: nil, queue: nil) { note in
@@ -131,9 +148,9 @@ final class WormholeWay: Mechanism {
         while true { sleep(1000) }
     }
 
-    /// In a fan-out child: starts eight sinks in a container of its own and floods them.
-    static func fanOut(_ payload: Payload, count: Int, folder: String) throws -> FanOutResult? {
-        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: folder))
+    /// In a fan-out child: starts eight sinks on `transport` in a container of its own and floods them.
+    static func fanOut(_ payload: Payload, count: Int, folder: String, transport: Transport) throws -> FanOutResult? {
+        let center = try Self.center(container: folder, transport: transport)
         let ready = Arrivals(), fanned = Arrivals()
         let largest = Mutex(0)
         center.addObserver(forName: .init("ready"), object: nil, queue: nil) { _ in ready.add() }
@@ -142,7 +159,7 @@ final class WormholeWay: Mechanism {
             largest.withLock { $0 = max($0, rss) }
             fanned.add()
         }
-        let sinks = try (0..<8).map { _ in try spawnSelf(["wormhole-sink", "--container", folder]) }
+        let sinks = try (0..<8).map { _ in try spawnSelf(["wormhole-sink", "--container", folder], transport: transport) }
         defer { sinks.forEach(stopProcess) }
         guard ready.wait(until: 8, seconds: 60) != nil else { return nil }
         let start = monotonicNanoseconds()

@@ -1,12 +1,18 @@
-// Measures Wormhole on this machine against the socket underneath it and against what users would pick instead:
-// a raw AF_UNIX seqpacket socket (the limit), D-Bus signals through a private dbus-daemon, MMWormhole's file
-// way, and Foundation's in-process NotificationCenter. For each mechanism and payload: one-way latency (half a
-// ping-pong round trip, and stamped by the sender's monotonic clock), throughput to one process and to eight,
-// and the fan-out's peak memory. Then Wormhole alone: its codec against Foundation's archiver, a post to a
-// stopped receiver, and the cost of a post as the registry grows.
+// Measures Wormhole on this machine against the socket underneath it and against what users would pick instead.
+// Wormhole runs on each of its transports side by side, sequenced packets and datagrams, and each has for its
+// limit a raw AF_UNIX socket of the same type (SOCK_SEQPACKET, SOCK_DGRAM) carrying the same bytes; then D-Bus
+// signals through a private dbus-daemon, MMWormhole's file way, and Foundation's in-process NotificationCenter.
+// For each mechanism and payload: one-way latency (half a ping-pong round trip, and stamped by the sender's
+// monotonic clock), throughput to one process and to eight, and the fan-out's peak memory. Then Wormhole alone,
+// on each transport: a post to a stopped receiver, and the cost of a post as the registry grows; and its codec
+// against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
 //         [--cpu N]
+//
+// `--only raw` keeps both raw sockets, `--only wormhole` both of Wormhole's transports. The benchmark's own
+// centers name their transport in their Configuration; the processes it starts get theirs through
+// WORMHOLE_TRANSPORT, whatever the environment it was started with says.
 import Foundation
 import Wormhole
 
@@ -17,7 +23,7 @@ if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { ex
 switch CommandLine.arguments.dropFirst().first {
 case "wormhole-peer": try WormholeWay.peer(container: option("--container") ?? "")
 case "wormhole-sink": try WormholeWay.sink(container: option("--container") ?? "")
-case "raw-peer": RawSocket.peer(path: option("--path") ?? "")
+case "raw-peer": RawSocket.peer(path: option("--path") ?? "", transport: transportOption() ?? .sequencedPacket)
 case "file-peer": FileWay.peer(folder: option("--folder") ?? "")
 case "dbus-peer": DBusWay.peer(address: option("--bus") ?? "", members: ["Ping", "Stamp", "Flood"])
 case "dbus-sink": DBusWay.peer(address: option("--bus") ?? "", members: ["Fan"])
@@ -64,9 +70,10 @@ for payload in Payload.all {
     print(payload.label.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " %12.1f   %12.1f", ours, theirs))
 }
 
-// Every mechanism with every payload.
-let raw = try RawSocket(folder: folder)
-let wormhole = try WormholeWay(container: folder + "/wormhole")
+// Every mechanism with every payload; the raw socket and Wormhole on each transport, the raw socket first.
+let transports = Transport.allCases
+let raws = try transports.map { try RawSocket(folder: folder, transport: $0) }
+let wormholes = try transports.map { try WormholeWay(container: folder + "/wormhole-\($0)", transport: $0) }
 let files = try FileWay(folder: folder + "/files")
 let dbusSkipped = DBusWay.unavailableReason
 var dbus: DBusWay?
@@ -75,12 +82,14 @@ if dbusSkipped == nil {
 }
 // Top-level objects are never deinitialized: the daemon, which cannot watch for its parent, is stopped here.
 defer { dbus?.stop() }
-var mechanisms: [(key: String, way: any Mechanism)] = [("raw", raw), ("wormhole", wormhole)]
+var mechanisms: [(key: String, way: any Mechanism)] = []
+for (raw, wormhole) in zip(raws, wormholes) { mechanisms += [("raw", raw), ("wormhole", wormhole)] }
 if let dbus { mechanisms.append(("dbus", dbus)) }
 mechanisms.append(("file", files))
 if let only = option("--only") { mechanisms.removeAll { $0.key != only } }
 
-print("\nmeasuring \(mechanisms.count) mechanisms and Foundation in-process, \(counts.rounds) round trips per small payload")
+print("\nmeasuring \(mechanisms.count) mechanisms and Foundation in-process, \(counts.rounds) round trips per small payload; "
+    + "datagram sockets queue \(datagramQueueLength) messages (net.unix.max_dgram_qlen)")
 var rows: [Row] = []
 for (index, payload) in Payload.all.enumerated() {
     for (key, way) in mechanisms {
@@ -90,84 +99,134 @@ for (index, payload) in Payload.all.enumerated() {
         let interval = UInt64(max(20, 2 * (latency?.p50 ?? 50)) * 1000)
         let stamped = way.stamped(payload, count: scaled.rounds, interval: interval)
         let rate = way.flood(payload, count: scaled.flood)
+        let fanFolder = folder + "/fan-\(key)" + (way.transport.map { "-\($0)" } ?? "") + "-\(index)"
         let fanOut = FanOut.run(
-            mechanism: key, payload: index, count: scaled.fanOut, folder: folder + "/fan-\(key)-\(index)", bus: dbus?.address)
-        rows.append(Row(mechanism: way.name, payload: payload.label, latency: latency, stamped: stamped, rate: rate, fanOut: fanOut))
-        print("  \(way.name), \(payload.label): done")
+            mechanism: key, transport: way.transport, payload: index, count: scaled.fanOut, folder: fanFolder, bus: dbus?.address)
+        rows.append(Row(
+            mechanism: way.name, label: way.label, transport: way.transport, payload: payload.label, latency: latency,
+            stamped: stamped, rate: rate, fanOut: fanOut))
+        print("  \(way.label), \(payload.label): done")
     }
     rows.append(LocalWay.measure(payload, counts: counts.scaled(payload)))
 }
-Report.relate(&rows, limit: raw.name)
+/// The raw socket each row is set against: the one of its own transport; for the others, the seqpacket one.
+@MainActor func limit(of transport: Transport?) -> RawSocket {
+    raws.first { $0.socketType == transport } ?? raws[0]
+}
+Report.relate(&rows) { limit(of: $0.transport).name }
 print("")
 print(Report.table(rows))
 print("p50/p99/p99.9: half a ping-pong round trip. stamped: the receiver's clock minus the sender's, one message a round trip.")
 print("1→8: one poster, eight receiving processes (Foundation: eight observers); peak RSS from that run.")
+print("× limit, % limit: against the raw socket of the row's own type (Wormhole (datagram) against the raw datagram socket); "
+    + "the other mechanisms against the \(limit(of: nil).label).")
 if let dbusSkipped { print("D-Bus: \(dbusSkipped)") }
 
-// A post to a stopped receiver against one to a running receiver, and how fast it catches up after SIGCONT.
+// On each transport, a post to a stopped receiver against one to a running receiver, and how fast it catches
+// up after SIGCONT.
+struct StoppedReceiver {
+    var running: Percentiles
+    var stopped: Percentiles
+    var spooledWhileRunning: Int
+    var spooledWhileStopped: Int
+    var drained: Bool
+    var drainRate: Double
+}
+func stoppedReceiver(_ wormhole: WormholeWay, posts count: Int) -> StoppedReceiver? {
+    var spooledBefore = wormhole.center.statistics.spooled
+    let running = Percentiles(nanoseconds: wormhole.timedPosts(count))
+    let spooledWhileRunning = wormhole.center.statistics.spooled - spooledBefore
+    _ = wormhole.awaitFlood(seconds: 60)
+    kill(wormhole.peerIdentifier, SIGSTOP)
+    usleep(200_000)
+    spooledBefore = wormhole.center.statistics.spooled
+    let stopped = Percentiles(nanoseconds: wormhole.timedPosts(count))
+    let spooledWhileStopped = wormhole.center.statistics.spooled - spooledBefore
+    let resumed = monotonicNanoseconds()
+    kill(wormhole.peerIdentifier, SIGCONT)
+    let drained = wormhole.awaitFlood(seconds: 120)
+    let drainRate = Double(count) / (Double(monotonicNanoseconds() - resumed) / 1e9)
+    guard let running, let stopped else { return nil }
+    return StoppedReceiver(
+        running: running, stopped: stopped, spooledWhileRunning: spooledWhileRunning,
+        spooledWhileStopped: spooledWhileStopped, drained: drained, drainRate: drainRate)
+}
 let stoppedCount = quick ? 2_000 : 20_000
-let running = Percentiles(nanoseconds: wormhole.timedPosts(stoppedCount))
-_ = wormhole.awaitFlood(seconds: 60)
-kill(wormhole.peerIdentifier, SIGSTOP)
-usleep(200_000)
-let spooledBefore = wormhole.center.statistics.spooled
-let stopped = Percentiles(nanoseconds: wormhole.timedPosts(stoppedCount))
-let spooledWhileStopped = wormhole.center.statistics.spooled - spooledBefore
-let resumed = monotonicNanoseconds()
-kill(wormhole.peerIdentifier, SIGCONT)
-let drained = wormhole.awaitFlood(seconds: 120)
-let drainRate = Double(stoppedCount) / (Double(monotonicNanoseconds() - resumed) / 1e9)
-print("\nWormhole post, no userInfo, \(stoppedCount) posts    p50        p99        p99.9")
-if let running, let stopped {
-    print(String(format: "receiver running                %7.1f µs  %7.1f µs  %7.1f µs", running.p50, running.p99, running.p999))
-    print(String(format: "receiver stopped (SIGSTOP)      %7.1f µs  %7.1f µs  %7.1f µs   (%d spooled)",
-        stopped.p50, stopped.p99, stopped.p999, spooledWhileStopped))
+let stoppedResults = wormholes.map { (transport: $0.socketType, result: stoppedReceiver($0, posts: stoppedCount)) }
+print("\nWormhole post, no userInfo, \(stoppedCount) posts           p50        p99        p99.9")
+for (transport, result) in stoppedResults {
+    guard let result else {
+        print("\(transport): not measured")
+        continue
+    }
+    let name = "\(transport),".padding(toLength: 11, withPad: " ", startingAt: 0)
+    print(name + String(format: "receiver running            %7.1f µs  %7.1f µs  %7.1f µs   (%d spooled)",
+        result.running.p50, result.running.p99, result.running.p999, result.spooledWhileRunning))
+    print(name + String(format: "receiver stopped (SIGSTOP)  %7.1f µs  %7.1f µs  %7.1f µs   (%d spooled)",
+        result.stopped.p50, result.stopped.p99, result.stopped.p999, result.spooledWhileStopped))
+    print(name + (result.drained
+        ? String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", result.drainRate)
+        : "the receiver did not catch up"))
 }
-print(drained ? String(format: "after SIGCONT, the receiver caught up at %.0f notifications/s", drainRate) : "the receiver did not catch up")
 
-// The cost of a post as other listeners join the registry.
-let growth = try RegistryGrowth.measure(folder: folder, posts: quick ? 2_000 : 20_000)
+// On each transport, the cost of a post as other listeners join the registry.
+let growth = try transports.map {
+    (transport: $0, costs: try RegistryGrowth.measure(folder: folder, posts: quick ? 2_000 : 20_000, transport: $0))
+}
 print("\nWormhole post, no userInfo, to one receiver, with other listeners registered for other names")
-print("other listeners   p50        p99")
-for (listeners, cost) in growth {
-    print(String(format: "%15d   %6.2f µs  %6.2f µs", listeners, cost.p50, cost.p99))
+print("(datagram: posted \(WormholeWay.datagramChunk) at a time, fewer than its socket queues; seqpacket: 100 at a time)")
+print("other listeners" + growth.map { "   \($0.transport) p50 / p99".padding(toLength: 30, withPad: " ", startingAt: 0) }.joined())
+for listeners in RegistryGrowth.sizes {
+    let cells = growth.map { entry in
+        entry.costs.first { $0.listeners == listeners }.map { String(format: "   %7.2f µs / %7.2f µs    ", $0.cost.p50, $0.cost.p99) }
+            ?? "   –".padding(toLength: 30, withPad: " ", startingAt: 0)
+    }
+    print(String(format: "%15d", listeners) + cells.joined())
 }
 
-// The targets, as ratios within this run.
-let row = { (mechanism: String, payload: String) in rows.first { $0.mechanism == mechanism && $0.payload == payload } }
+// The targets, as ratios within this run: Wormhole on each transport against the raw socket of the same type.
+let row = { (label: String, payload: String) in rows.first { $0.label == label && $0.payload == payload } }
 func verdict(_ met: Bool?) -> String { met.map { $0 ? "met" : "missed" } ?? "not measured" }
-let plain = row(wormhole.name, "no userInfo"), nested = row(wormhole.name, "3-key nested")
-let rawPlain = row(raw.name, "no userInfo")
 var targets: [(String, String, Bool?)] = []
-if let ratio = plain?.latencyRatio { targets.append(("p50, no userInfo, ≤ 2× the limit", String(format: "%.1f×", ratio), ratio <= 2)) }
-if let ratio = nested?.latencyRatio { targets.append(("p50, 3-key, ≤ 3× the limit", String(format: "%.1f×", ratio), ratio <= 3)) }
-if let ratio = plain?.rateRatio {
-    targets.append(("throughput, no userInfo, ≥ 50 % of the limit", String(format: "%.0f %%", ratio * 100), ratio >= 0.5))
-}
-if let rate = nested?.rate { targets.append(("throughput, 3-key, ≥ 100k/s", String(format: "%.0f/s", rate), rate >= 100_000)) }
-if let ours = plain?.fanOut?.rate, let floor = rawPlain?.fanOut?.rate {
-    targets.append(("fan-out 1→8 ≥ 50 % of the limit's", String(format: "%.0f %%", 100 * ours / floor), ours >= floor / 2))
-}
-if let dbus, let theirs = row(dbus.name, "3-key nested"), let p50 = nested?.latency?.p50, let theirP50 = theirs.latency?.p50,
-    let rate = nested?.rate, let theirRate = theirs.rate
-{
-    targets.append(("p50 ≥ 5× lower than D-Bus (3-key)", String(format: "%.1f×", theirP50 / p50), theirP50 / p50 >= 5))
-    targets.append(("throughput ≥ 3× D-Bus (3-key)", String(format: "%.1f×", rate / theirRate), rate / theirRate >= 3))
-}
-if let theirs = row(files.name, "3-key nested")?.latency?.p50, let p50 = nested?.latency?.p50 {
-    targets.append(("p50 ≥ 10× lower than the file way (3-key)", String(format: "%.1f×", theirs / p50), theirs / p50 >= 10))
-}
-if let running, let stopped {
-    let ratio = stopped.p99 / running.p99
-    targets.append(("post to a stopped receiver, p99 ≤ 5× a normal post", String(format: "%.1f×", ratio), ratio <= 5))
-}
-if let first = growth.first?.cost.p50, let last = growth.last?.cost.p50, first > 0 {
-    let change = last / first - 1
-    targets.append(("post cost flat (±20 %) from 1 to 256 listeners", String(format: "%+.0f %%", change * 100), abs(change) <= 0.2))
+for wormhole in wormholes {
+    let transport = wormhole.socketType
+    let prefix = "\(wormhole.label): ", limitLabel = limit(of: transport).label
+    func add(_ target: String, _ result: String, _ met: Bool?) { targets.append((prefix + target, result, met)) }
+    let plain = row(wormhole.label, "no userInfo"), nested = row(wormhole.label, "3-key nested")
+    let rawPlain = row(limitLabel, "no userInfo")
+    if let ratio = plain?.latencyRatio { add("p50, no userInfo, ≤ 2× the \(limitLabel)", String(format: "%.1f×", ratio), ratio <= 2) }
+    if let ratio = nested?.latencyRatio { add("p50, 3-key, ≤ 3× the \(limitLabel)", String(format: "%.1f×", ratio), ratio <= 3) }
+    if let ratio = plain?.rateRatio {
+        add("throughput, no userInfo, ≥ 50 % of the \(limitLabel)'s", String(format: "%.0f %%", ratio * 100), ratio >= 0.5)
+    }
+    if let rate = nested?.rate { add("throughput, 3-key, ≥ 100k/s", String(format: "%.0f/s", rate), rate >= 100_000) }
+    if let ours = plain?.fanOut?.rate, let floor = rawPlain?.fanOut?.rate {
+        add("fan-out 1→8 ≥ 50 % of the \(limitLabel)'s", String(format: "%.0f %%", 100 * ours / floor), ours >= floor / 2)
+    }
+    if let dbus, let theirs = row(dbus.label, "3-key nested"), let p50 = nested?.latency?.p50, let theirP50 = theirs.latency?.p50,
+        let rate = nested?.rate, let theirRate = theirs.rate
+    {
+        add("p50 ≥ 5× lower than D-Bus (3-key)", String(format: "%.1f×", theirP50 / p50), theirP50 / p50 >= 5)
+        add("throughput ≥ 3× D-Bus (3-key)", String(format: "%.1f×", rate / theirRate), rate / theirRate >= 3)
+    }
+    if let theirs = row(files.label, "3-key nested")?.latency?.p50, let p50 = nested?.latency?.p50 {
+        add("p50 ≥ 10× lower than the file way (3-key)", String(format: "%.1f×", theirs / p50), theirs / p50 >= 10)
+    }
+    if let result = stoppedResults.first(where: { $0.transport == transport })?.result {
+        let ratio = result.stopped.p99 / result.running.p99
+        add("post to a stopped receiver, p99 ≤ 5× a normal post", String(format: "%.1f×", ratio), ratio <= 5)
+    }
+    if let costs = growth.first(where: { $0.transport == transport })?.costs, let first = costs.first?.cost.p50,
+        let last = costs.last?.cost.p50, first > 0
+    {
+        let change = last / first - 1
+        add("post cost flat (±20 %) from 1 to 256 listeners", String(format: "%+.0f %%", change * 100), abs(change) <= 0.2)
+    }
 }
 print("\ntargets, as ratios within this run")
+let targetWidth = (targets.map(\.0.count).max() ?? 0) + 2
 for (target, result, met) in targets {
-    print(target.padding(toLength: 56, withPad: " ", startingAt: 0) + result.padding(toLength: 10, withPad: " ", startingAt: 0) + verdict(met))
+    print(target.padding(toLength: targetWidth, withPad: " ", startingAt: 0) + result.padding(toLength: 10, withPad: " ", startingAt: 0) + verdict(met))
 }
 
 if let path = option("--svg") {
@@ -179,15 +238,26 @@ if let path = option("--markdown") {
     print("wrote \(path)")
 }
 if let path = option("--json") {
-    var document: [String: Any] = ["rows": rows.map(\.json), "quick": quick]
+    var document: [String: Any] = ["rows": rows.map(\.json), "quick": quick, "max_dgram_qlen": datagramQueueLength]
     document["targets"] = targets.map { ["target": $0.0, "result": $0.1, "met": $0.2 as Any] }
-    document["registry_growth"] = growth.map { ["other_listeners": $0.listeners, "post_p50_us": $0.cost.p50, "post_p99_us": $0.cost.p99] }
-    if let running, let stopped {
-        document["stopped_receiver"] = [
-            "running_p50_us": running.p50, "running_p99_us": running.p99, "stopped_p50_us": stopped.p50,
-            "stopped_p99_us": stopped.p99, "drain_per_s": drainRate,
+    // One entry a registry size, with each transport's figures under its name.
+    document["registry_growth"] = RegistryGrowth.sizes.map { listeners in
+        var entry: [String: Any] = ["other_listeners": listeners]
+        for (transport, costs) in growth {
+            guard let cost = costs.first(where: { $0.listeners == listeners })?.cost else { continue }
+            entry[transport.rawValue] = ["post_p50_us": cost.p50, "post_p99_us": cost.p99]
+        }
+        return entry
+    }
+    var stoppedDocument: [String: Any] = [:]
+    for case let (transport, result?) in stoppedResults {
+        stoppedDocument[transport.rawValue] = [
+            "running_p50_us": result.running.p50, "running_p99_us": result.running.p99, "running_spooled": result.spooledWhileRunning,
+            "stopped_p50_us": result.stopped.p50, "stopped_p99_us": result.stopped.p99, "stopped_spooled": result.spooledWhileStopped,
+            "drain_per_s": result.drainRate,
         ]
     }
+    document["stopped_receiver"] = stoppedDocument
     if let dbusSkipped { document["dbus"] = dbusSkipped }
     let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     try data.write(to: URL(fileURLWithPath: path))
