@@ -1,6 +1,7 @@
 // A coverage-guided fuzz target (libFuzzer) over everything that reads bytes another process wrote: frames,
-// spool records, the registry, and keyed archives, with property-list classes and with a class of the user's
-// own decoded by Wormhole's coder. Built and run by run-fuzzer.sh, not by SwiftPM, together with
+// spool records, the registry, and userInfo archives of both formats (compact and keyed, told apart by their
+// first bytes as a receiver does), with property-list classes and with a class of the user's own decoded by
+// Wormhole's coder. Built and run by run-fuzzer.sh, not by SwiftPM, together with
 // Tests/WormholeTests/Support/FuzzNode.swift and ArchiveMutator.swift.
 import Foundation
 
@@ -17,22 +18,22 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     switch selector % 5 {
     case 0:
         if let frame = try? Frame(decoding: body), let archive = frame.userInfo {
-            _ = try? KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+            _ = try? UserInfoCodec.decode(archive, allowed: .propertyList)
         }
     case 1:
         for record in SpoolRecord.decodeAll(body).frames { _ = try? Frame(decoding: record) }
     case 2:
         _ = try? RegistryFormat.decodeEntry(body)
     case 3:
-        if let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: .propertyList) {
+        if let value = try? UserInfoCodec.decode(body, allowed: .propertyList) {
             _ = (value as NSDictionary).description
         }
     default:
         // What a receiver does with a userInfo: decode it, walk all of it, and pass it on.
-        if let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: userClasses) {
+        if let value = try? UserInfoCodec.decode(body, allowed: userClasses) {
             _ = walk(value)
-            if let again = try? UserInfoEncoder.encode(value, maximumSize: 1 << 24) {
-                _ = try? KeyedArchiveDecoder.decodeUserInfo(again, allowed: userClasses)
+            if let again = try? UserInfoCodec.encode(value, maximumSize: 1 << 24) {
+                _ = try? UserInfoCodec.decode(again, allowed: userClasses)
             }
         }
     }

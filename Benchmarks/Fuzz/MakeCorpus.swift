@@ -1,6 +1,7 @@
-// Writes the seed corpus of the fuzz target into the folder given: valid frames, spool records, registries and
-// keyed archives, each prefixed by the byte that selects its reader. Built by swiftc with the library sources,
-// in a module named as the tests are so that FuzzNode's class name is theirs:
+// Writes the seed corpus of the fuzz target into the folder given: valid frames, spool records, registries,
+// compact archives (what a post of values sends) and keyed archives (Wormhole's and Foundation's), each
+// prefixed by the byte that selects its reader. Built by swiftc with the library sources, in a module named
+// as the tests are so that FuzzNode's class name is theirs:
 //     swiftc -parse-as-library -module-name WormholeTests $(find Sources/Wormhole -name '*.swift') \
 //         Tests/WormholeTests/Support/FuzzNode.swift Benchmarks/Fuzz/MakeCorpus.swift -o /tmp/make-corpus \
 //         && /tmp/make-corpus Tests/WormholeTests/Corpus
@@ -23,11 +24,12 @@ struct MakeCorpus {
             index += 1
         }
         for value in values {
-            let archive = try UserInfoEncoder.encode(value, maximumSize: 1 << 20)
+            let archive = try UserInfoCodec.encode(value, maximumSize: 1 << 20)
             let frame = Frame(poster: 7, sequence: UInt64(index), name: "seed", object: "corpus", userInfo: archive).encoded()
             try write(0, frame)
             try write(1, SpoolRecord.segment([frame, frame]))
             try write(3, archive)
+            try write(3, KeyedArchiveEncoder.encode(value, path: "userInfo", maximumSize: 1 << 20))
             let foundation = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: value), requiringSecureCoding: true)
             try write(3, [UInt8](foundation))
         }
@@ -41,7 +43,7 @@ struct MakeCorpus {
         index = max(index, 100)
         for seed in 0..<3 {
             let value: [AnyHashable: Any] = ["node": FuzzNode.sample(seed), "list": [FuzzNode.sample(seed + 10)], "n": seed]
-            try write(4, UserInfoEncoder.encode(value, maximumSize: 1 << 20))
+            try write(4, UserInfoCodec.encode(value, maximumSize: 1 << 20))
             let foundation = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: value), requiringSecureCoding: true)
             try write(4, [UInt8](foundation))
         }

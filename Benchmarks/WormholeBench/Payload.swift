@@ -1,5 +1,5 @@
 import Foundation
-import Wormhole
+@_spi(Benchmarking) import Wormhole
 
 /// One payload every mechanism carries.
 struct Payload: @unchecked Sendable {  // Unchecked because: the userInfo is built once and only read.
@@ -16,7 +16,7 @@ struct Payload: @unchecked Sendable {  // Unchecked because: the userInfo is bui
         self.label = label
         self.userInfo = userInfo
         self.divisor = divisor
-        let archive = userInfo.flatMap { try? SecureArchive.archivedData(withRootObject: $0) } ?? Data()
+        let archive = userInfo.flatMap { try? UserInfoArchive.encode($0) } ?? []
         bytes = [UInt8](repeating: 0x57, count: 32) + archive
     }
 

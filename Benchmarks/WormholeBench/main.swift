@@ -14,7 +14,7 @@
 // centers name their transport in their Configuration; the processes it starts get theirs through
 // WORMHOLE_TRANSPORT, whatever the environment it was started with says.
 import Foundation
-import Wormhole
+@_spi(Benchmarking) import Wormhole
 
 // The other sides, each started by the benchmark as a process of its own, and gone within a second of the
 // process that started them, however that one ended.
@@ -56,10 +56,13 @@ func microseconds(_ count: Int, _ body: () throws -> Void) rethrows -> Double {
     return best
 }
 print("userInfo codec, encode + decode, µs (fastest of 5 runs)")
-print("payload          SecureArchive   NSKeyedArchiver/Unarchiver")
+print("payload          as posted   SecureArchive   NSKeyedArchiver/Unarchiver")
 for payload in Payload.all {
     guard let userInfo = payload.userInfo else { continue }
     let calls = max(2, (quick ? 200 : 5_000) / payload.divisor)
+    let posted = try microseconds(calls) {
+        _ = try UserInfoArchive.decode(UserInfoArchive.encode(userInfo), allowedClasses: FileWay.classes)
+    }
     let ours = try microseconds(calls) {
         _ = try SecureArchive.unarchivedObject(ofClasses: FileWay.classes, from: SecureArchive.archivedData(withRootObject: userInfo))
     }
@@ -67,7 +70,7 @@ for payload in Payload.all {
         let data = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: userInfo), requiringSecureCoding: true)
         _ = try NSKeyedUnarchiver.unarchivedObject(ofClasses: FileWay.classes, from: data)
     }
-    print(payload.label.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " %12.1f   %12.1f", ours, theirs))
+    print(payload.label.padding(toLength: 16, withPad: " ", startingAt: 0) + String(format: " %9.2f   %12.1f   %12.1f", posted, ours, theirs))
 }
 
 // Every mechanism with every payload; the raw socket and Wormhole on each transport, the raw socket first.

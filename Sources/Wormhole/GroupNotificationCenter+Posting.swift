@@ -63,7 +63,7 @@ extension GroupNotificationCenter {
             throw WormholeError(.invalidNotification, "notification name or object is longer than \(Self.maximumNameLength) bytes")
         }
         guard let userInfo else { return nil }
-        let encoded = try UserInfoEncoder.encode(userInfo, maximumSize: Self.maximumPayloadSize)
+        let encoded = try UserInfoCodec.encode(userInfo, maximumSize: Self.maximumPayloadSize)
         guard encoded.count <= Self.maximumPayloadSize else {
             throw WormholeError(
                 .payloadTooLarge,

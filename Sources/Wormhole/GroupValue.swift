@@ -166,7 +166,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// The value a version's frame holds: the default for none or a reset.
     private func decode(_ frame: Frame?, version: UInt64) throws(WormholeError) -> Value {
         guard let archive = frame?.userInfo else { return defaultValue }
-        let userInfo = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+        let userInfo = try UserInfoCodec.decode(archive, allowed: .propertyList)
         guard let stored = userInfo["value"] else { return defaultValue }
         do {
             let data = try PropertyListSerialization.data(fromPropertyList: ["value": stored], format: .binary, options: 0)
@@ -192,7 +192,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         } catch {
             throw WormholeError(.unsupportedValue, "value \(name) could not be encoded: \(error)")
         }
-        return try UserInfoEncoder.encode(
+        return try UserInfoCodec.encode(
             ["value": stored, "version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)
     }
 
@@ -205,7 +205,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         StopPoint.reached("value.publish")
         guard try store.publish(frame.encoded(), version: version) else { return false }
         do {
-            _ = try endpoint.post(name: notification, object: nil, userInfo: archive ?? (try UserInfoEncoder.encode(
+            _ = try endpoint.post(name: notification, object: nil, userInfo: archive ?? (try UserInfoCodec.encode(
                 ["version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)))
         } catch {
             // Written: watchers find it within a second even unannounced.

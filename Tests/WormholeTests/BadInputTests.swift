@@ -55,7 +55,7 @@ struct BadInputTests {
         let recorder = Recorder()
         center.addObserver(forName: .init("evil"), object: nil, queue: nil, using: recorder.block)
         let hostile = try connectToOwnListener(center)
-        var archive = try UserInfoEncoder.encode(["a": ["b": "c"]], maximumSize: 1 << 20)
+        var archive = try KeyedArchiveEncoder.encode(["a": ["b": "c"]] as [AnyHashable: Any], maximumSize: 1 << 20)
         // Rename the nested dictionary's class to one that does not exist, keeping the length.
         let from = Array("NSDictionary".utf8), to = Array("NSXictionary".utf8)
         for index in 0...(archive.count - from.count) where Array(archive[index..<(index + from.count)]) == from {
@@ -102,7 +102,7 @@ struct BadInputTests {
         let folder = container.path + "/spool/\(status.identifier)/"
 
         func frame(_ i: Int) throws -> [UInt8] {
-            let archive = try UserInfoEncoder.encode(["i": i], maximumSize: 1 << 20)
+            let archive = try UserInfoCodec.encode(["i": i], maximumSize: 1 << 20)
             return Frame(poster: 5, sequence: UInt64(i), name: "sp", object: nil, userInfo: archive).encoded()
         }
         // Record 1, then bytes that are no record, then a record that would read well if a reader searched on.

@@ -24,7 +24,7 @@ struct BoundedWorkTests {
         let start = ContinuousClock.now
         defer { print("\(label): \(bytes.count) bytes in \(ContinuousClock.now - start)") }
         do {
-            _ = try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: classes)
+            _ = try UserInfoCodec.decode(bytes, allowed: classes)
             return nil
         } catch {
             return error.detail
@@ -66,9 +66,9 @@ struct BoundedWorkTests {
         let nulls = archive([
             .object(class: 5, fields: [("NS.objects", .uids(Array(6..<16)))]), .classEntry("NSSet"),
         ] + (6..<16).map { _ in .object(class: 16, fields: []) } + [.classEntry("NSNull")])
-        let decoded = try KeyedArchiveDecoder.decodeUserInfo(nulls, allowed: classes)
+        let decoded = try UserInfoCodec.decode(nulls, allowed: classes)
         #expect((decoded["key"] as? Set<AnyHashable>)?.count == 1)
-        #expect { try UserInfoEncoder.encode(["s": Set<AnyHashable>([FuzzNode(), FuzzNode()])], maximumSize: 1 << 20) } throws: {
+        #expect { try UserInfoCodec.encode(["s": Set<AnyHashable>([FuzzNode(), FuzzNode()])], maximumSize: 1 << 20) } throws: {
             ($0 as? WormholeError)?.detail.contains("values only") == true
         }
         let node = CraftedArchive.build([
@@ -77,7 +77,7 @@ struct BoundedWorkTests {
             .object(class: 5, fields: [("NS.objects", .uids([6]))]), .classEntry("NSSet"),
             .object(class: 7, fields: [("name", .uid(3))]), .classEntry(NSStringFromClass(FuzzNode.self)),
         ])
-        #expect { try KeyedArchiveDecoder.decodeUserInfo(node, allowed: classes) } throws: {
+        #expect { try UserInfoCodec.decode(node, allowed: classes) } throws: {
             ($0 as? WormholeError)?.detail.contains("values only") == true
         }
     }
@@ -94,7 +94,7 @@ struct BoundedWorkTests {
             }
             let bytes = archive(entries)
             #expect(outcome("\(count) class entries", bytes) == nil)
-            let decoded = try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: classes)
+            let decoded = try UserInfoCodec.decode(bytes, allowed: classes)
             #expect((decoded["key"] as? [Any])?.count == count)
         }
     }
@@ -165,26 +165,26 @@ struct BoundedWorkTests {
         #expect(KeyedArchiveDecoder.expansionLimit(archiveSize: 16 << 20) == KeyedArchiveDecoder.maximumExpandedBytes)
     }
 
-    @Test("a poster refuses what receivers would refuse for its expansion, and receivers accept the rest")
+    @Test("the keyed archive's writer refuses what receivers would refuse for its expansion, and receivers accept the rest")
     func posterCountsExpansion() throws {
         let text = String(repeating: "x", count: 10_000)
         let point = FuzzNode.sample(1)
-        #expect { try UserInfoEncoder.encode(["list": Array(repeating: text, count: 200)], maximumSize: 1 << 24) } throws: {
+        #expect { try KeyedArchiveEncoder.encode(["list": Array(repeating: text, count: 200)] as [AnyHashable: Any], maximumSize: 1 << 24) } throws: {
             let error = $0 as? WormholeError
             return error?.code == .unsupportedValue && error?.detail.contains("receivers accept") == true
         }
         // Just under: what the poster accepts, receivers decode, also with a shared object of the user's own.
         for count in [1, 10, 25] {
             let userInfo: [AnyHashable: Any] = ["list": Array(repeating: text, count: count), "nodes": Array(repeating: point, count: count)]
-            let archive = try UserInfoEncoder.encode(userInfo, maximumSize: 1 << 24)
-            #expect((try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: classes)["list"] as? [String])?.count == count)
+            let archive = try UserInfoCodec.encode(userInfo, maximumSize: 1 << 24)
+            #expect((try UserInfoCodec.decode(archive, allowed: classes)["list"] as? [String])?.count == count)
         }
     }
 
     @Test("a 16 MiB userInfo, the largest a poster sends, still decodes")
     func largestPayload() throws {
         let blob = Data(repeating: 7, count: GroupNotificationCenter.maximumPayloadSize - 1_024)
-        let bytes = try UserInfoEncoder.encode(["blob": blob, "again": [blob.count]], maximumSize: GroupNotificationCenter.maximumPayloadSize)
-        #expect(try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: classes)["blob"] as? Data == blob)
+        let bytes = try UserInfoCodec.encode(["blob": blob, "again": [blob.count]], maximumSize: GroupNotificationCenter.maximumPayloadSize)
+        #expect(try UserInfoCodec.decode(bytes, allowed: classes)["blob"] as? Data == blob)
     }
 }

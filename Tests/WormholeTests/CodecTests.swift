@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Codec: the keyed-archive reader that guards every receiver")
+@Suite("Codec: the archive readers that guard every receiver")
 struct CodecTests {
     /// A random property-list value, nested up to `depth`.
     private func randomValue(_ generator: inout SeededGenerator, depth: Int) -> Any {
@@ -50,7 +50,7 @@ struct CodecTests {
         for _ in 0..<500 {
             let userInfo = randomUserInfo(&generator)
             let archive = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: userInfo), requiringSecureCoding: true)
-            let decoded = try KeyedArchiveDecoder.decodeUserInfo([UInt8](archive), allowed: .propertyList)
+            let decoded = try UserInfoCodec.decode([UInt8](archive), allowed: .propertyList)
             #expect(same(decoded, userInfo), "\(decoded) != \(userInfo)")
         }
     }
@@ -84,15 +84,32 @@ struct CodecTests {
         }
     }
 
-    @Test("numbers keep their kind: Bool, Int, Double, UInt64 above Int64.max, negative integers")
+    @Test("what a post sends, a receiver reads back equal, as the keyed archive of it reads (500 random values)")
+    func postedToReceived() throws {
+        var generator = SeededGenerator(seed: 10)
+        for _ in 0..<500 {
+            let userInfo = randomUserInfo(&generator)
+            let posted = try UserInfoCodec.encode(userInfo, maximumSize: 1 << 20)
+            #expect(CompactArchive.isCompact(posted))
+            let decoded = try UserInfoCodec.decode(posted, allowed: .propertyList)
+            #expect(same(decoded, userInfo))
+            let keyed = try UserInfoCodec.decode(KeyedArchiveEncoder.encode(userInfo, maximumSize: 1 << 20), allowed: .propertyList)
+            #expect((decoded as NSDictionary).isEqual(keyed as NSDictionary))
+        }
+    }
+
+    @Test("numbers keep their kind in both formats: Bool, Int, Double, UInt64 above Int64.max, negative integers")
     func numbers() throws {
         let values: [String: Any] = ["t": true, "f": false, "i": -5, "big": UInt64.max, "d": 2.5, "zero": 0, "min": Int64.min]
-        let decoded = try #require(try SecureArchive.unarchivedObject(
+        let keyed = try #require(try SecureArchive.unarchivedObject(
             ofClasses: [NSDictionary.self, NSNumber.self, NSString.self], from: SecureArchive.archivedData(withRootObject: values)) as? [String: Any])
-        #expect(decoded["t"] as? Bool == true && decoded["f"] as? Bool == false)
-        #expect(decoded["i"] as? Int == -5 && decoded["zero"] as? Int == 0 && decoded["min"] as? Int64 == Int64.min)
-        #expect((decoded["big"] as? NSNumber)?.uint64Value == UInt64.max)
-        #expect(decoded["d"] as? Double == 2.5)
+        let compact = try UserInfoCodec.decode(UserInfoCodec.encode(values, maximumSize: 1 << 20), allowed: .propertyList)
+        for decoded in [keyed, compact as? [String: Any] ?? [:]] {
+            #expect(decoded["t"] as? Bool == true && decoded["f"] as? Bool == false)
+            #expect(decoded["i"] as? Int == -5 && decoded["zero"] as? Int == 0 && decoded["min"] as? Int64 == Int64.min)
+            #expect((decoded["big"] as? NSNumber)?.uint64Value == UInt64.max)
+            #expect(decoded["d"] as? Double == 2.5)
+        }
     }
 
     @Test("archives as Apple's Foundation writes them decode: mutable classes, NS.string, NS.data objects")
@@ -110,7 +127,7 @@ struct CodecTests {
             .object(class: 14, fields: [("NS.time", .real(0))]), .classEntry("NSDate"),
             .integer(3), .integer(4),
         ])
-        let decoded = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+        let decoded = try UserInfoCodec.decode(archive, allowed: .propertyList)
         #expect(decoded["title"] as? String == "Grüße")
         #expect(decoded["ids"] as? [Int] == [3, 4])
         #expect(decoded["blob"] as? Data == Data([1, 2, 3]))
@@ -135,7 +152,7 @@ struct CodecTests {
         }
     }
 
-    @Test("flipped, cut and spliced archives never crash the decoder (20,000 mutations)")
+    @Test("flipped, cut and spliced archives of both formats never crash the decoders (20,000 mutations)")
     func mutations() throws {
         var generator = SeededGenerator(seed: 11)
         let seeds: [[AnyHashable: Any]] = [
@@ -143,11 +160,16 @@ struct CodecTests {
             ["ids": [1, 2, 3], "flag": true, "when": Date(), "data": Data([1, 2, 3])],
             ["n": 1],
         ]
-        let archives = try seeds.map { try UserInfoEncoder.encode($0, maximumSize: 1 << 20) }
+        // Each seed in both formats: the keyed archive, and the compact one a post sends.
+        let archives = try seeds.flatMap {
+            [try KeyedArchiveEncoder.encode($0, maximumSize: 1 << 20), try UserInfoCodec.encode($0, maximumSize: 1 << 20)]
+        }
+        #expect(archives.filter(CompactArchive.isCompact).count == seeds.count)
         var rejected = 0
         for round in 0..<20_000 {
             var bytes = archives[round % archives.count]
-            switch Int.random(in: 0..<4, using: &generator) {
+            // The last two mutations aim at a keyed archive's object table and trailer.
+            switch Int.random(in: 0..<(CompactArchive.isCompact(bytes) ? 2 : 4), using: &generator) {
             case 0:
                 for _ in 0..<Int.random(in: 1...4, using: &generator) {
                     bytes[Int.random(in: 0..<bytes.count, using: &generator)] = UInt8.random(in: 0...255, using: &generator)
@@ -163,7 +185,7 @@ struct CodecTests {
                 bytes[field] = UInt8.random(in: 0...255, using: &generator)
             }
             do {
-                _ = try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: .propertyList)
+                _ = try UserInfoCodec.decode(bytes, allowed: .propertyList)
             } catch {
                 rejected += 1
             }
@@ -179,7 +201,7 @@ struct CodecTests {
             .classEntry("NSDictionary"),
             .string("key"),
         ] + tail
-        return try KeyedArchiveDecoder.decodeUserInfo(CraftedArchive.build(entries), allowed: .propertyList)
+        return try UserInfoCodec.decode(CraftedArchive.build(entries), allowed: .propertyList)
     }
 
     private func rejection(_ tail: [CraftedArchive.Entry]) -> String? {
@@ -232,7 +254,7 @@ struct CodecTests {
             [.null, .object(class: 2, fields: [("NS.keys", .uids([3])), ("NS.objects", .uids([5]))]), .classEntry("NSDictionary"),
              .string("key")] + entries)
         #expect {
-            try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+            try UserInfoCodec.decode(archive, allowed: .propertyList)
         } throws: { ($0 as? WormholeError)?.detail.contains("deeper") == true }
     }
 
@@ -249,7 +271,7 @@ struct CodecTests {
              .string("key")] + entries)
         #expect(archive.count < 10_000)
         #expect {
-            try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)
+            try UserInfoCodec.decode(archive, allowed: .propertyList)
         } throws: { ($0 as? WormholeError)?.detail.contains("expands") == true }
     }
 
@@ -257,7 +279,7 @@ struct CodecTests {
     func posterRefusesDeepNesting() throws {
         var value: Any = "bottom"
         for _ in 0..<(KeyedArchiveDecoder.maximumDepth + 1) { value = [value] }
-        #expect { try UserInfoEncoder.encode(["deep": value], maximumSize: 1 << 20) } throws: {
+        #expect { try UserInfoCodec.encode(["deep": value], maximumSize: 1 << 20) } throws: {
             ($0 as? WormholeError)?.code == .unsupportedValue
         }
     }

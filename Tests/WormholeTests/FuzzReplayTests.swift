@@ -15,7 +15,7 @@ struct FuzzReplayTests {
         case 0:
             guard let frame = try? Frame(decoding: body) else { return true }
             guard let archive = frame.userInfo else { return false }
-            return (try? KeyedArchiveDecoder.decodeUserInfo(archive, allowed: .propertyList)) == nil
+            return (try? UserInfoCodec.decode(archive, allowed: .propertyList)) == nil
         case 1:
             let (frames, damaged) = SpoolRecord.decodeAll(body)
             let bad = frames.filter { (try? Frame(decoding: $0)) == nil }.count
@@ -23,12 +23,12 @@ struct FuzzReplayTests {
         case 2:
             return (try? RegistryFormat.decodeEntry(body)) == nil
         case 3:
-            return (try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: .propertyList)) == nil
+            return (try? UserInfoCodec.decode(body, allowed: .propertyList)) == nil
         default:
-            guard let value = try? KeyedArchiveDecoder.decodeUserInfo(body, allowed: userClasses) else { return true }
+            guard let value = try? UserInfoCodec.decode(body, allowed: userClasses) else { return true }
             // Whatever decodes can be sent on and read again.
-            guard let again = try? UserInfoEncoder.encode(value, maximumSize: 1 << 24) else { return true }
-            return (try? KeyedArchiveDecoder.decodeUserInfo(again, allowed: userClasses)) == nil
+            guard let again = try? UserInfoCodec.encode(value, maximumSize: 1 << 24) else { return true }
+            return (try? UserInfoCodec.decode(again, allowed: userClasses)) == nil
         }
     }
 
@@ -49,7 +49,7 @@ struct FuzzReplayTests {
         let users = seeds.filter { $0.first.map { $0 % 5 == 4 } == true }
         #expect(users.count >= 6, "seeds holding classes of the user's own")
         for seed in users {
-            let value = try KeyedArchiveDecoder.decodeUserInfo(Array(seed.dropFirst()), allowed: userClasses)
+            let value = try UserInfoCodec.decode(Array(seed.dropFirst()), allowed: userClasses)
             #expect(value["node"] is FuzzNode && (value["list"] as? [FuzzNode])?.count == 1)
         }
     }

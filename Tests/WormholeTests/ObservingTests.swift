@@ -137,7 +137,7 @@ struct ReceiveThreadTests {
         let container = TemporaryContainer()
         let holder = Mutex<GroupNotificationCenter?>(try GroupNotificationCenter(containerURL: container.url))
         let released = Recorder()
-        holder.withLock { center in
+        _ = holder.withLock { center in
             center?.addObserver(forName: .init("t"), object: nil, queue: nil) { note in
                 // Taken out under the lock, released outside it: the center's deinit stops the listener here.
                 let center = holder.withLock { current in defer { current = nil }; return current }

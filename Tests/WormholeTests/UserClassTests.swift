@@ -13,8 +13,8 @@ struct UserClassTests {
     func roundTrip() throws {
         for seed in 0..<20 {
             let shape = TestShape.sample(seed)
-            let archive = try UserInfoEncoder.encode(["shape": shape, "list": [shape, TestShape.sample(seed + 1)]], maximumSize: 1 << 20)
-            let decoded = try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: AllowedClasses(shapeClasses))
+            let archive = try UserInfoCodec.encode(["shape": shape, "list": [shape, TestShape.sample(seed + 1)]], maximumSize: 1 << 20)
+            let decoded = try UserInfoCodec.decode(archive, allowed: AllowedClasses(shapeClasses))
             let back = try #require(decoded["shape"] as? TestShape)
             #expect(back.same(as: shape))
             let list = try #require(decoded["list"] as? [TestShape])
@@ -40,7 +40,7 @@ struct UserClassTests {
             let shape = TestShape.sample(seed)
             let archive = try NSKeyedArchiver.archivedData(
                 withRootObject: NSDictionary(dictionary: ["shape": shape, "again": shape]), requiringSecureCoding: true)
-            let decoded = try KeyedArchiveDecoder.decodeUserInfo([UInt8](archive), allowed: AllowedClasses(shapeClasses))
+            let decoded = try UserInfoCodec.decode([UInt8](archive), allowed: AllowedClasses(shapeClasses))
             let back = try #require(decoded["shape"] as? TestShape)
             #expect(back.same(as: shape))
             #expect(decoded["again"] as? TestShape === back)
@@ -56,9 +56,9 @@ struct UserClassTests {
             "id": id, "null": NSNull(),
         ]
         let classes: [AnyClass] = [NSDictionary.self, NSString.self, NSNumber.self, NSSet.self, NSURL.self, NSUUID.self, NSNull.self]
-        let ours = try KeyedArchiveDecoder.decodeUserInfo(UserInfoEncoder.encode(values, maximumSize: 1 << 20), allowed: AllowedClasses(classes))
+        let ours = try UserInfoCodec.decode(UserInfoCodec.encode(values, maximumSize: 1 << 20), allowed: AllowedClasses(classes))
         let foundationArchive = try NSKeyedArchiver.archivedData(withRootObject: NSDictionary(dictionary: values), requiringSecureCoding: true)
-        let theirs = try KeyedArchiveDecoder.decodeUserInfo([UInt8](foundationArchive), allowed: AllowedClasses(classes))
+        let theirs = try UserInfoCodec.decode([UInt8](foundationArchive), allowed: AllowedClasses(classes))
         let foundationReads = try #require(try NSKeyedUnarchiver.unarchivedObject(
             ofClasses: classes, from: SecureArchive.archivedData(withRootObject: values)) as? [AnyHashable: Any])
         for decoded in [ours, theirs, foundationReads] {
@@ -71,15 +71,15 @@ struct UserClassTests {
         }
         // None of them is a property-list class: the default allowed classes refuse each.
         #expect(throws: WormholeError.self) {
-            try KeyedArchiveDecoder.decodeUserInfo(UserInfoEncoder.encode(["id": id], maximumSize: 1 << 20), allowed: .propertyList)
+            try UserInfoCodec.decode(UserInfoCodec.encode(["id": id], maximumSize: 1 << 20), allowed: .propertyList)
         }
     }
 
     @Test("a user class is allowed by its own name only, not through NSObject or a superclass")
     func allowedByName() throws {
-        let archive = try UserInfoEncoder.encode(["p": TestPoint(x: 1, y: 2)], maximumSize: 1 << 20)
+        let archive = try UserInfoCodec.encode(["p": TestPoint(x: 1, y: 2)], maximumSize: 1 << 20)
         for classes in [[NSDictionary.self, NSString.self, NSObject.self], [NSDictionary.self, NSString.self]] as [[AnyClass]] {
-            #expect { try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: AllowedClasses(classes)) } throws: {
+            #expect { try UserInfoCodec.decode(archive, allowed: AllowedClasses(classes)) } throws: {
                 ($0 as? WormholeError)?.code == .disallowedClass
             }
         }
@@ -87,13 +87,13 @@ struct UserClassTests {
 
     @Test("posters refuse Foundation classes Wormhole does not carry, and objects that contain themselves")
     func posterRefusals() throws {
-        #expect { try UserInfoEncoder.encode(["v": NSValue(range: NSRange(location: 1, length: 2))], maximumSize: 1 << 20) } throws: {
+        #expect { try UserInfoCodec.encode(["v": NSValue(range: NSRange(location: 1, length: 2))], maximumSize: 1 << 20) } throws: {
             let error = $0 as? WormholeError
             return error?.code == .unsupportedValue && error?.detail.contains("Foundation class") == true
         }
         let loop = TestShape()
         loop.children = [loop]
-        #expect { try UserInfoEncoder.encode(["loop": loop], maximumSize: 1 << 20) } throws: {
+        #expect { try UserInfoCodec.encode(["loop": loop], maximumSize: 1 << 20) } throws: {
             ($0 as? WormholeError)?.detail.contains("contains itself") == true
         }
     }
@@ -118,7 +118,7 @@ struct UserClassTests {
                 .classEntry(NSStringFromClass(UnkeyedCoding.self)),
             ])
             #expect(throws: WormholeError.self, "step \(step)") {
-                try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: AllowedClasses(classes))
+                try UserInfoCodec.decode(archive, allowed: AllowedClasses(classes))
             }
         }
     }
@@ -134,7 +134,7 @@ struct UserClassTests {
             .object(class: 2, fields: [("NS.keys", .uids([3, 4])), ("NS.objects", .uids([3]))]),
         ])
         for classes in [AllowedClasses.propertyList, AllowedClasses([NSObject.self]), AllowedClasses([NSDictionary.self, NSString.self, NSValue.self, NSNumber.self])] {
-            #expect { try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: classes) } throws: {
+            #expect { try UserInfoCodec.decode(archive, allowed: classes) } throws: {
                 let error = $0 as? WormholeError
                 return error?.code == .corruptData && error?.detail.contains("NSNumber") == true
             }
@@ -152,7 +152,7 @@ struct UserClassTests {
             .classEntry(name),
             .object(class: 7, fields: [("NS.objects", .uids([4]))]), .classEntry("NSArray"),
         ])
-        #expect { try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: AllowedClasses(shapeClasses)) } throws: {
+        #expect { try UserInfoCodec.decode(archive, allowed: AllowedClasses(shapeClasses)) } throws: {
             ($0 as? WormholeError)?.detail.contains("contains itself") == true
         }
     }

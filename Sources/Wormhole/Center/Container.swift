@@ -12,7 +12,7 @@ import Foundation
 /// per listener), `retained/<name>`, `values/<name>/` (one folder per group value). No file in it is ever locked.
 final class Container: Sendable {
     /// The version of the container's layout; a process of another version refuses the container.
-    static let layoutVersion = 4
+    static let layoutVersion = 5
     static let layoutName = "layout"
 
     let path: String

@@ -69,7 +69,7 @@ final class Delivery: Sendable {
         -> [AnyHashable: Any]?
     {
         do throws(WormholeError) {
-            return try KeyedArchiveDecoder.decodeUserInfo(archive, allowed: allowed)
+            return try UserInfoCodec.decode(archive, allowed: allowed)
         } catch {
             rejected += 1
             Log.warning("userInfo of \(name) withheld from an observer: \(error)")

@@ -31,8 +31,9 @@ struct KeyedArchiveDecoder {
     /// past this many.
     static let workFactor = 16
 
-    // Safe because: NSNull has no state to share.
-    nonisolated(unsafe) private static let null = NSNull()
+    /// The one `NSNull` every decoded null is: two NSNull instances are equal but hash apart, which would
+    /// trap a set.
+    static let null = NSNull()
 
     /// What an archived object expands into.
     private struct Weight {
@@ -242,7 +243,7 @@ struct KeyedArchiveDecoder {
             var set = Set<AnyHashable>()
             var hashes = HashBound()
             for uid in try uidArray(fields["NS.objects"], "NS.objects", of: index) {
-                let member = try hashable(try element(uid, in: index, depth: depth, weight: &weight), in: index)
+                let member = try Self.hashable(try element(uid, in: index, depth: depth, weight: &weight), in: index)
                 try hashes.admit(member.hashValue, in: index)
                 set.insert(member)
             }
@@ -382,7 +383,7 @@ struct KeyedArchiveDecoder {
 
     /// A set member as the set hashes it. Swift's value types are tested first: a cast of an array or a
     /// dictionary to a class bridges (copies) it.
-    private func hashable(_ value: Any, in index: Int) throws(WormholeError) -> AnyHashable {
+    static func hashable(_ value: Any, in index: Int) throws(WormholeError) -> AnyHashable {
         switch value {
         case let string as String: return AnyHashable(string)
         case let array as [Any]: return AnyHashable(NSArray(array: array))

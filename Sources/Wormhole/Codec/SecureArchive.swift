@@ -18,7 +18,7 @@ public enum SecureArchive {
     ///   nor `NSSecureCoding` of your own (other Foundation classes are refused), contains itself, could not be
     ///   encoded, or nests deeper than 128 levels. Never returns empty data.
     public static func archivedData(withRootObject object: Any) throws -> Data {
-        Data(try UserInfoEncoder.encode(root: object, maximumSize: .max))
+        Data(try KeyedArchiveEncoder.encode(object, path: "root", maximumSize: .max))
     }
 
     /// Decodes an archive whose objects all belong to `classes`.

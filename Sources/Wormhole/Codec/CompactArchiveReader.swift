@@ -1,0 +1,204 @@
+import Foundation
+
+/// Reads a ``CompactArchive`` that another process sent, checking every byte.
+///
+/// One pass, front to back: every read is checked against the end, every count against the bytes left (each
+/// value takes at least one byte, so no count can make it allocate more than the archive's size), every string
+/// is validated UTF-8, nesting stops at ``KeyedArchiveDecoder/maximumDepth``, and the number keys of a
+/// dictionary and the members of a set may not share a hash beyond ``HashBound/maximumSharing``. Values are
+/// those ``KeyedArchiveDecoder`` gives for the same userInfo, each checked against the allowed classes.
+struct CompactArchiveReader: ~Copyable {
+    private let base: UnsafeRawBufferPointer
+    private var offset: Int
+    private let allowed: AllowedClasses
+
+    private init(_ base: UnsafeRawBufferPointer, allowed: AllowedClasses) {
+        self.base = base
+        self.allowed = allowed
+        offset = CompactArchive.magic.count
+    }
+
+    /// The root value of `bytes`, a compact archive whose values all belong to `allowed`.
+    /// - Throws: ``WormholeError/Code/disallowedClass`` for a value outside `allowed`, and
+    ///   ``WormholeError/Code/corruptData`` saying what is wrong and at which byte.
+    static func decodeRoot(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> Any {
+        guard CompactArchive.isCompact(bytes) else { throw WormholeError(.corruptData, "not a compact archive") }
+        return try bytes.withRawBytes { raw throws(WormholeError) in
+            var reader = CompactArchiveReader(raw, allowed: allowed)
+            let root = try reader.value(depth: 0)
+            guard reader.offset == raw.count else {
+                throw WormholeError(.corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
+            }
+            return root
+        }
+    }
+
+    private mutating func value(depth: Int) throws(WormholeError) -> Any {
+        guard depth <= KeyedArchiveDecoder.maximumDepth else {
+            throw corrupt("nests deeper than \(KeyedArchiveDecoder.maximumDepth) levels")
+        }
+        let start = offset
+        guard let tag = CompactArchive.Tag(rawValue: try byte()) else { throw corrupt("has an unknown tag", at: start) }
+        switch tag {
+        case .string:
+            try require("NSString", as: .string, at: start)
+            return try string()
+        case .integer:
+            try require("NSNumber", as: .number, at: start)
+            let raw = try varint()
+            return NSNumber(value: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+        case .dictionary:
+            try require("NSDictionary", as: .dictionary, at: start)
+            let count = try count(perElement: 2)
+            var dictionary: [AnyHashable: Any] = [:]
+            dictionary.reserveCapacity(count)
+            var numberKeys: HashBound?
+            for _ in 0..<count {
+                let keyStart = offset
+                let key: AnyHashable
+                if offset < base.count, base[offset] == CompactArchive.Tag.string.rawValue {
+                    offset += 1
+                    try require("NSString", as: .string, at: keyStart)
+                    key = AnyHashable(try string())
+                } else if let number = try value(depth: depth + 1) as? NSNumber {
+                    // A number's hash is the sender's choice; a string's is seeded per process.
+                    key = AnyHashable(number)
+                    if numberKeys == nil { numberKeys = HashBound() }
+                    try numberKeys?.admit(key.hashValue, in: keyStart)
+                } else {
+                    throw corrupt("has a dictionary key that is not a string or number", at: keyStart)
+                }
+                dictionary[key] = try value(depth: depth + 1)
+            }
+            return dictionary
+        case .real:
+            try require("NSNumber", as: .number, at: start)
+            return NSNumber(value: try real())
+        case .false, .true:
+            try require("NSNumber", as: .number, at: start)
+            return NSNumber(value: tag == .true)
+        case .unsignedInteger:
+            try require("NSNumber", as: .number, at: start)
+            let number = try varint()
+            guard number > UInt64(Int64.max) else { throw corrupt("has an unsigned integer that fits a signed one", at: start) }
+            return NSNumber(value: number)
+        case .data:
+            try require("NSData", as: .data, at: start)
+            let count = try count(perElement: 1)
+            defer { offset += count }
+            return Data(UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)]))
+        case .date:
+            try require("NSDate", as: .date, at: start)
+            return Date(timeIntervalSinceReferenceDate: try real())
+        case .array:
+            try require("NSArray", as: .array, at: start)
+            let count = try count(perElement: 1)
+            var array: [Any] = []
+            array.reserveCapacity(count)
+            for _ in 0..<count { array.append(try value(depth: depth + 1)) }
+            return array
+        case .null:
+            try require("NSNull", as: .null, at: start)
+            return KeyedArchiveDecoder.null
+        case .set:
+            try require("NSSet", as: .set, at: start)
+            let count = try count(perElement: 1)
+            var set = Set<AnyHashable>(minimumCapacity: count)
+            var hashes = HashBound()
+            for _ in 0..<count {
+                let memberStart = offset
+                let member = try KeyedArchiveDecoder.hashable(try value(depth: depth + 1), in: memberStart)
+                try hashes.admit(member.hashValue, in: memberStart)
+                set.insert(member)
+            }
+            return set
+        case .url:
+            try require("NSURL", as: .url, at: start)
+            guard offset < base.count, base[offset] == CompactArchive.Tag.string.rawValue else {
+                throw corrupt("has a URL whose relative part is not a string", at: start)
+            }
+            offset += 1
+            let relative = try string()
+            var baseURL: URL?
+            if offset < base.count, base[offset] == CompactArchive.Tag.null.rawValue {
+                offset += 1
+            } else {
+                guard offset < base.count, base[offset] == CompactArchive.Tag.url.rawValue, let url = try value(depth: depth + 1) as? URL
+                else {
+                    throw corrupt("has a URL whose base is not a URL", at: start)
+                }
+                baseURL = url
+            }
+            guard let url = URL(string: relative, relativeTo: baseURL) else { throw corrupt("has an invalid URL", at: start) }
+            return url
+        case .uuid:
+            try require("NSUUID", as: .uuid, at: start)
+            guard base.count - offset >= 16 else { throw cutShort() }
+            var uuid = UUID().uuid
+            withUnsafeMutableBytes(of: &uuid) { $0.copyMemory(from: UnsafeRawBufferPointer(rebasing: base[offset..<(offset + 16)])) }
+            offset += 16
+            return UUID(uuid: uuid)
+        }
+    }
+
+    private mutating func byte() throws(WormholeError) -> UInt8 {
+        guard offset < base.count else { throw cutShort() }
+        defer { offset += 1 }
+        return base[offset]
+    }
+
+    /// An LEB128 of at most 64 bits.
+    private mutating func varint() throws(WormholeError) -> UInt64 {
+        var value: UInt64 = 0
+        var shift: UInt64 = 0
+        while true {
+            let byte = try byte()
+            guard shift < 63 || byte <= 1 else { throw corrupt("has a number longer than 64 bits") }
+            value |= UInt64(byte & 0x7F) << shift
+            if byte < 0x80 { return value }
+            shift += 7
+        }
+    }
+
+    /// A count of elements each at least `perElement` bytes long, which the bytes left must hold.
+    private mutating func count(perElement: Int) throws(WormholeError) -> Int {
+        let count = try varint()
+        guard count <= UInt64(base.count - offset) / UInt64(perElement) else {
+            throw corrupt("claims \(count) elements, more than its \(base.count - offset) bytes left can hold")
+        }
+        return Int(count)
+    }
+
+    private mutating func string() throws(WormholeError) -> String {
+        let count = try count(perElement: 1)
+        let utf8 = UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)
+        // Not String(validating:), which is unspecialised here and costs as much as the rest of a small archive.
+        var string = String(decoding: utf8, as: UTF8.self)
+        if utf8.contains(where: { $0 >= 0x80 }) {
+            // String(decoding:) repairs what is not UTF-8: the string differs from its bytes exactly then.
+            guard string.withUTF8({ $0.elementsEqual(utf8) }) else { throw corrupt("has a string that is not UTF-8") }
+        }
+        offset += count
+        return string
+    }
+
+    private mutating func real() throws(WormholeError) -> Double {
+        guard base.count - offset >= 8 else { throw cutShort() }
+        defer { offset += 8 }
+        return Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
+    }
+
+    private func require(_ name: String, as canonical: AllowedClasses.Canonical, at position: Int) throws(WormholeError) {
+        guard allowed.permits(name, as: canonical) else {
+            throw WormholeError(.disallowedClass, "compact archive value at byte \(position) is of class \(name), which is not allowed")
+        }
+    }
+
+    private func cutShort() -> WormholeError {
+        WormholeError(.corruptData, "compact archive is cut short at byte \(offset) of \(base.count)")
+    }
+
+    private func corrupt(_ what: String, at position: Int? = nil) -> WormholeError {
+        WormholeError(.corruptData, "compact archive value at byte \(position ?? offset) \(what)")
+    }
+}

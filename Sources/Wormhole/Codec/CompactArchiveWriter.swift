@@ -1,0 +1,208 @@
+import Foundation
+
+/// Writes the ``CompactArchive`` of a value made of property-list values, `NSNull`, sets, URLs and UUIDs.
+///
+/// Returns nil for anything else (an object of the user's own, a Foundation class Wormhole does not carry, a
+/// key that is neither a string nor a number, nesting past what receivers decode): such a value goes through
+/// ``KeyedArchiveEncoder``, which archives it or says precisely what is wrong.
+struct CompactArchiveWriter {
+    private var bytes: [UInt8]
+    private var depthLeft = KeyedArchiveDecoder.maximumDepth
+
+    private init() {
+        bytes = []
+        bytes.reserveCapacity(128)
+        bytes.append(contentsOf: CompactArchive.magic)
+    }
+
+    /// The compact archive of `root`, or nil when it holds a value this format does not carry, or comes to more
+    /// than `maximumSize` bytes.
+    static func encode(_ root: Any, maximumSize: Int) -> [UInt8]? {
+        var writer = CompactArchiveWriter()
+        guard writer.write(root), writer.bytes.count <= maximumSize else { return nil }
+        return writer.bytes
+    }
+
+    private static let stringType = ObjectIdentifier(String.self)
+    private static let intType = ObjectIdentifier(Int.self)
+    private static let doubleType = ObjectIdentifier(Double.self)
+    private static let boolType = ObjectIdentifier(Bool.self)
+    private static let dictionaryType = ObjectIdentifier([String: Any].self)
+    private static let anyDictionaryType = ObjectIdentifier([AnyHashable: Any].self)
+    private static let arrayType = ObjectIdentifier([Any].self)
+
+    /// Writes `value`; false when this format does not carry it.
+    private mutating func write(_ value: Any) -> Bool {
+        // The common concrete types first, by type identity: a failed dynamic cast costs more.
+        let type = ObjectIdentifier(Swift.type(of: value))
+        if type == Self.stringType, let string = value as? String {
+            write(string)
+            return true
+        }
+        if type == Self.intType, let integer = value as? Int {
+            write(integer: Int64(integer))
+            return true
+        }
+        if type == Self.doubleType, let real = value as? Double {
+            write(real: real, as: .real)
+            return true
+        }
+        if type == Self.boolType, let flag = value as? Bool {
+            bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+            return true
+        }
+        if type == Self.dictionaryType, let dictionary = value as? [String: Any] {
+            guard descend() else { return false }
+            defer { depthLeft += 1 }
+            write(tag: .dictionary, length: dictionary.count)
+            for (key, item) in dictionary {
+                write(key)
+                guard write(item) else { return false }
+            }
+            return true
+        }
+        if type == Self.anyDictionaryType, let dictionary = value as? [AnyHashable: Any] {
+            return write(dictionary)
+        }
+        if type == Self.arrayType, let array = value as? [Any] {
+            return write(array)
+        }
+        switch value {
+        case let string as String:
+            write(string)
+        case let flag as Bool where Swift.type(of: value) == Bool.self:
+            bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+        case let number as NSNumber:
+            write(number)
+        case let data as Data:
+            write(tag: .data, length: data.count)
+            // Through a typed buffer: Array's memcpy path.
+            data.withUnsafeBytes { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
+        case let date as Date:
+            write(real: date.timeIntervalSinceReferenceDate, as: .date)
+        case let array as [Any]:
+            return write(array)
+        case let dictionary as [AnyHashable: Any]:
+            return write(dictionary)
+        case is NSNull:
+            bytes.append(CompactArchive.Tag.null.rawValue)
+        case let url as URL:
+            return write(url)
+        case let uuid as UUID:
+            bytes.append(CompactArchive.Tag.uuid.rawValue)
+            withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+        case let set as Set<AnyHashable>:
+            return write(set: set.lazy.map { $0.base }, count: set.count)
+        case let set as NSSet:
+            return write(set: set.lazy.map { $0 }, count: set.count)
+        default:
+            // Other integer and real types bridge to NSNumber above; what is left needs the keyed archive.
+            return false
+        }
+        return true
+    }
+
+    private mutating func write(_ array: [Any]) -> Bool {
+        guard descend() else { return false }
+        defer { depthLeft += 1 }
+        write(tag: .array, length: array.count)
+        for item in array {
+            guard write(item) else { return false }
+        }
+        return true
+    }
+
+    private mutating func write(_ dictionary: [AnyHashable: Any]) -> Bool {
+        guard descend() else { return false }
+        defer { depthLeft += 1 }
+        write(tag: .dictionary, length: dictionary.count)
+        for (key, item) in dictionary {
+            switch key.base {
+            case let string as String: write(string)
+            case let number as NSNumber: write(number)
+            default: return false
+            }
+            guard write(item) else { return false }
+        }
+        return true
+    }
+
+    private mutating func write(set members: some Sequence<Any>, count: Int) -> Bool {
+        guard descend() else { return false }
+        defer { depthLeft += 1 }
+        write(tag: .set, length: count)
+        for member in members {
+            // Objects of the user's own are refused in a set by the keyed encoder, with the reason.
+            if let object = member as? NSObject, !(object is NSNull), !FoundationClasses.contains(Swift.type(of: object)) {
+                return false
+            }
+            guard write(member) else { return false }
+        }
+        return true
+    }
+
+    private mutating func write(_ url: URL) -> Bool {
+        guard descend() else { return false }
+        defer { depthLeft += 1 }
+        bytes.append(CompactArchive.Tag.url.rawValue)
+        write(url.relativeString)
+        guard let base = url.baseURL else {
+            bytes.append(CompactArchive.Tag.null.rawValue)
+            return true
+        }
+        return write(base)
+    }
+
+    private mutating func write(_ number: NSNumber) {
+        // NSNumber's type letters: c is a Bool (or a char), d and f are reals, Q an unsigned 64-bit integer.
+        switch number.objCType.pointee {
+        case CChar(UInt8(ascii: "c")) where number.int64Value == 0 || number.int64Value == 1:
+            bytes.append(number.boolValue ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+        case CChar(UInt8(ascii: "d")), CChar(UInt8(ascii: "f")):
+            write(real: number.doubleValue, as: .real)
+        case CChar(UInt8(ascii: "Q")) where number.uint64Value > UInt64(Int64.max):
+            bytes.append(CompactArchive.Tag.unsignedInteger.rawValue)
+            write(varint: number.uint64Value)
+        default:
+            write(integer: number.int64Value)
+        }
+    }
+
+    private mutating func write(_ string: String) {
+        var string = string
+        string.withUTF8 { utf8 in
+            write(tag: .string, length: utf8.count)
+            bytes.append(contentsOf: utf8)
+        }
+    }
+
+    private mutating func write(integer: Int64) {
+        bytes.append(CompactArchive.Tag.integer.rawValue)
+        write(varint: UInt64(bitPattern: integer << 1 ^ integer >> 63))
+    }
+
+    private mutating func write(real: Double, as tag: CompactArchive.Tag) {
+        bytes.append(tag.rawValue)
+        withUnsafeBytes(of: real.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+    }
+
+    private mutating func write(tag: CompactArchive.Tag, length: Int) {
+        bytes.append(tag.rawValue)
+        write(varint: UInt64(length))
+    }
+
+    private mutating func write(varint value: UInt64) {
+        var value = value
+        while value >= 0x80 {
+            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            value >>= 7
+        }
+        bytes.append(UInt8(value))
+    }
+
+    private mutating func descend() -> Bool {
+        guard depthLeft > 0 else { return false }
+        depthLeft -= 1
+        return true
+    }
+}

@@ -1,0 +1,39 @@
+/// How a userInfo travels between processes: as a ``CompactArchive`` when it holds only values (property-list
+/// values, `NSNull`, sets, URLs, UUIDs), else as a keyed archive (the `NSKeyedArchiver` format) written by
+/// ``KeyedArchiveEncoder``: objects of the user's own classes, through their `encode(with:)`. Foundation's
+/// archiver is never used: in a statically linked program it returns no bytes at all. A reader tells the two
+/// formats apart by their first bytes.
+enum UserInfoCodec {
+    /// The archive of `userInfo`.
+    /// - Throws: ``WormholeError/Code/unsupportedValue`` naming the key path of the first value that cannot
+    ///   travel; ``WormholeError/Code/payloadTooLarge`` past `maximumSize` bytes of strings and data.
+    static func encode(_ userInfo: [AnyHashable: Any], maximumSize: Int) throws(WormholeError) -> [UInt8] {
+        if let compact = CompactArchiveWriter.encode(userInfo, maximumSize: maximumSize) { return compact }
+        return try KeyedArchiveEncoder.encode(userInfo, path: "userInfo", maximumSize: maximumSize)
+    }
+
+    /// Decodes the userInfo archive `bytes`, of either format, whose values all belong to `allowed`.
+    /// - Throws: ``WormholeError/Code/disallowedClass`` for a class outside `allowed`, and
+    ///   ``WormholeError/Code/corruptData`` saying what is wrong, for anything malformed.
+    static func decode(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
+        guard CompactArchive.isCompact(bytes) else { return try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: allowed) }
+        guard let dictionary = try CompactArchiveReader.decodeRoot(bytes, allowed: allowed) as? [AnyHashable: Any] else {
+            throw WormholeError(.corruptData, "compact archive's root value is not a dictionary")
+        }
+        return dictionary
+    }
+}
+
+/// The userInfo codec exactly as a post and a receiving observer use it, for the package's benchmarks.
+@_spi(Benchmarking)
+public enum UserInfoArchive {
+    /// The bytes a post carries for `userInfo`.
+    public static func encode(_ userInfo: [AnyHashable: Any]) throws -> [UInt8] {
+        try UserInfoCodec.encode(userInfo, maximumSize: GroupNotificationCenter.maximumPayloadSize)
+    }
+
+    /// The userInfo an observer allowing `classes` receives from `bytes`.
+    public static func decode(_ bytes: [UInt8], allowedClasses classes: [AnyClass]) throws -> [AnyHashable: Any] {
+        try UserInfoCodec.decode(bytes, allowed: AllowedClasses.cached(classes))
+    }
+}

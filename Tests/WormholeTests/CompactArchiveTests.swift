@@ -1,0 +1,159 @@
+import Foundation
+import Testing
+@testable import Wormhole
+import WormholeTestSupport
+
+@Suite("Compact archive: what a post of values sends, and its reader against crafted bytes")
+struct CompactArchiveTests {
+    private typealias Tag = CompactArchive.Tag
+
+    /// A compact archive of `body`, the root value's bytes.
+    private func archive(_ body: [UInt8]) -> [UInt8] { CompactArchive.magic + body }
+
+    private func string(_ text: String) -> [UInt8] { [Tag.string.rawValue, UInt8(text.utf8.count)] + Array(text.utf8) }
+
+    /// A dictionary of one key `k` whose value is `value`.
+    private func dictionary(value: [UInt8]) -> [UInt8] { [Tag.dictionary.rawValue, 1] + string("k") + value }
+
+    private func rejects(_ bytes: [UInt8], _ code: WormholeError.Code = .corruptData, allowed: AllowedClasses = AllowedClasses([NSObject.self]),
+                         sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(sourceLocation: sourceLocation) { try UserInfoCodec.decode(bytes, allowed: allowed) } throws: {
+            ($0 as? WormholeError)?.code == code
+        }
+    }
+
+    @Test("every kind of value a post carries without a class of the user's own travels compact and comes back equal")
+    func everyKind() throws {
+        let base = try #require(URL(string: "https://example.com/a/"))
+        let userInfo: [AnyHashable: Any] = [
+            "string": "héllo ✓", "empty": "", "null string": "$null", "int": Int.min, "int64": Int64.max, "uint64": UInt64.max,
+            "double": -0.5, "float": Float(1.5), "true": true, "false": false, "date": Date(timeIntervalSinceReferenceDate: 12.25),
+            "data": Data([0, 1, 2, 255]), "array": [1, "two", [3.0]], "nested": ["a": ["b": ["c": 1]]], "null": NSNull(),
+            "set": Set<AnyHashable>(["x", 1, Data([9])]), "url": URL(string: "b/c?d=1", relativeTo: base) as Any,
+            "uuid": UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F") as Any, 7: "number key", 2.5: "real key",
+            "nsnumber": NSNumber(value: UInt8(200)), "nsarray": NSArray(array: [1, 2]), "nsstring": NSString(string: "ns"),
+        ]
+        let bytes = try UserInfoCodec.encode(userInfo, maximumSize: 1 << 20)
+        #expect(CompactArchive.isCompact(bytes))
+        let allowed = AllowedClasses.cached([
+            NSDictionary.self, NSArray.self, NSString.self, NSNumber.self, NSData.self, NSDate.self, NSNull.self, NSSet.self,
+            NSURL.self, NSUUID.self,
+        ])
+        let decoded = try UserInfoCodec.decode(bytes, allowed: allowed)
+        #expect((decoded as NSDictionary).isEqual(userInfo as NSDictionary))
+        #expect((decoded["url"] as? URL)?.absoluteString == "https://example.com/a/b/c?d=1")
+        #expect((decoded["url"] as? URL)?.baseURL == base)
+        #expect(decoded["null"] as? NSNull != nil)
+        #expect(decoded[AnyHashable(NSNumber(value: 7))] as? String == "number key")
+        // The keyed archive of the same userInfo reads as the same values.
+        let keyed = try UserInfoCodec.decode(KeyedArchiveEncoder.encode(userInfo, maximumSize: 1 << 20), allowed: allowed)
+        #expect((decoded as NSDictionary).isEqual(keyed as NSDictionary))
+    }
+
+    @Test("a userInfo holding an object of the user's own, or a value no format carries, goes the keyed way")
+    func keyedWhenNeeded() throws {
+        let bytes = try UserInfoCodec.encode(["p": TestPoint(x: 1, y: 2), "n": 1], maximumSize: 1 << 20)
+        #expect(!CompactArchive.isCompact(bytes) && bytes.starts(with: Array("bplist00".utf8)))
+        let decoded = try UserInfoCodec.decode(bytes, allowed: AllowedClasses([NSDictionary.self, NSString.self, NSNumber.self, TestPoint.self]))
+        #expect((decoded["p"] as? TestPoint)?.y == 2)
+        #expect { try UserInfoCodec.encode(["v": NSObject()], maximumSize: 1 << 20) } throws: {
+            ($0 as? WormholeError)?.code == .unsupportedValue
+        }
+        // Past the size a post allows: the keyed encoder says so.
+        #expect { try UserInfoCodec.encode(["d": Data(count: 2_000)], maximumSize: 1_000) } throws: {
+            ($0 as? WormholeError)?.code == .payloadTooLarge
+        }
+    }
+
+    @Test("each value is checked against the observer's allowed classes")
+    func allowedClasses() throws {
+        let bytes = try UserInfoCodec.encode(["when": Date(), "n": 1], maximumSize: 1 << 20)
+        rejects(bytes, .disallowedClass, allowed: AllowedClasses([NSDictionary.self, NSString.self, NSNumber.self]))
+        rejects(try UserInfoCodec.encode(["u": UUID()], maximumSize: 1 << 20), .disallowedClass, allowed: .propertyList)
+        rejects(try UserInfoCodec.encode(["z": NSNull()], maximumSize: 1 << 20), .disallowedClass, allowed: .propertyList)
+        // NSObject allows every class the codec reads.
+        #expect(try UserInfoCodec.decode(bytes, allowed: AllowedClasses([NSObject.self])).count == 2)
+    }
+
+    @Test("crafted bytes are refused with corruptData, never a trap")
+    func crafted() throws {
+        rejects(archive([]))
+        rejects(archive([0x7E]))  // an unknown tag
+        rejects(archive([Tag.string.rawValue, 5, 0x61]))  // a string cut short
+        rejects(archive([Tag.string.rawValue, 2, 0xC3, 0x28]))  // not UTF-8
+        rejects(archive([Tag.array.rawValue] + [0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0x7F]))  // 2^70 elements
+        rejects(archive([Tag.dictionary.rawValue, 0xFF, 0xFF, 0xFF, 0xFF, 0x0F]))  // more elements than bytes
+        rejects(archive(dictionary(value: [Tag.integer.rawValue] + Array(repeating: 0xFF, count: 9) + [0x02])))  // over 64 bits
+        rejects(archive(dictionary(value: [Tag.real.rawValue, 0, 0])))
+        rejects(archive(dictionary(value: [Tag.uuid.rawValue] + Array(repeating: 1, count: 15))))
+        rejects(archive(dictionary(value: [Tag.unsignedInteger.rawValue, 5])))  // fits a signed integer: not what a writer writes
+        rejects(archive(dictionary(value: [Tag.url.rawValue] + string("a") + [Tag.integer.rawValue, 2])))  // a base that is no URL
+        rejects(archive(dictionary(value: [Tag.url.rawValue, Tag.integer.rawValue, 2, Tag.null.rawValue])))
+        rejects(archive(dictionary(value: [Tag.null.rawValue]) + [0]))  // bytes after the root
+        rejects(archive([Tag.dictionary.rawValue, 1, Tag.array.rawValue, 0, Tag.null.rawValue]))  // an array as a key
+        rejects(archive([Tag.array.rawValue, 0]))  // the root is not a dictionary
+        rejects(archive([Tag.dictionary.rawValue, 1] + string("k")))  // a key without a value
+    }
+
+    @Test("nesting stops at the depth the keyed reader allows; the writer hands deeper values to the keyed encoder")
+    func depth() throws {
+        func nested(_ levels: Int) -> [UInt8] {
+            archive([Tag.dictionary.rawValue, 1] + string("k") + Array(repeating: [Tag.array.rawValue, 1], count: levels).flatMap { $0 }
+                + [Tag.null.rawValue])
+        }
+        let allowed = AllowedClasses([NSDictionary.self, NSArray.self, NSString.self, NSNull.self])
+        #expect(try UserInfoCodec.decode(nested(KeyedArchiveDecoder.maximumDepth - 1), allowed: allowed).count == 1)
+        rejects(nested(KeyedArchiveDecoder.maximumDepth), allowed: allowed)
+        rejects(nested(100_000), allowed: allowed)
+        var deep: Any = 1
+        for _ in 0..<200 { deep = [deep] }
+        #expect { try UserInfoCodec.encode(["deep": deep], maximumSize: 1 << 20) } throws: {
+            ($0 as? WormholeError)?.code == .unsupportedValue
+        }
+    }
+
+    @Test("number keys, and set members, that share a hash beyond the bound are refused")
+    func collidingHashes() throws {
+        // Doubles k·2^64 hash alike as NSNumber keys.
+        func numberKeys(_ count: Int) -> [UInt8] {
+            var body: [UInt8] = [Tag.dictionary.rawValue, UInt8(count)]
+            for k in 1...count {
+                body.append(Tag.real.rawValue)
+                withUnsafeBytes(of: (Double(k) * 0x1p64).bitPattern.littleEndian) { body += $0 }
+                body.append(Tag.null.rawValue)
+            }
+            return archive(body)
+        }
+        let keys = (1...40).map { NSNumber(value: Double($0) * 0x1p64) }
+        try #require(Set(keys.map { AnyHashable($0).hashValue }).count < 5, "the keys chosen still collide here")
+        let allowed = AllowedClasses([NSDictionary.self, NSNumber.self, NSNull.self])
+        #expect(try UserInfoCodec.decode(numberKeys(HashBound.maximumSharing), allowed: allowed).count == HashBound.maximumSharing)
+        rejects(numberKeys(40), allowed: allowed)
+        var set: [UInt8] = [Tag.set.rawValue, 40]
+        for k in 1...40 {
+            set.append(Tag.real.rawValue)
+            withUnsafeBytes(of: (Double(k) * 0x1p64).bitPattern.littleEndian) { set += $0 }
+        }
+        rejects(archive(dictionary(value: set)), allowed: AllowedClasses([NSDictionary.self, NSString.self, NSNumber.self, NSSet.self]))
+    }
+
+    @Test("every truncation and every single-byte change of a rich archive is read or refused, never a trap")
+    func everyCut() throws {
+        let bytes = try UserInfoCodec.encode(
+            ["a": [1, -2, 3.5, "four", Data([5]), Date(), NSNull(), ["x": true]], "u": UUID(), "s": Set<AnyHashable>([1, "b"])],
+            maximumSize: 1 << 20)
+        let allowed = AllowedClasses([NSObject.self])
+        var refused = 0
+        for length in 0..<bytes.count {
+            if (try? UserInfoCodec.decode(Array(bytes.prefix(length)), allowed: allowed)) == nil { refused += 1 }
+        }
+        #expect(refused == bytes.count, "every proper prefix is refused")
+        for index in CompactArchive.magic.count..<bytes.count {
+            for value: UInt8 in [0x00, 0x01, 0x7F, 0x80, 0xFF, bytes[index] ^ 0x01] {
+                var changed = bytes
+                changed[index] = value
+                _ = try? UserInfoCodec.decode(changed, allowed: allowed)
+            }
+        }
+    }
+}
