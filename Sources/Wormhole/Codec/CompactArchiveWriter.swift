@@ -23,35 +23,28 @@ struct CompactArchiveWriter {
         return writer.bytes
     }
 
-    private static let stringType = ObjectIdentifier(String.self)
-    private static let intType = ObjectIdentifier(Int.self)
-    private static let doubleType = ObjectIdentifier(Double.self)
-    private static let boolType = ObjectIdentifier(Bool.self)
-    private static let dictionaryType = ObjectIdentifier([String: Any].self)
-    private static let anyDictionaryType = ObjectIdentifier([AnyHashable: Any].self)
-    private static let arrayType = ObjectIdentifier([Any].self)
 
     /// Writes `value`; false when this format does not carry it.
     private mutating func write(_ value: Any) -> Bool {
         // The common concrete types first, by type identity: a failed dynamic cast costs more.
         let type = ObjectIdentifier(Swift.type(of: value))
-        if type == Self.stringType, let string = value as? String {
+        if type == ValueType.string, let string = value as? String {
             write(string)
             return true
         }
-        if type == Self.intType, let integer = value as? Int {
+        if type == ValueType.int, let integer = value as? Int {
             write(integer: Int64(integer))
             return true
         }
-        if type == Self.doubleType, let real = value as? Double {
+        if type == ValueType.double, let real = value as? Double {
             write(real: real, as: .real)
             return true
         }
-        if type == Self.boolType, let flag = value as? Bool {
+        if type == ValueType.bool, let flag = value as? Bool {
             bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
             return true
         }
-        if type == Self.dictionaryType, let dictionary = value as? [String: Any] {
+        if type == ValueType.stringDictionary, let dictionary = value as? [String: Any] {
             guard descend() else { return false }
             defer { depthLeft += 1 }
             write(tag: .dictionary, length: dictionary.count)
@@ -61,10 +54,10 @@ struct CompactArchiveWriter {
             }
             return true
         }
-        if type == Self.anyDictionaryType, let dictionary = value as? [AnyHashable: Any] {
+        if type == ValueType.dictionary, let dictionary = value as? [AnyHashable: Any] {
             return write(dictionary)
         }
-        if type == Self.arrayType, let array = value as? [Any] {
+        if type == ValueType.array, let array = value as? [Any] {
             return write(array)
         }
         switch value {

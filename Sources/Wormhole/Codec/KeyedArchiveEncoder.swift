@@ -120,14 +120,14 @@ struct KeyedArchiveEncoder {
         expandedBytes &+= 8
         // The common concrete types first: a failed dynamic cast costs more than this comparison.
         let type = ObjectIdentifier(Swift.type(of: value))
-        if type == Self.stringType, let string = value as? String { return try shared(string) }
-        if type == Self.intType, let integer = value as? Int { return number(.integer(Int64(integer))) }
-        if type == Self.doubleType, let real = value as? Double { return number(.real(real)) }
-        if type == Self.boolType, let flag = value as? Bool { return number(.bool(flag)) }
-        if type == Self.dictionaryType, let dictionary = value as? [String: Any] {
+        if type == ValueType.string, let string = value as? String { return try shared(string) }
+        if type == ValueType.int, let integer = value as? Int { return number(.integer(Int64(integer))) }
+        if type == ValueType.double, let real = value as? Double { return number(.real(real)) }
+        if type == ValueType.bool, let flag = value as? Bool { return number(.bool(flag)) }
+        if type == ValueType.stringDictionary, let dictionary = value as? [String: Any] {
             return try encodeDictionary(dictionary.lazy.map { (AnyHashable($0.key), $0.value) }, count: dictionary.count, path: path())
         }
-        if type == Self.anyDictionaryType, let dictionary = value as? [AnyHashable: Any] {
+        if type == ValueType.dictionary, let dictionary = value as? [AnyHashable: Any] {
             return try encodeDictionary(dictionary.lazy.map { ($0.key, $0.value) }, count: dictionary.count, path: path())
         }
         switch value {
@@ -317,12 +317,6 @@ struct KeyedArchiveEncoder {
         return uid
     }
 
-    private static let stringType = ObjectIdentifier(String.self)
-    private static let intType = ObjectIdentifier(Int.self)
-    private static let doubleType = ObjectIdentifier(Double.self)
-    private static let boolType = ObjectIdentifier(Bool.self)
-    private static let dictionaryType = ObjectIdentifier([String: Any].self)
-    private static let anyDictionaryType = ObjectIdentifier([AnyHashable: Any].self)
 
     private mutating func encodeDictionary(
         _ pairs: some Sequence<(AnyHashable, Any)>, count: Int, path: @autoclosure () -> String
