@@ -49,6 +49,9 @@ final class PeerLink: Sendable {
         /// What the listener's spool holds, as last measured plus what this link wrote since.
         var spooledEstimate = 0
         var estimated: UInt64 = 0
+        /// Bytes of shared frames sent on this connection since it was last found read to the end: what the
+        /// listener may still have to map, bounded by ``SharedFrame/maximumUnread``.
+        var sharedUnread = 0
     }
 
     /// How long a segment found under its name is taken to still be there, in nanoseconds.
@@ -87,7 +90,7 @@ final class PeerLink: Sendable {
                     // The listener has taken everything this link spooled: back to the socket.
                     state.spooling = false
                 }
-                if state.spooling == false && frame.count <= Limits.maximumDirectFrameSize {
+                if state.spooling == false && (frame.count <= Limits.maximumDirectFrameSize || canShare(frame, &state)) {
                     switch try sendDirect(frame, &state) {
                     case .sent: return .direct
                     case .gone: return .gone
@@ -179,12 +182,27 @@ final class PeerLink: Sendable {
         }
     }
 
+    /// Whether `frame`, too large for the socket, may go to the listener as a shared frame: where the platform
+    /// has sealed memory files, and while the shared frames this link sent that the listener has not read yet
+    /// stay within ``SharedFrame/maximumUnread`` (a stopped listener holds at most that much of this poster's
+    /// memory; the rest is spooled, in order).
+    private func canShare(_ frame: [UInt8], _ state: inout State) -> Bool {
+        guard SharedFrame.isAvailable, frame.count <= SharedFrame.maximumSize else { return false }
+        #if canImport(Glibc)
+        if state.sharedUnread > 0, let fd = state.socket?.rawValue, LinuxCalls.unreadBytes(fd) == 0 {
+            state.sharedUnread = 0
+        }
+        #endif
+        return state.sharedUnread == 0 || state.sharedUnread + frame.count <= SharedFrame.maximumUnread
+    }
+
     /// Tries the socket once, reconnecting once if the connection broke.
     private func sendDirect(_ frame: [UInt8], _ state: inout State) throws(WormholeError) -> DirectResult {
         for _ in 0..<2 {
             if state.socket == nil {
                 do throws(WormholeError) {
                     state.socket = try connect()
+                    state.sharedUnread = 0
                 } catch {
                     switch error.peerState {
                     case .busy, .otherTransport: return .full
@@ -195,10 +213,17 @@ final class PeerLink: Sendable {
             }
             guard let fd = state.socket?.rawValue else { return .full }
             do throws(WormholeError) {
-                try frame.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                if frame.count > Limits.maximumDirectFrameSize {
+                    try SharedFrame.send(frame, over: fd)
+                    state.sharedUnread += frame.count
+                } else {
+                    try frame.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                }
                 return .sent
             } catch {
                 switch error.peerState {
+                // A shared frame's memory file could not be made (out of memory or descriptors): spooled.
+                case .failed where frame.count > Limits.maximumDirectFrameSize: return .full
                 case .busy, .otherTransport: return .full
                 // The listener closed this connection after reading all of it, or its socket was bound anew,
                 // or it died: connect again.

@@ -1,0 +1,130 @@
+// Receiving several messages with one system call. On Linux one `recvmmsg(2)` fills every slot, with the
+// descriptors each message carried; elsewhere `recv(2)` fills them one at a time and no descriptor is taken
+// (the kernel discards any that were sent). Darwin's branch is not compiled on this Linux machine.
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Buffers for up to ``capacity`` messages of up to ``messageCapacity`` bytes each, reused for every receive.
+/// Owned by one receive thread.
+final class MessageBatch {
+    /// One received message, valid until the next ``receive(_:)``.
+    struct Message {
+        /// What the slot holds: the whole message, unless it was cut.
+        var bytes: UnsafeRawBufferPointer
+        /// The message's real length: larger than ``bytes`` when it was cut.
+        var length: Int
+        /// Whether the control data (the descriptors it carried) was cut: some were not received.
+        var controlTruncated: Bool
+        /// The descriptors it carried, now this process's: the caller must close every one.
+        var descriptors: [CInt]
+    }
+
+    let capacity: Int
+    let messageCapacity: Int
+    private let buffers: UnsafeMutableRawBufferPointer
+    private var lengths: [Int]
+    private(set) var count = 0
+    #if canImport(Glibc)
+    private let controlSpace = DescriptorPassing.controlSpace(descriptors: 1)
+    private let controls: UnsafeMutableRawBufferPointer
+    private let vector: UnsafeMutableBufferPointer<LinuxCalls.MessageVectorEntry>
+    private let pieces: UnsafeMutableBufferPointer<iovec>
+    #endif
+
+    /// Untouched pages cost nothing: a slot's pages are mapped in as messages reach them.
+    init(capacity: Int, messageCapacity: Int) {
+        #if canImport(Glibc)
+        self.capacity = LinuxCalls.canReceiveMessages ? capacity : 1
+        #else
+        self.capacity = 1
+        #endif
+        self.messageCapacity = messageCapacity
+        buffers = .allocate(byteCount: self.capacity * messageCapacity, alignment: 16)
+        lengths = Array(repeating: 0, count: self.capacity)
+        #if canImport(Glibc)
+        controls = .allocate(byteCount: self.capacity * controlSpace, alignment: MemoryLayout<Int>.alignment)
+        vector = .allocate(capacity: self.capacity)
+        vector.initialize(repeating: LinuxCalls.MessageVectorEntry())
+        pieces = .allocate(capacity: self.capacity)
+        pieces.initialize(repeating: iovec())
+        #endif
+    }
+
+    deinit {
+        buffers.deallocate()
+        #if canImport(Glibc)
+        controls.deallocate()
+        vector.deallocate()
+        pieces.deallocate()
+        #endif
+    }
+
+    private func slot(_ index: Int) -> UnsafeMutableRawBufferPointer {
+        UnsafeMutableRawBufferPointer(rebasing: buffers[(index * messageCapacity)..<((index + 1) * messageCapacity)])
+    }
+
+    /// Receives what is waiting on `fd`, up to ``capacity`` messages, without blocking. Returns how many (a
+    /// message of length 0 is a sequenced-packet peer that closed, or reset, its connection), or nil when
+    /// nothing is waiting.
+    func receive(_ fd: CInt) throws(WormholeError) -> Int? {
+        count = 0
+        #if canImport(Glibc)
+        guard capacity > 1 else { return try receiveOne(fd) }
+        for index in 0..<capacity {
+            let buffer = slot(index)
+            pieces[index] = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+            var header = msghdr()
+            header.msg_iov = pieces.baseAddress.map { $0 + index }
+            header.msg_iovlen = 1
+            header.msg_control = controls.baseAddress.map { $0 + index * controlSpace }
+            header.msg_controllen = .init(controlSpace)
+            vector[index] = LinuxCalls.MessageVectorEntry(header: header, length: 0)
+        }
+        let received: Int?
+        do throws(WormholeError) {
+            received = try LinuxCalls.receiveMessages(
+                fd, vector, flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec)
+        } catch where error.errno == ECONNRESET {
+            received = 1
+            vector[0].length = 0
+            vector[0].header.msg_controllen = 0
+            vector[0].header.msg_flags = 0
+        }
+        guard let received else { return nil }
+        for index in 0..<received { lengths[index] = Int(vector[index].length) }
+        count = received
+        return received
+        #else
+        return try receiveOne(fd)
+        #endif
+    }
+
+    /// The message in slot `index` (below the last ``receive(_:)``'s count). Takes its descriptors: call it once
+    /// per message.
+    func message(_ index: Int) -> Message {
+        let length = lengths[index]
+        let bytes = UnsafeRawBufferPointer(rebasing: slot(index)[0..<min(length, messageCapacity)])
+        #if canImport(Glibc)
+        guard capacity > 1 else { return Message(bytes: bytes, length: length, controlTruncated: false, descriptors: []) }
+        let header = vector[index].header
+        let control = UnsafeRawBufferPointer(
+            start: controls.baseAddress.map { $0 + index * controlSpace }, count: controlSpace)
+        return Message(
+            bytes: bytes, length: length, controlTruncated: header.msg_flags & CInt(MSG_CTRUNC) != 0,
+            descriptors: DescriptorPassing.descriptors(in: control, length: Int(header.msg_controllen)))
+        #else
+        return Message(bytes: bytes, length: length, controlTruncated: false, descriptors: [])
+        #endif
+    }
+
+    /// One `recv(2)` into the first slot.
+    private func receiveOne(_ fd: CInt) throws(WormholeError) -> Int? {
+        guard let length = try UnixSocket.receive(fd, into: slot(0)) else { return nil }
+        lengths[0] = length
+        count = 1
+        return 1
+    }
+}

@@ -1,0 +1,113 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A frame too large for the socket, passed to a running listener as a sealed memory file instead of written
+/// to its spool: the poster writes the frame into a `memfd`, seals it against shrinking, growing and writing,
+/// and sends the descriptor (`SCM_RIGHTS`) with a small message in the frame's place in the connection:
+/// ```
+/// "WH"  version:u8  kind:u8 = 3  poster:u64  sequence:u64  size:u64
+/// ```
+/// The listener takes the file only when it is what the message says: a regular file of exactly `size` bytes
+/// (at most ``maximumSize``) that carries those seals, so a poster can neither change it while it is read nor
+/// truncate it under a mapping; it reads it with `pread` and decodes the frame inside like any other, which
+/// must name the same poster and sequence. The descriptor is closed on every path.
+///
+/// Linux only (``isAvailable``): elsewhere large frames go through the spool as before.
+enum SharedFrame {
+    static let kind: UInt8 = 3
+    static let messageSize = Frame.headerSize + 8
+    /// The largest frame passed this way: a userInfo of ``GroupNotificationCenter/maximumPayloadSize`` with the
+    /// longest name and object.
+    static let maximumSize = GroupNotificationCenter.maximumPayloadSize + 2 * Frame.maximumNameLength + 64
+
+    /// How many bytes of shared frames one poster may have sent to one listener that it has not read yet
+    /// (besides one frame, whatever its size): what a stopped listener's descriptors hold of memory.
+    static let maximumUnread = 16 << 20
+
+    static var isAvailable: Bool {
+        #if canImport(Glibc)
+        return LinuxCalls.canMakeMemoryFiles
+        #else
+        return false
+        #endif
+    }
+
+    /// Whether `bytes` is a shared frame's message (by its kind), to be read with the descriptor it carried.
+    static func isMessage(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        bytes.count >= Frame.headerSize && bytes[0] == UInt8(ascii: "W") && bytes[1] == UInt8(ascii: "H")
+            && bytes[3] == kind
+    }
+
+    /// Writes `frame` (an encoded notification frame) into a sealed memory file and sends its descriptor with
+    /// the message that stands for the frame over `socket`, without blocking. The poster's descriptor is closed
+    /// before it returns; the listener's copy lives until it has read the file.
+    /// - Throws: as ``UnixSocket/send(_:_:)``, whose ``WormholeError/peerState`` says what became of the
+    ///   listener; or the memory file's error (out of memory or descriptors), a ``PeerState/failed``.
+    static func send(_ frame: [UInt8], over socket: CInt) throws(WormholeError) {
+        #if canImport(Glibc)
+        let file = try LinuxCalls.makeMemoryFile("wormhole-frame")
+        try frame.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: 0) }
+        try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
+        var message = Array(frame.prefix(Frame.headerSize))
+        message[3] = kind
+        withUnsafeBytes(of: UInt64(frame.count).bigEndian) { message += $0 }
+        try message.withRawBytes { (bytes) throws(WormholeError) in
+            try DescriptorPassing.send(socket, bytes, passing: file.rawValue)
+        }
+        #else
+        throw WormholeError(.system, "shared frames need memfd_create", errno: ENOSYS)
+        #endif
+    }
+
+    /// Reads the frame a shared frame's `message` announces from `file`, which the caller closes.
+    /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
+    ///   a poster sends.
+    static func read(_ message: UnsafeRawBufferPointer, file: CInt) throws(WormholeError) -> Frame {
+        guard message.count == messageSize, message[2] == Frame.version else {
+            throw WormholeError(.corruptData, "shared frame message of \(message.count) bytes is malformed")
+        }
+        let poster = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 4, as: UInt64.self))
+        let sequence = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 12, as: UInt64.self))
+        let declared = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 20, as: UInt64.self))
+        guard declared >= UInt64(Frame.headerSize), declared <= UInt64(maximumSize) else {
+            throw WormholeError(.corruptData, "shared frame declares \(declared) bytes, over the \(maximumSize)-byte limit")
+        }
+        let size = Int(declared)
+        let status = try Sys.status(of: file)
+        guard status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) == size else {
+            throw WormholeError(.corruptData, "shared frame's descriptor is not a regular file of \(size) bytes")
+        }
+        #if canImport(Glibc)
+        let seals: CInt
+        do throws(WormholeError) {
+            seals = try LinuxCalls.seals(of: file)
+        } catch {
+            throw WormholeError(.corruptData, "shared frame's file cannot be sealed: \(error)")
+        }
+        guard seals & LinuxCalls.payloadSeals == LinuxCalls.payloadSeals else {
+            throw WormholeError(.corruptData, "shared frame's file is not sealed against writing and resizing")
+        }
+        #endif
+        var readFailure: WormholeError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            do throws(WormholeError) {
+                count = try Sys.preadAll(file, into: UnsafeMutableRawBufferPointer(buffer), at: 0)
+            } catch {
+                readFailure = error
+                count = 0
+            }
+        }
+        if let readFailure { throw readFailure }
+        guard bytes.count == size else {
+            throw WormholeError(.corruptData, "shared frame's file held \(bytes.count) of \(size) bytes")
+        }
+        let frame = try Frame(decoding: bytes)
+        guard frame.kind == .notification, frame.poster == poster, frame.sequence == sequence else {
+            throw WormholeError(.corruptData, "shared frame's file holds another frame than its message names")
+        }
+        return frame
+    }
+}

@@ -1,0 +1,150 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+import Foundation
+import Testing
+@testable import Wormhole
+import WormholeTestSupport
+
+@Suite("Large payloads passed as sealed memory files")
+struct SharedFrameTests {
+    /// The checksum the test peer's listener prints for the blob of post `i` of `size` bytes.
+    private func blobSum(_ i: Int, size: Int) -> Int {
+        (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) }
+    }
+
+    @Test("payloads over the socket's limit reach a running listener whole and in order, without the spool")
+    func largePayloadsToRunningListener() throws {
+        try #require(SharedFrame.isAvailable)
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "4"])
+        try listener.waitForLines(1)
+        let size = 1 << 20
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
+                                                     "--payload", String(size), "--count", "4"])
+        #expect(try poster.waitForExit(timeout: 60) == 0)
+        let report = try #require(poster.jsonLines().first)
+        #expect(report["delivered"] as? Int == 4)
+        #expect(report["spooled"] as? Int == 0)
+        #expect(try listener.waitForExit(timeout: 60) == 0)
+        let received = listener.jsonLines().dropFirst()
+        #expect(received.map { $0["i"] as? Int } == [0, 1, 2, 3])
+        for line in received {
+            let i = try #require(line["i"] as? Int)
+            #expect(line["blobBytes"] as? Int == size)
+            #expect(line["blobSum"] as? Int == blobSum(i, size: size))
+        }
+    }
+
+    @Test("a stopped listener gets at most 16 MiB of unread shared frames from a poster; the rest is spooled, in order")
+    func stoppedListenerBound() throws {
+        try #require(SharedFrame.isAvailable)
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "40"])
+        try listener.waitForLines(1)
+        try listener.suspend()
+        let size = 1 << 20
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
+                                                     "--payload", String(size), "--count", "40"])
+        #expect(try poster.waitForExit(timeout: 120) == 0)
+        let report = try #require(poster.jsonLines().first)
+        let delivered = try #require(report["delivered"] as? Int)
+        // Frames of a little over 1 MiB: the sixteenth would take the unread ones past 16 MiB.
+        #expect(delivered >= 1 && delivered <= 16)
+        #expect(report["spooled"] as? Int == 40 - delivered)
+        listener.signal(SIGCONT)
+        #expect(try listener.waitForExit(timeout: 120) == 0)
+        #expect(listener.jsonLines().dropFirst().map { $0["i"] as? Int } == (0..<40).map { $0 })
+    }
+
+    /// Sends `messages` to the listener of the test process over one connection, as a hostile peer would, each
+    /// with the descriptor given, if any.
+    private func hostileSend(_ center: GroupNotificationCenter, _ messages: [(message: [UInt8], descriptor: CInt?)]) throws {
+        let status = try #require(center.listenerStatus().first { $0.pid == getpid() })
+        let transport = GroupNotificationCenter.Transport.processDefault
+        let folder = (status.socketPath as NSString).deletingLastPathComponent
+        let directory = try Sys.open(folder, O_RDONLY | O_DIRECTORY)
+        let connected = try UnixSocket.connect(
+            transport, directory: directory.rawValue, directoryPath: folder,
+            name: (status.socketPath as NSString).lastPathComponent)
+        for (message, descriptor) in messages {
+            try message.withRawBytes { (bytes) throws(WormholeError) in
+                if let descriptor {
+                    try DescriptorPassing.send(connected.rawValue, bytes, passing: descriptor)
+                } else {
+                    try UnixSocket.send(connected.rawValue, bytes)
+                }
+            }
+        }
+    }
+
+    /// A sealed (or not) memory file holding `bytes`.
+    private func memoryFile(_ bytes: [UInt8], seals: CInt = LinuxCalls.payloadSeals) throws -> OwnedDescriptorBox {
+        let file = try LinuxCalls.makeMemoryFile("hostile")
+        let fd = file.release()
+        let box = OwnedDescriptorBox(fd: fd)
+        try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
+        if seals != 0 { try LinuxCalls.addSeals(fd, seals) }
+        return box
+    }
+
+    /// The message a poster sends for `frame`, declaring `size` bytes.
+    private func message(for frame: [UInt8], size: Int? = nil) -> [UInt8] {
+        var message = Array(frame.prefix(Frame.headerSize))
+        message[3] = SharedFrame.kind
+        withUnsafeBytes(of: UInt64(size ?? frame.count).bigEndian) { message += $0 }
+        return message
+    }
+
+    /// How many of this process's descriptors are open on a file whose link in /proc/self/fd reads `target`.
+    private func descriptors(to target: String) -> Int {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
+            .count
+    }
+
+    @Test("forged shared frames and stray descriptors are dropped and counted, every descriptor closed; later posts arrive")
+    func hostileDescriptors() throws {
+        try #require(SharedFrame.isAvailable)
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("ok"), object: nil, queue: nil, using: recorder.block)
+        let frame = Frame(poster: 7, sequence: 1, name: "ok", object: nil, userInfo: [1, 2, 3]).encoded()
+        let other = Frame(poster: 7, sequence: 2, name: "ok", object: nil, userInfo: nil).encoded()
+        var pipeEnds: [Int32] = [-1, -1]
+        try #require(pipe(&pipeEnds) == 0)
+        defer { pipeEnds.forEach { close($0) } }
+        do {
+            let unsealed = try memoryFile(frame, seals: 0)
+            let writable = try memoryFile(frame, seals: LinuxCalls.sealShrink | LinuxCalls.sealGrow)
+            let sealed = try memoryFile(frame)
+            let mismatched = try memoryFile(other)
+            let cases: [(message: [UInt8], descriptor: CInt?)] = [
+                (message(for: frame), nil),  // a shared frame's message without its file
+                (message(for: frame), unsealed.fd),  // a file the poster could still change
+                (message(for: frame), writable.fd),  // sealed against resizing, not against writing
+                (message(for: frame), pipeEnds[0]),  // not a regular file: a pipe
+                (message(for: frame, size: frame.count + 1), sealed.fd),  // declares more than the file holds
+                (message(for: frame, size: 1 << 40), sealed.fd),  // declares more than any frame
+                (message(for: frame), mismatched.fd),  // holds another frame than its message names
+                (Array(message(for: frame).prefix(Frame.headerSize + 3)), sealed.fd),  // a cut message
+                (other, sealed.fd),  // an ordinary frame that carries a descriptor
+            ]
+            // Last, a well-formed shared frame from the same hostile peer, which is taken: once it arrived, the
+            // listener has read everything before it.
+            try hostileSend(center, cases + [(message(for: frame), sealed.fd)])
+            try recorder.wait(for: 1)
+        }
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"])
+        #expect(try poster.waitForExit() == 0)
+        let received = try recorder.wait(for: 3)
+        #expect(received.count == 3)
+        #expect(center.statistics.dropped == 9)
+        // Every descriptor the listener received is closed again: none of the memory files (the test closed its
+        // own), and of the pipe only the test's two ends.
+        #expect(descriptors(to: "/memfd:hostile (deleted)") == 0)
+        let pipeName = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(pipeEnds[0])")
+        #expect(descriptors(to: pipeName) == 2)
+    }
+}
