@@ -75,7 +75,8 @@ struct StopTests {
         let path = container.path
         var generator = SeededGenerator(seed: 10)
         // Listeners (one durable), a process adding and removing observers all along, and posters of small
-        // and 200 KiB notifications (those always go through the spool).
+        // and 200 KiB notifications (those go as shared memory files, or through the spool when a listener has
+        // not read 16 MiB of them; every other such poster finds no memory file, and always spools).
         var processes: [Peer] = [
             try Peer("wormhole-test-peer", ["listen", "--container", path, "--name", "s"]),
             try Peer("wormhole-test-peer", ["listen", "--container", path, "--name", "s", "--client", "durable"]),
@@ -87,7 +88,7 @@ struct StopTests {
             return try Peer("wormhole-test-peer", [
                 "post", "--container", path, "--name", large ? "s" : "chaos", "--count", large ? "40" : "5000",
                 "--payload", large ? "200000" : "0",
-            ])
+            ], environment: index % 6 == 0 ? Self.noMemoryFile : [:])
         }
         var posters = try (0..<2).map(poster)
         var started = 2
@@ -132,6 +133,7 @@ struct StopTests {
         let name: String
         let arguments: (String) -> [String]
         let executable: String
+        var environment: [String: String] = [:]
         /// Done once the process runs, to make it reach the point.
         var trigger: (String) throws -> Void = { _ in }
     }
@@ -143,7 +145,7 @@ struct StopTests {
             Point(name: "identity.claim", arguments: { ["listen", "--container", $0, "--client", "claimer"] }, executable: "wormhole"),
             Point(name: "retained.store", arguments: { ["post", "--container", $0, "--name", "p", "--retain"] }, executable: "wormhole"),
             Point(name: "spool.append", arguments: { ["post", "--container", $0, "--name", "p", "--payload", "200000"] },
-                  executable: "wormhole-test-peer"),
+                  executable: "wormhole-test-peer", environment: Self.noMemoryFile),
             Point(name: "spool.take", arguments: { ["listen", "--container", $0, "--name", "big"] }, executable: "wormhole-test-peer",
                   trigger: { try Self.postLarge(in: $0) }),
             Point(name: "spool.drain", arguments: { ["listen", "--container", $0, "--name", "big"] }, executable: "wormhole-test-peer",
@@ -151,9 +153,14 @@ struct StopTests {
         ]
     }
 
+    /// Where large frames go through the spool: no memory file can be made (injected in debug builds).
+    static let noMemoryFile = ["WORMHOLE_INJECT_MEMORY_FILE": "1"]
+
+    /// Spools a notification of 200 KiB to the listeners of "big".
     private static func postLarge(in path: String) throws {
-        let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
-        _ = try center.postReporting(name: .init("big"), object: nil, userInfo: ["blob": Data(count: 200_000)])
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", path, "--name", "big", "--payload", "200000"],
+                              environment: noMemoryFile)
+        _ = try poster.waitForExit()
     }
 
     @Test("a process stopped at each named point of the write and drain paths holds no lock and keeps nobody waiting",
@@ -164,7 +171,8 @@ struct StopTests {
             // A listener that must keep receiving while the other process is stopped.
             let bystander = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "p"])
             try bystander.waitForLines(1)
-            let stopping = try Peer(point.executable, point.arguments(container.path), environment: ["WORMHOLE_STOP_AT": point.name])
+            let stopping = try Peer(point.executable, point.arguments(container.path),
+                                    environment: point.environment.merging(["WORMHOLE_STOP_AT": point.name]) { $1 })
             // A listener passes the drain points on its own each second; a spooled notification gives it work there.
             try point.trigger(container.path)
             try stopping.waitUntilStopped(timeout: 20)
@@ -182,8 +190,9 @@ struct StopTests {
     // MARK: Killed at a named point
 
     /// Starts `executable` so that it stops itself at `point`, waits until it has, and kills it there.
-    private func killProcess(_ executable: String, _ arguments: [String], at point: String) throws {
-        let process = try Peer(executable, arguments, environment: ["WORMHOLE_STOP_AT": point])
+    private func killProcess(_ executable: String, _ arguments: [String], at point: String,
+                             environment: [String: String] = [:]) throws {
+        let process = try Peer(executable, arguments, environment: environment.merging(["WORMHOLE_STOP_AT": point]) { $1 })
         try process.waitUntilStopped(timeout: 20)
         process.signal(SIGKILL)
         _ = try? process.waitForExit()
@@ -259,7 +268,8 @@ struct StopTests {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "a"])
         try listener.waitForLines(1)
-        try killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"], at: "spool.append")
+        try killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"],
+                        at: "spool.append", environment: Self.noMemoryFile)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
         #expect(try poster.waitForExit() == 0)
         // The killed poster's record was written whole before it stopped: it may arrive (it was posted); nothing else.

@@ -8,7 +8,12 @@ import Darwin
 #endif
 
 enum DescriptorPassing {
+    /// What `CMSG_ALIGN` rounds to: `size_t` on Linux, 32 bits on Darwin.
+    #if canImport(Darwin)
+    private static let alignment = MemoryLayout<UInt32>.size
+    #else
     private static let alignment = MemoryLayout<Int>.size
+    #endif
     private static func aligned(_ size: Int) -> Int { (size + alignment - 1) & ~(alignment - 1) }
     private static let headerSize = aligned(MemoryLayout<cmsghdr>.size)
     private static let rights = CInt(1)  // SCM_RIGHTS
@@ -16,6 +21,12 @@ enum DescriptorPassing {
     /// The control space one message needs to carry `count` descriptors (`CMSG_SPACE`).
     static func controlSpace(descriptors count: Int) -> Int {
         headerSize + aligned(count * MemoryLayout<CInt>.size)
+    }
+
+    /// The control length that takes exactly `count` descriptors (`CMSG_LEN`): given as a receive's control
+    /// length, the kernel installs no more than that, and discards any others without this process touching them.
+    static func controlLength(descriptors count: Int) -> Int {
+        headerSize + count * MemoryLayout<CInt>.size
     }
 
     /// Sends `bytes` as one message carrying `descriptor`, without blocking; a failure's
@@ -27,7 +38,7 @@ enum DescriptorPassing {
         defer { control.deallocate() }
         control.initializeMemory(as: UInt8.self, repeating: 0)
         var header = cmsghdr()
-        header.cmsg_len = .init(headerSize + MemoryLayout<CInt>.size)
+        header.cmsg_len = .init(controlLength(descriptors: 1))
         header.cmsg_level = SOL_SOCKET
         header.cmsg_type = rights
         control.storeBytes(of: header, as: cmsghdr.self)

@@ -8,7 +8,9 @@ import Synchronization
 
 /// Errors of other platforms, made to happen here. In a debug build, `WORMHOLE_INJECT_SEND=ENOBUFS/3` makes every
 /// third send of a socket fail with `ENOBUFS`, as a full datagram socket does on Darwin and never on Linux, so
-/// that tests run the handling of errno values this machine does not return. Release builds compile it to nothing.
+/// that tests run the handling of errno values this machine does not return; `WORMHOLE_INJECT_MEMORY_FILE=1`
+/// makes every `memfd_create` fail with `EMFILE`, so that large frames take the spool as they do where there is
+/// no memory file. Release builds compile it to nothing.
 enum InjectedFault {
     #if DEBUG
     private static let sendFailure: (errno: CInt, every: Int)? = {
@@ -23,7 +25,16 @@ enum InjectedFault {
         return (value, max(1, every))
     }()
     private static let sends = Atomic<Int>(0)
+    private static let memoryFilesFail = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_MEMORY_FILE"] == "1"
     #endif
+
+    /// Throws `EMFILE` for every memory file, when injected.
+    @inline(__always)
+    static func failMemoryFile() throws(WormholeError) {
+        #if DEBUG
+        if memoryFilesFail { throw WormholeError(.system, "memfd_create (injected)", errno: EMFILE) }
+        #endif
+    }
 
     /// Throws the injected error on every n-th call.
     @inline(__always)

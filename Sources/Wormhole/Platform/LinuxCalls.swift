@@ -14,8 +14,10 @@ enum LinuxCalls {
 
     /// `MSG_CMSG_CLOEXEC`: descriptors received in a control message are close-on-exec from the start.
     static let receiveCloseOnExec: CInt = 0x4000_0000
-    /// `MFD_CLOEXEC | MFD_ALLOW_SEALING`.
+    /// `MFD_CLOEXEC | MFD_ALLOW_SEALING`, and `MFD_NOEXEC_SEAL` where the kernel knows it (6.3 and later, which
+    /// may refuse memory files without it); older kernels refuse that flag, and get the others alone.
     static let memoryFileFlags: CUnsignedInt = 0x1 | 0x2
+    static let noExecutableFlag: CUnsignedInt = 0x8
     /// `F_ADD_SEALS`, `F_GET_SEALS` and the seals a shared payload carries: no shrinking, growing or writing,
     /// and no changing the seals.
     static let addSeals: CInt = 1033
@@ -64,14 +66,22 @@ enum LinuxCalls {
     /// `memfd_create(2)`: an anonymous, close-on-exec file in memory that can be sealed.
     static func makeMemoryFile(_ name: String) throws(WormholeError) -> OwnedDescriptor {
         guard let makeMemoryFile else { throw WormholeError(.system, "memfd_create is not available", errno: ENOSYS) }
-        let fd = try valueOrErrno("memfd_create") { name.withCString { makeMemoryFile($0, memoryFileFlags) } }
-        return OwnedDescriptor(rawValue: fd)
+        try InjectedFault.failMemoryFile()
+        do throws(WormholeError) {
+            let fd = try valueOrErrno("memfd_create") {
+                name.withCString { makeMemoryFile($0, memoryFileFlags | noExecutableFlag) }
+            }
+            return OwnedDescriptor(rawValue: fd)
+        } catch where error.errno == EINVAL {
+            let fd = try valueOrErrno("memfd_create") { name.withCString { makeMemoryFile($0, memoryFileFlags) } }
+            return OwnedDescriptor(rawValue: fd)
+        }
     }
 
     /// `SIOCOUTQ` of an AF_UNIX socket: the bytes it sent that its peer has not read yet; nil if unknown.
     static func unreadBytes(_ fd: CInt) -> Int? {
         var count: CInt = 0
-        guard ioctl(fd, 0x5411, &count) == 0 else { return nil }
+        guard ioctl(fd, UInt(TIOCOUTQ), &count) == 0 else { return nil }
         return Int(count)
     }
 

@@ -80,7 +80,7 @@ final class MessageBatch {
             header.msg_iov = pieces.baseAddress.map { $0 + index }
             header.msg_iovlen = 1
             header.msg_control = controls.baseAddress.map { $0 + index * controlSpace }
-            header.msg_controllen = .init(controlSpace)
+            header.msg_controllen = .init(DescriptorPassing.controlLength(descriptors: 1))
             vector[index] = LinuxCalls.MessageVectorEntry(header: header, length: 0)
         }
         let received: Int?

@@ -37,15 +37,17 @@ final class DatagramInbox: Inbox {
 
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
         // A batch per socket, as posters may keep it full: what remains wakes the next poll.
+        reader.beginRound()
         for event in events where event.revents != 0 {
             _ = reader.read(event.fd, into: &frames, limit: 512)
         }
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
+        reader.beginRound()
         _ = reader.read(socket, into: &frames, limit: 100_000)
         for index in retired.indices { _ = reader.read(retired[index], into: &frames, limit: 100_000) }
-        return true
+        return !reader.isOverBudget
     }
 
     /// Keeps the old socket, read like the new one: posters connected to it keep sending there until their

@@ -14,7 +14,8 @@ protocol Inbox: AnyObject {
     /// Reads a batch from each descriptor that `events` (the ones it added, in order, with their results)
     /// says is ready.
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame])
-    /// Reads everything waiting now. Returns false when some of it cannot be read yet.
+    /// Reads everything waiting now. Returns false when some of it cannot be read yet (no descriptor to accept
+    /// a connection, or the round's byte budget is spent).
     func receiveAll(into frames: inout [Frame]) -> Bool
     /// Takes `fresh`, bound anew under the socket's name, as the socket posters reach; what was sent to the old
     /// one is still read.

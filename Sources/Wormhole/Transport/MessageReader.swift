@@ -10,6 +10,11 @@ import Darwin
 final class MessageReader {
     /// How many messages one receive takes at most.
     static let batchSize = 16
+    /// The most bytes of frames one round of reads takes (an inbox begins a round each time it reads): past it,
+    /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
+    /// so this bounds what posters can make the listener hold at once.
+    static let roundBudget = 64 << 20
+    private var roundBytes = 0
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: batchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
@@ -24,11 +29,17 @@ final class MessageReader {
 
     func warn(_ reason: String) { dropped(0, reason) }
 
-    /// Reads up to `limit` messages (or a batch more) from `fd`. Returns false when the peer closed the
-    /// connection or it failed.
+    /// Starts a round of reads with a fresh ``roundBudget``.
+    func beginRound() { roundBytes = 0 }
+
+    /// Whether this round's reads stopped at ``roundBudget`` rather than at the end of what was waiting.
+    var isOverBudget: Bool { roundBytes >= Self.roundBudget }
+
+    /// Reads up to `limit` messages (or a batch more) from `fd`, and no more once the round's budget is spent.
+    /// Returns false when the peer closed the connection or it failed.
     func read(_ fd: CInt, into frames: inout [Frame], limit: Int) -> Bool {
         var read = 0
-        while read < limit {
+        while read < limit && !isOverBudget {
             let received: Int?
             do throws(WormholeError) {
                 received = try batch.receive(fd)
@@ -63,7 +74,9 @@ final class MessageReader {
             return
         }
         if message.controlTruncated {
-            dropped(1, "message rejected: it carried more descriptors than a frame can")
+            // Out of descriptors, or a peer sent more than one: what was not received cannot be read.
+            let what = SharedFrame.isMessage(message.bytes) ? "a shared frame" : "a message"
+            dropped(1, "\(what) lost its descriptor: this process is out of descriptors, or it carried more than one")
             return
         }
         do throws(WormholeError) {
@@ -72,12 +85,15 @@ final class MessageReader {
                     throw WormholeError(
                         .corruptData, "shared frame came with \(message.descriptors.count) descriptors, not one")
                 }
-                frames.append(try SharedFrame.read(message.bytes, file: file))
+                let frame = try SharedFrame.read(message.bytes, file: file)
+                roundBytes += frame.userInfo?.count ?? 0
+                frames.append(frame)
                 return
             }
             guard message.descriptors.isEmpty else {
                 throw WormholeError(.corruptData, "message carried \(message.descriptors.count) descriptors")
             }
+            roundBytes += message.length
             let frame = try Frame(decoding: Array(message.bytes))
             if frame.kind == .notification { frames.append(frame) }
         } catch {

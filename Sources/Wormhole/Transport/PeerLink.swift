@@ -94,9 +94,12 @@ final class PeerLink: Sendable {
                     switch try sendDirect(frame, &state) {
                     case .sent: return .direct
                     case .gone: return .gone
-                    case .full: state.spooling = true
+                    case .full: break
                     }
                 }
+                // From the first spooled frame on, later ones follow it into the spool until the listener took it,
+                // also when this one was spooled only for its size: a smaller one must not overtake it.
+                state.spooling = true
                 // The spool path must still notice a dead listener, or it would fill a dead spool forever.
                 if !durable && state.socket == nil {
                     do throws(WormholeError) {

@@ -48,6 +48,7 @@ final class SeqpacketInbox: Inbox {
 
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
         guard let first = events.first else { return }
+        reader.beginRound()
         // Connections first, by the descriptors polled: accepting may close some and reorder the rest.
         var closed: [CInt] = []
         let now = DispatchTime.now().uptimeNanoseconds
@@ -62,6 +63,7 @@ final class SeqpacketInbox: Inbox {
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
+        reader.beginRound()
         let accepted = acceptAll(&frames)
         var closed: [CInt] = []
         for index in connections.indices {
@@ -69,7 +71,7 @@ final class SeqpacketInbox: Inbox {
             if !reader.read(fd, into: &frames, limit: 100_000) { closed.append(fd) }
         }
         close(closed)
-        return accepted
+        return accepted && !reader.isOverBudget
     }
 
     /// Accepts what waits on the old listening socket, then listens on the fresh one; the connections stay.

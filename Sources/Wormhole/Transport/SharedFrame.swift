@@ -76,21 +76,28 @@ enum SharedFrame {
             throw WormholeError(.corruptData, "shared frame declares \(declared) bytes, over the \(maximumSize)-byte limit")
         }
         let size = Int(declared)
-        let status = try Sys.status(of: file)
-        guard status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) == size else {
-            throw WormholeError(.corruptData, "shared frame's descriptor is not a regular file of \(size) bytes")
-        }
         #if canImport(Glibc)
+        // The seals first: F_GET_SEALS answers within the kernel and fails for anything but a memory file, so a
+        // descriptor of a file whose server could stall a call (FUSE) is refused before any call reaches it.
+        // Only a memfd made to be sealed can carry the write, grow and shrink seals.
         let seals: CInt
         do throws(WormholeError) {
             seals = try LinuxCalls.seals(of: file)
         } catch {
-            throw WormholeError(.corruptData, "shared frame's file cannot be sealed: \(error)")
+            throw WormholeError(.corruptData, "shared frame's descriptor is not a sealable memory file: \(error)")
         }
         guard seals & LinuxCalls.payloadSeals == LinuxCalls.payloadSeals else {
             throw WormholeError(.corruptData, "shared frame's file is not sealed against writing and resizing")
         }
         #endif
+        let status = try Sys.status(of: file)
+        guard status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) == size else {
+            throw WormholeError(.corruptData, "shared frame's descriptor is not a regular file of \(size) bytes")
+        }
+        // A sparse file costs its sender nothing and this process a full read: refused.
+        guard Int(status.st_blocks) * 512 >= size else {
+            throw WormholeError(.corruptData, "shared frame's file of \(size) bytes is sparse")
+        }
         var readFailure: WormholeError?
         let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
             do throws(WormholeError) {
