@@ -1,11 +1,15 @@
 /// The documented limits, in one place.
 enum Limits {
-    /// Frames up to this size go through the socket; larger ones always go through the spool, because a
-    /// seqpacket message must fit the socket buffer whole (212,992 bytes by default on Linux). One this size
-    /// fits when the buffer is empty; when it is not, the send fails with EAGAIN and the frame is spooled.
+    /// Frames up to this size go through the socket, because a seqpacket message must fit the socket buffer
+    /// whole; larger ones go as shared memory files where the platform has them (``SharedFrame``), else through
+    /// the spool. One this size fits when the buffer is empty; when it is not, the send fails with EAGAIN and the
+    /// frame is spooled.
     static let maximumDirectFrameSize = 128 * 1024
     /// How often an idle listener checks its spool, its socket file and its registry entry, in milliseconds.
     static let housekeepingInterval: Int32 = 1000
+    /// How long after a wake-up that did not look at its spool's bell a listener looks at it anyway, in
+    /// milliseconds: the longest a spooled frame waits when its poster found the socket full and could not nudge.
+    static let bellLookMilliseconds: Int32 = 10
     /// The most links (a connected socket and a spool segment each) a posting process keeps open per
     /// container; past it, the link used least recently is closed.
     static let maximumLinks = 64

@@ -28,6 +28,8 @@ final class DatagramInbox: Inbox {
 
     var pollTimeout: Int32? { nil }
 
+    var suggestsSpooling: Bool { reader.suggestsSpooling }
+
     func addPollDescriptors(to events: inout [pollfd]) {
         events.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0))
         for index in retired.indices {

@@ -14,6 +14,8 @@ protocol Inbox: AnyObject {
     /// Reads a batch from each descriptor that `events` (the ones it added, in order, with their results)
     /// says is ready.
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame])
+    /// Whether what the last read found suggests a poster may have spooled (``MessageReader/suggestsSpooling``).
+    var suggestsSpooling: Bool { get }
     /// Reads everything waiting now. Returns false when some of it cannot be read yet (no descriptor to accept
     /// a connection, or the round's byte budget is spent).
     func receiveAll(into frames: inout [Frame]) -> Bool

@@ -15,6 +15,8 @@ final class MessageReader {
     /// so this bounds what posters can make the listener hold at once.
     static let roundBudget = 64 << 20
     private var roundBytes = 0
+    private var roundMessages = 0
+    private var roundSawNudge = false
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: batchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
@@ -30,7 +32,16 @@ final class MessageReader {
     func warn(_ reason: String) { dropped(0, reason) }
 
     /// Starts a round of reads with a fresh ``roundBudget``.
-    func beginRound() { roundBytes = 0 }
+    func beginRound() {
+        roundBytes = 0
+        roundMessages = 0
+        roundSawNudge = false
+    }
+
+    /// Whether this round's reads suggest a poster may have spooled: a nudge came (a poster began a segment), or
+    /// so much was waiting (8 messages, or the budget) that a poster may have found the socket full, and with
+    /// it no room for its nudge.
+    var suggestsSpooling: Bool { roundSawNudge || roundMessages >= 8 || isOverBudget }
 
     /// Whether this round's reads stopped at ``roundBudget`` rather than at the end of what was waiting.
     var isOverBudget: Bool { roundBytes >= Self.roundBudget }
@@ -62,6 +73,7 @@ final class MessageReader {
             }
             guard open else { return false }
             read += received
+            roundMessages += received
             // A short batch: the socket is empty now.
             if received < batch.capacity { return true }
         }
@@ -95,7 +107,7 @@ final class MessageReader {
             }
             roundBytes += message.length
             let frame = try Frame(decoding: Array(message.bytes))
-            if frame.kind == .notification { frames.append(frame) }
+            if frame.kind == .notification { frames.append(frame) } else { roundSawNudge = true }
         } catch {
             dropped(1, "message rejected: \(error)")
         }

@@ -14,12 +14,15 @@ extension Listener {
         var reader = SpoolReader(folder: spool)
         var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
         var lastBell: UInt64 = 0
+        var lastBellLook: UInt64 = 0
+        var bellSkipped = false
         var events: [pollfd] = []
         while !stopping.load(ordering: .acquiring) {
             events.removeAll(keepingCapacity: true)
             events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
             inbox.addPollDescriptors(to: &events)
-            let timeout = inbox.pollTimeout ?? Limits.housekeepingInterval
+            var timeout = inbox.pollTimeout ?? Limits.housekeepingInterval
+            if bellSkipped { timeout = min(timeout, Limits.bellLookMilliseconds) }
             let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
             if stopping.load(ordering: .acquiring) { break }
 
@@ -36,11 +39,20 @@ extension Listener {
             }
             let now = DispatchTime.now().uptimeNanoseconds
             let housekeepingDue = ready == 0 || now - lastHousekeeping > 1_000_000_000
-            let bell = spool.bell.value
             let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
-            if bell != lastBell || recheckHeld || housekeepingDue {
-                lastBell = bell
-                drainSpool(inbox, &reader, includingHeld: recheckHeld)
+            // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
+            // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
+            // full could not nudge).
+            let looksAtBell = housekeepingDue || recheckHeld || inbox.suggestsSpooling
+                || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
+            bellSkipped = !looksAtBell
+            if looksAtBell {
+                lastBellLook = now
+                let bell = spool.bell.value
+                if bell != lastBell || recheckHeld || housekeepingDue {
+                    lastBell = bell
+                    drainSpool(inbox, &reader, includingHeld: recheckHeld)
+                }
             }
             if stopping.load(ordering: .acquiring) { break }
             if housekeepingDue {

@@ -39,6 +39,8 @@ final class SeqpacketInbox: Inbox {
 
     var pollTimeout: Int32? { isAccepting ? nil : 100 }
 
+    var suggestsSpooling: Bool { reader.suggestsSpooling }
+
     func addPollDescriptors(to events: inout [pollfd]) {
         events.append(pollfd(fd: isAccepting ? listening : -1, events: Int16(POLLIN), revents: 0))
         for index in connections.indices {
