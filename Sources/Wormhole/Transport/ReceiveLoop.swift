@@ -16,13 +16,20 @@ extension Listener {
         var lastBell: UInt64 = 0
         var lastBellLook: UInt64 = 0
         var bellSkipped = false
+        /// Until when, in uptime nanoseconds, the bell is looked at every ``Limits/bellLookMilliseconds`` even when
+        /// idle: a second after the spool last had something. A poster that rings while this thread looks, and
+        /// whose nudge finds the socket full, would otherwise wait for housekeeping.
+        var spoolActiveUntil: UInt64 = 0
         var events: [pollfd] = []
         while !stopping.load(ordering: .acquiring) {
             events.removeAll(keepingCapacity: true)
             events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
             inbox.addPollDescriptors(to: &events)
-            var timeout = inbox.pollTimeout ?? Limits.housekeepingInterval
-            if bellSkipped { timeout = min(timeout, Limits.bellLookMilliseconds) }
+            let fullTimeout = inbox.pollTimeout ?? Limits.housekeepingInterval
+            var timeout = fullTimeout
+            if bellSkipped || DispatchTime.now().uptimeNanoseconds < spoolActiveUntil {
+                timeout = min(timeout, Limits.bellLookMilliseconds)
+            }
             let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
             if stopping.load(ordering: .acquiring) { break }
 
@@ -38,18 +45,20 @@ extension Listener {
                 if stopping.load(ordering: .acquiring) { break }
             }
             let now = DispatchTime.now().uptimeNanoseconds
-            let housekeepingDue = ready == 0 || now - lastHousekeeping > 1_000_000_000
+            // A wait shortened for the bell that ends is no reason for housekeeping.
+            let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > 1_000_000_000
             let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
             // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
             // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
             // full could not nudge).
-            let looksAtBell = housekeepingDue || recheckHeld || inbox.suggestsSpooling
+            let looksAtBell = ready == 0 || housekeepingDue || recheckHeld || inbox.suggestsSpooling
                 || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
             bellSkipped = !looksAtBell
             if looksAtBell {
                 lastBellLook = now
                 let bell = spool.bell.value
                 if bell != lastBell || recheckHeld || housekeepingDue {
+                    if bell != lastBell { spoolActiveUntil = now + 1_000_000_000 }
                     lastBell = bell
                     drainSpool(inbox, &reader, includingHeld: recheckHeld)
                 }
