@@ -7,8 +7,9 @@ enum Limits {
     static let maximumDirectFrameSize = 128 * 1024
     /// How often an idle listener checks its spool, its socket file and its registry entry, in milliseconds.
     static let housekeepingInterval: Int32 = 1000
-    /// How long after a wake-up that did not look at its spool's bell a listener looks at it anyway, in
-    /// milliseconds: the longest a spooled frame waits when its poster found the socket full and could not nudge.
+    /// How long after reading its sockets without looking at its spool's bell afterwards a listener looks at it
+    /// anyway, in milliseconds: the longest a spooled frame waits when its poster found the socket full and
+    /// could not nudge.
     static let bellLookMilliseconds: Int32 = 10
     /// The most links (a connected socket and a spool segment each) a posting process keeps open per
     /// container; past it, the link used least recently is closed.

@@ -39,9 +39,9 @@ final class MessageReader {
     }
 
     /// Whether this round's reads suggest a poster may have spooled: a nudge came (a poster began a segment), or
-    /// so much was waiting (8 messages, or the budget) that a poster may have found the socket full, and with
-    /// it no room for its nudge.
-    var suggestsSpooling: Bool { roundSawNudge || roundMessages >= 8 || isOverBudget }
+    /// so much was waiting (8 messages, or as many bytes as the largest frame the socket takes) that a poster
+    /// may have found the socket full, and with it no room for its nudge.
+    var suggestsSpooling: Bool { roundSawNudge || roundMessages >= 8 || roundBytes >= Limits.maximumDirectFrameSize }
 
     /// Whether this round's reads stopped at ``roundBudget`` rather than at the end of what was waiting.
     var isOverBudget: Bool { roundBytes >= Self.roundBudget }

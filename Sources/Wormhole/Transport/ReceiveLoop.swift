@@ -15,21 +15,18 @@ extension Listener {
         var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
         var lastBell: UInt64 = 0
         var lastBellLook: UInt64 = 0
-        var bellSkipped = false
-        /// Until when, in uptime nanoseconds, the bell is looked at every ``Limits/bellLookMilliseconds`` even when
-        /// idle: a second after the spool last had something. A poster that rings while this thread looks, and
-        /// whose nudge finds the socket full, would otherwise wait for housekeeping.
-        var spoolActiveUntil: UInt64 = 0
+        /// A look at the bell is owed within ``Limits/bellLookMilliseconds``: reads happened after the last look,
+        /// and a poster that found the socket full could not nudge.
+        var bellOwed = false
+        /// A look at the bell is owed at once: a nudge came after the last look.
+        var bellOwedNow = false
         var events: [pollfd] = []
         while !stopping.load(ordering: .acquiring) {
             events.removeAll(keepingCapacity: true)
             events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
             inbox.addPollDescriptors(to: &events)
             let fullTimeout = inbox.pollTimeout ?? Limits.housekeepingInterval
-            var timeout = fullTimeout
-            if bellSkipped || DispatchTime.now().uptimeNanoseconds < spoolActiveUntil {
-                timeout = min(timeout, Limits.bellLookMilliseconds)
-            }
+            let timeout = bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
             let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
             if stopping.load(ordering: .acquiring) { break }
 
@@ -51,16 +48,21 @@ extension Listener {
             // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
             // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
             // full could not nudge).
-            let looksAtBell = ready == 0 || housekeepingDue || recheckHeld || inbox.suggestsSpooling
+            let looksAtBell = ready == 0 || bellOwedNow || housekeepingDue || recheckHeld || inbox.suggestsSpooling
                 || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
-            bellSkipped = !looksAtBell
+            bellOwed = !looksAtBell
+            bellOwedNow = false
             if looksAtBell {
                 lastBellLook = now
                 let bell = spool.bell.value
                 if bell != lastBell || recheckHeld || housekeepingDue {
-                    if bell != lastBell { spoolActiveUntil = now + 1_000_000_000 }
                     lastBell = bell
-                    drainSpool(inbox, &reader, includingHeld: recheckHeld)
+                    // The drain reads the sockets after the bell: what it read there came after this look. A nudge
+                    // among it rang the bell after the look; a poster whose nudge found the socket full may have.
+                    if drainSpool(inbox, &reader, includingHeld: recheckHeld) {
+                        bellOwedNow = inbox.suggestsSpooling
+                        bellOwed = !bellOwedNow
+                    }
                 }
             }
             if stopping.load(ordering: .acquiring) { break }
@@ -74,15 +76,17 @@ extension Listener {
 
     /// Takes what posters spooled, then reads everything the inbox holds, and hands both over in the order
     /// posted (``SpoolReader/handOver(_:direct:_:)``). If the inbox cannot read everything now (connections
-    /// not accepted for want of descriptors), the segments taken wait for the next round.
-    private func drainSpool(_ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool) {
+    /// not accepted for want of descriptors), the segments taken wait for the next round. Returns whether the
+    /// sockets had anything (a frame or a nudge).
+    private func drainSpool(_ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool) -> Bool {
         let taken = reader.take(includingHeld: includingHeld)
         StopPoint.reached("spool.drain")
         var direct: [Frame] = []
         guard inbox.receiveAll(into: &direct) else {
             if !direct.isEmpty { handlers.frames(direct) }
-            return
+            return true
         }
+        let hadAnything = !direct.isEmpty || inbox.suggestsSpooling
         let handlers = self.handlers
         reader.handOver(
             taken, direct: direct,
@@ -90,6 +94,7 @@ extension Listener {
                 deliver: { handlers.frames($0) },
                 holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },
                 dropped: { handlers.dropped($0, $1) }))
+        return hadAnything
     }
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files): binds a new
