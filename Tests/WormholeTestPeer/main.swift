@@ -44,7 +44,8 @@ case "post":
     let payload = Int(option("payload") ?? "0") ?? 0
     var delivered = 0, spooled = 0, failed = 0
     for i in start..<(start + count) {
-        var userInfo: [AnyHashable: Any] = ["i": i, "pid": Int(getpid())]
+        // --same posts one userInfo every time: the process's id, and what the other flags add.
+        var userInfo: [AnyHashable: Any] = flag("same") ? ["pid": Int(getpid())] : ["i": i, "pid": Int(getpid())]
         if payload > 0 { userInfo["blob"] = Data((0..<payload).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }) }
         if flag("custom") { userInfo["point"] = TestPoint(x: i, y: -i) }
         if flag("date") { userInfo["when"] = Date(timeIntervalSince1970: 1_000_000) }

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 import Wormhole
 
@@ -114,5 +115,32 @@ struct PayloadTests {
         #expect(try everything.wait(for: 1).first?.userInfo?["when"] as? Date == Date(timeIntervalSince1970: 0))
         #expect(try noDates.wait(for: 1).first?.userInfo == nil)
         #expect(center.statistics.userInfoRejected == 1)
+    }
+
+    @Test("a run of posts with one userInfo, received in one batch: each delivery gets it whole, each refusal counts")
+    func repeatedUserInfo() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let everything = Recorder(), noDates = Recorder()
+        // The first delivery holds the receive thread until the poster is done: the rest wait in the socket,
+        // and are read together.
+        let posted = DispatchSemaphore(value: 0)
+        let held = Atomic<Bool>(false)
+        center.addObserver(forName: .init("same"), object: nil, queue: nil) { note in
+            if !held.exchange(true, ordering: .relaxed) { _ = posted.wait(timeout: .now() + 60) }
+            everything.block(note)
+        }
+        center.addObserver(
+            forName: .init("same"), object: nil, allowedClasses: [NSDictionary.self, NSString.self, NSNumber.self],
+            queue: nil, using: noDates.block)
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "same", "--count", "40", "--same", "--date"])
+        #expect(try poster.waitForExit() == 0)
+        posted.signal()
+        let dated = try everything.wait(for: 40)
+        #expect(dated.allSatisfy { $0.userInfo?["when"] as? Date == Date(timeIntervalSince1970: 1_000_000) })
+        #expect(Set(dated.compactMap { $0.userInfo?["pid"] as? Int }).count == 1)
+        #expect(try noDates.wait(for: 40).allSatisfy { $0.userInfo == nil })
+        #expect(center.statistics.userInfoRejected == 40)
     }
 }

@@ -33,20 +33,30 @@ final class Delivery: Sendable {
 
     /// Hands frames to the matching observers. Those without a queue run through `receiveThread`, which runs
     /// them at once on the receive thread or hands them to it.
+    ///
+    /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
+    /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
     func deliver(_ frames: [Frame], receiveThread: (@escaping @Sendable () -> Void) -> Void) {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
+        var decoded: [String: [AnyHashable: Any]?] = [:]
+        var decodedArchive: [UInt8]? = nil
         for frame in frames {
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
             received += 1
-            var decoded: [String: [AnyHashable: Any]?] = [:]
+            if let archive = frame.userInfo, archive != decodedArchive || !CompactArchive.isCompact(archive) {
+                decoded.removeAll(keepingCapacity: true)
+                decodedArchive = archive
+            }
             for observer in matches {
                 var userInfo: [AnyHashable: Any]? = nil
                 if let archive = frame.userInfo {
                     if let cached = decoded[observer.allowed.key] {
                         userInfo = cached
+                        // Refused again: counted for each delivery, said once.
+                        if cached == nil { rejected += 1 }
                     } else {
                         userInfo = Self.decodeUserInfo(archive, of: frame.name, allowed: observer.allowed, rejected: &rejected)
                         decoded[observer.allowed.key] = .some(userInfo)
