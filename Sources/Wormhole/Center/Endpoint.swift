@@ -178,7 +178,11 @@ final class Endpoint: Sendable {
         do throws(WormholeError) {
             let started = try startListenerIfNeeded()
             let adopting = identity != nil && !adopted.exchange(true, ordering: .relaxed)
-            if isNew || started || adopting { try publishSubscriptions() }
+            if isNew || started || adopting {
+                try publishSubscriptions()
+                // Posters read the registry's mark only so often: returns once each has to read it again.
+                registry.settle()
+            }
             // A durable spool may hold what this observer waits for.
             listener.withLock { $0 }?.recheckHeldBack()
         } catch {

@@ -14,6 +14,10 @@ import Synchronization
 /// and lists the folder only then, re-reading just the entries whose file changed. It looks for itself at
 /// least every tenth of a second (the folder's identity and modification time), in case a writer died between
 /// its rename and its mark.
+///
+/// A poster reads the mark at most once per ``trustInterval``: posts closer together than that share a
+/// reading. A writer whose change every later post must see (an observer being added) waits as long after its
+/// mark before it returns (``settle()``): a post that begins after that reads the mark again.
 final class Registry: Sendable {
     private struct CachedEntry {
         var identity: FileIdentity
@@ -27,6 +31,19 @@ final class Registry: Sendable {
         var loaded = false
         var mark: UInt64 = 0
         var checked: UInt64 = 0
+        /// When the mark was last read and found to match the snapshot; 0 after this process wrote.
+        var trustedSince: UInt64 = 0
+        /// How many changes this process made: a reading begun before one of them earns no trust.
+        var changes = 0
+
+        func isTrusted(at now: UInt64) -> Bool {
+            trustedSince != 0 && now >= trustedSince && now - trustedSince < Registry.trustInterval
+        }
+
+        /// Trusts the snapshot from `now`, when the mark was read, unless this process changed the registry since.
+        mutating func trust(from now: UInt64, unlessChangedSince changesBefore: Int) {
+            if changes == changesBefore { trustedSince = max(trustedSince, now) }
+        }
         /// When the mark file was last found to be the one at its name.
         var markChecked: UInt64 = 0
         var folder: (identity: FileIdentity, modified: Int64)?
@@ -35,6 +52,9 @@ final class Registry: Sendable {
     }
 
     static let changesName = "registry.changes"
+    /// How long a reader trusts the snapshot it last checked against the mark without reading the mark again, in
+    /// nanoseconds; the time ``settle()`` waits after a change.
+    static let trustInterval: UInt64 = 200_000
     /// How long a reader trusts an unchanged mark before it looks at the folder anyway, in nanoseconds.
     static let recheckInterval: UInt64 = 100_000_000
     /// How long a reader trusts that the mark it reads is still the file at its name, in nanoseconds. A mark
@@ -50,6 +70,8 @@ final class Registry: Sendable {
     private let counters: Counters
     private let cache = Mutex(Cache())
     private let changes: ChangeMark
+    /// When this process last changed the registry, in uptime nanoseconds.
+    private let lastChange = Atomic<UInt64>(0)
     /// How many times this process found the registry changed; tells callers the snapshot changed since.
     let parses = Atomic<Int>(0)
 
@@ -61,8 +83,11 @@ final class Registry: Sendable {
 
     /// The current registry, re-read only when something changed since the last call.
     func snapshot() -> RegistrySnapshot {
-        let mark = changes.value
+        // Taken before the mark is read: a change marked after this instant is seen once the trust ends.
         let now = DispatchTime.now().uptimeNanoseconds
+        let (trusted, changesBefore) = cache.withLock { cache in (cache.isTrusted(at: now) ? cache.snapshot : nil, cache.changes) }
+        if let trusted { return trusted }
+        let mark = changes.value
         return cache.withLock { cache in
             // Another thread may have stamped `checked` after this one read the clock: that counts as fresh.
             let age = now > cache.checked ? now - cache.checked : 0
@@ -70,6 +95,7 @@ final class Registry: Sendable {
                 let markAge = now > cache.markChecked ? now - cache.markChecked : 0
                 if age < Self.recheckInterval && (markAge < Self.markRecheckInterval || changes.isCurrent()) {
                     if markAge >= Self.markRecheckInterval { cache.markChecked = now }
+                    cache.trust(from: now, unlessChangedSince: changesBefore)
                     return cache.snapshot
                 }
                 if age >= Self.recheckInterval, let folder = folderState(), let cached = cache.folder, folder == cached,
@@ -77,6 +103,7 @@ final class Registry: Sendable {
                 {
                     cache.checked = now
                     cache.markChecked = now
+                    cache.trust(from: now, unlessChangedSince: changesBefore)
                     return cache.snapshot
                 }
             }
@@ -92,6 +119,8 @@ final class Registry: Sendable {
             cache.markChecked = now
             if !changes.isCurrent() { changes.reopen() }
             reload(&cache)
+            // Trusted only when a mark told what was read: without one, every call looks.
+            if mark != 0 { cache.trust(from: now, unlessChangedSince: changesBefore) }
             return cache.snapshot
         }
     }
@@ -159,13 +188,33 @@ final class Registry: Sendable {
         }
         StopPoint.reached("registry.write")
         try StoredFile.replace(entry.fileName, in: container.registryDescriptor, with: bytes)
-        changes.touch()
+        markChanged()
     }
 
     /// Removes a listener's entry; a missing one is not an error.
     func remove(_ listener: UInt64) {
         try? Sys.removeFile(RegistryEntry.hex(listener), relativeTo: container.registryDescriptor)
+        markChanged()
+    }
+
+    /// Tells every reader of a change: this process's next snapshot looks, and others' once their trust ends.
+    private func markChanged() {
         changes.touch()
+        cache.withLock { cache in
+            cache.trustedSince = 0
+            cache.changes += 1
+        }
+        lastChange.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
+    /// Returns once every reader trusts no snapshot read before this process's last change
+    /// (``trustInterval`` after its mark): a post that begins afterwards, in any process, sees the change.
+    func settle() {
+        let until = lastChange.load(ordering: .relaxed) + Self.trustInterval
+        while case let now = DispatchTime.now().uptimeNanoseconds, now < until {
+            var pause = timespec(tv_sec: 0, tv_nsec: Int(until - now))
+            nanosleep(&pause, nil)
+        }
     }
 
     /// The entry of `listener` as its file holds it now, without the cache.
