@@ -13,26 +13,31 @@ struct SharedFrameTests {
         (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) }
     }
 
-    @Test("payloads over the socket's limit reach a running listener whole and in order, without the spool")
-    func largePayloadsToRunningListener() throws {
+    @Test("payloads over the socket's limit reach each running listener whole and in order, without the spool")
+    func largePayloadsToRunningListeners() throws {
         try #require(SharedFrame.isAvailable)
         let container = TemporaryContainer()
-        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "4"])
-        try listener.waitForLines(1)
+        // Two listeners: a post writes its memory file once, and both read it.
+        let listeners = try (0..<2).map { _ in
+            try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "4"])
+        }
+        for listener in listeners { try listener.waitForLines(1) }
         let size = 1 << 20
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
                                                      "--payload", String(size), "--count", "4"])
         #expect(try poster.waitForExit(timeout: 60) == 0)
         let report = try #require(poster.jsonLines().first)
-        #expect(report["delivered"] as? Int == 4)
+        #expect(report["delivered"] as? Int == 8)
         #expect(report["spooled"] as? Int == 0)
-        #expect(try listener.waitForExit(timeout: 60) == 0)
-        let received = listener.jsonLines().dropFirst()
-        #expect(received.map { $0["i"] as? Int } == [0, 1, 2, 3])
-        for line in received {
-            let i = try #require(line["i"] as? Int)
-            #expect(line["blobBytes"] as? Int == size)
-            #expect(line["blobSum"] as? Int == blobSum(i, size: size))
+        for listener in listeners {
+            #expect(try listener.waitForExit(timeout: 60) == 0)
+            let received = listener.jsonLines().dropFirst()
+            #expect(received.map { $0["i"] as? Int } == [0, 1, 2, 3])
+            for line in received {
+                let i = try #require(line["i"] as? Int)
+                #expect(line["blobBytes"] as? Int == size)
+                #expect(line["blobSum"] as? Int == blobSum(i, size: size))
+            }
         }
     }
 
@@ -125,6 +130,9 @@ struct SharedFrameTests {
             let writable = try memoryFile(frame, seals: LinuxCalls.sealShrink | LinuxCalls.sealGrow)
             let sealed = try memoryFile(frame)
             let mismatched = try memoryFile(other)
+            // Frames whose userInfo does not end where the file does: a byte after it, or its last byte missing.
+            let trailing = try memoryFile(frame + [0])
+            let short = try memoryFile(Array(frame.dropLast()))
             // Sealed at the right size, but sparse: it costs its sender nothing.
             let sparse = try memoryFile([], seals: 0)
             try #require(ftruncate(sparse.fd, off_t(frame.count)) == 0)
@@ -137,6 +145,8 @@ struct SharedFrameTests {
                 (message(for: frame, size: frame.count + 1), sealed.fd),  // declares more than the file holds
                 (message(for: frame, size: 1 << 40), sealed.fd),  // declares more than any frame
                 (message(for: frame), mismatched.fd),  // holds another frame than its message names
+                (message(for: frame, size: frame.count + 1), trailing.fd),  // a byte after the frame's end
+                (message(for: frame, size: frame.count - 1), short.fd),  // a frame cut short
                 (message(for: frame), sparse.fd),  // sparse
                 (Array(message(for: frame).prefix(Frame.headerSize + 3)), sealed.fd),  // a cut message
                 (other, sealed.fd),  // an ordinary frame that carries a descriptor
@@ -150,7 +160,7 @@ struct SharedFrameTests {
         #expect(try poster.waitForExit() == 0)
         let received = try recorder.wait(for: 3)
         #expect(received.count == 3)
-        #expect(center.statistics.dropped == 10)
+        #expect(center.statistics.dropped == 12)
         // Every descriptor the listener received is closed again: none of the memory files (the test closed its
         // own), and of the pipe only the test's two ends.
         #expect(descriptors(to: "/memfd:hostile (deleted)") == 0)

@@ -130,14 +130,13 @@ final class Endpoint: Sendable {
     /// With `retain`, the notification is first stored as its name's current value.
     func post(name: String, object: String?, userInfo: [UInt8]?, retain: Bool = false) throws(WormholeError) -> PostReport {
         let frame = fanout.frame(name: name, object: object, userInfo: userInfo)
-        let bytes = frame.encoded()
-        if retain { try retained.store(bytes, name: name) }
+        let outgoing = OutgoingFrame(frame)
+        if retain { try retained.store(outgoing.bytes, name: name) }
         counters.count { $0.posted += 1 }
         try checkContainerIsAtItsPath()
         let ownID = listener.withLock { $0?.id }
         var (report, gone) = fanout.send(
-            bytes, name: name, object: object, to: registry.snapshot(), generation: registry.parses.load(ordering: .relaxed),
-            except: ownID)
+            outgoing, to: registry.snapshot(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
             deliver([frame], onReceiveThread: false)
             report.delivered += 1

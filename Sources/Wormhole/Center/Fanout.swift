@@ -38,17 +38,17 @@ final class Fanout: Sendable {
         return Frame(poster: poster, sequence: number, name: name, object: object, userInfo: userInfo)
     }
 
-    /// Hands `bytes` (an encoded frame named `name`, `object`) to every listener of `snapshot` that matches, but
-    /// `own`. Returns what became of it, and the listeners found gone.
+    /// Hands `frame` to every listener of `snapshot` that matches its name and object, but `own`. Returns what
+    /// became of it, and the listeners found gone.
     func send(
-        _ bytes: [UInt8], name: String, object: String?, to snapshot: RegistrySnapshot, generation: Int, except own: UInt64?
+        _ frame: OutgoingFrame, to snapshot: RegistrySnapshot, generation: Int, except own: UInt64?
     ) -> (report: PostReport, gone: [RegistryEntry]) {
         pruneLinks(to: snapshot, generation: generation)
         var report = PostReport()
         var gone: [RegistryEntry] = []
-        snapshot.forEachListener(matching: name, object: object) { entry in
+        snapshot.forEachListener(matching: frame.frame.name, object: frame.frame.object) { entry in
             guard entry.listener != own else { return }
-            switch link(to: entry).send(bytes, nudge: nudge) {
+            switch link(to: entry).send(frame, nudge: nudge) {
             case .direct:
                 report.delivered += 1
             case .spooled:

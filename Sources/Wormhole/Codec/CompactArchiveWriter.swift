@@ -44,6 +44,10 @@ struct CompactArchiveWriter {
             bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
             return true
         }
+        if type == ValueType.data, let data = value as? Data {
+            write(data)
+            return true
+        }
         if type == ValueType.stringDictionary, let dictionary = value as? [String: Any] {
             guard descend() else { return false }
             defer { depthLeft += 1 }
@@ -65,12 +69,11 @@ struct CompactArchiveWriter {
             write(string)
         case let flag as Bool where Swift.type(of: value) == Bool.self:
             bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+        // Before NSNumber: a cast of Data to a class bridges it, copying every byte.
+        case let data as Data:
+            write(data)
         case let number as NSNumber:
             write(number)
-        case let data as Data:
-            write(tag: .data, length: data.count)
-            // Through a typed buffer: Array's memcpy path.
-            data.withUnsafeBytes { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
         case let date as Date:
             write(real: date.timeIntervalSinceReferenceDate, as: .date)
         case let array as [Any]:
@@ -93,6 +96,12 @@ struct CompactArchiveWriter {
             return false
         }
         return true
+    }
+
+    private mutating func write(_ data: Data) {
+        write(tag: .data, length: data.count)
+        // Through a typed buffer: Array's memcpy path.
+        data.withUnsafeBytes { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }
 
     private mutating func write(_ array: [Any]) -> Bool {

@@ -135,16 +135,17 @@ struct KeyedArchiveEncoder {
             return try shared(string)
         case let flag as Bool where Swift.type(of: value) == Bool.self:
             return number(.bool(flag))
+        // Before NSNumber: a cast of Data to a class bridges it, copying every byte.
+        case let data as Data:
+            try spend(data.count)
+            expandedBytes &+= data.count
+            return append(writer.add(.data(data)))
         case let number as NSNumber:
             return encodeNumber(number)
         case let integer as Int:
             return number(.integer(Int64(integer)))
         case let real as Double:
             return number(.real(real))
-        case let data as Data:
-            try spend(data.count)
-            expandedBytes &+= data.count
-            return append(writer.add(.data(data)))
         case let date as Date:
             let time = writer.add(.real(date.timeIntervalSinceReferenceDate))
             return object(.date, fields: [(Constant.time.rawValue, time)])

@@ -31,34 +31,53 @@ struct Frame: Sendable {
         Frame(kind: .nudge, poster: poster, sequence: 0, name: "", object: nil, userInfo: nil)
     }
 
-    func encoded() -> [UInt8] {
+    func encoded() -> [UInt8] { encoded(withUserInfo: true) }
+
+    /// The frame without its userInfo's bytes, which follow it (its length included): what a large frame is
+    /// written as, head first, without copying the userInfo into a frame.
+    func encodedHead() -> [UInt8] { encoded(withUserInfo: false) }
+
+    private func encoded(withUserInfo: Bool) -> [UInt8] {
         var name = name, object = object
         return name.withUTF8 { name in
-            guard let object else { return encoded(name: name, object: nil) }
+            guard let object else { return encoded(name: name, object: nil, withUserInfo: withUserInfo) }
             var copy = object
-            return copy.withUTF8 { encoded(name: name, object: $0) }
+            return copy.withUTF8 { encoded(name: name, object: $0, withUserInfo: withUserInfo) }
         }
     }
 
     /// Writes the frame in one pass into an array of its exact size: every post makes one.
-    private func encoded(name: UnsafeBufferPointer<UInt8>, object: UnsafeBufferPointer<UInt8>?) -> [UInt8] {
+    private func encoded(name: UnsafeBufferPointer<UInt8>, object: UnsafeBufferPointer<UInt8>?, withUserInfo: Bool)
+        -> [UInt8]
+    {
         guard kind == .notification else {
             return [UInt8](unsafeUninitializedCapacity: Self.headerSize) { buffer, count in
                 count = writeHeader(into: UnsafeMutableRawBufferPointer(buffer))
             }
         }
         let archive = userInfo ?? []
-        let size = Self.headerSize + 4 + name.count + 1 + (object.map { 4 + $0.count } ?? 0) + 4 + archive.count
-        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+        let headSize = Self.headerSize + 4 + name.count + 1 + (object.map { 4 + $0.count } ?? 0) + 4
+        return [UInt8](unsafeUninitializedCapacity: headSize + (withUserInfo ? archive.count : 0)) { buffer, count in
             let raw = UnsafeMutableRawBufferPointer(buffer)
             var offset = writeHeader(into: raw)
             Self.writeField(name, into: raw, at: &offset)
             raw[offset] = object == nil ? 0 : 1
             offset += 1
             if let object { Self.writeField(object, into: raw, at: &offset) }
-            archive.withUnsafeBufferPointer { Self.writeField($0, into: raw, at: &offset) }
+            raw.storeBytes(of: UInt32(truncatingIfNeeded: archive.count).bigEndian, toByteOffset: offset, as: UInt32.self)
+            offset += 4
+            if withUserInfo {
+                archive.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
+                offset += archive.count
+            }
             count = offset
         }
+    }
+
+    /// The size of the encoded frame, without encoding it.
+    var encodedSize: Int {
+        guard kind == .notification else { return Self.headerSize }
+        return Self.headerSize + 4 + name.utf8.count + 1 + (object.map { 4 + $0.utf8.count } ?? 0) + 4 + (userInfo?.count ?? 0)
     }
 
     /// A `UInt32` length, then the bytes.
@@ -67,6 +86,14 @@ struct Frame: Sendable {
         offset += 4
         UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
         offset += bytes.count
+    }
+
+    /// The 20-byte header alone, marked as `kind`: what stands for the frame where it travels another way.
+    func encodedHeader(as kind: UInt8) -> [UInt8] {
+        [UInt8](unsafeUninitializedCapacity: Self.headerSize) { buffer, count in
+            count = writeHeader(into: UnsafeMutableRawBufferPointer(buffer))
+            buffer[3] = kind
+        }
     }
 
     /// The 20-byte header; returns its size.
@@ -84,8 +111,25 @@ struct Frame: Sendable {
     /// - Throws: ``WormholeError/Code/corruptData`` saying what is wrong.
     init(decoding bytes: [UInt8]) throws(WormholeError) {
         var reader = ByteReader(bytes)
-        guard bytes.count >= Self.headerSize, bytes[0] == UInt8(ascii: "W"), bytes[1] == UInt8(ascii: "H") else {
-            throw WormholeError(.corruptData, "frame of \(bytes.count) bytes does not start with a Wormhole header")
+        try self.init(head: &reader)
+        guard kind == .notification else { return }
+        let archive = try reader.readBytes(try Self.userInfoLength(&reader), "userInfo")
+        userInfo = archive.isEmpty ? nil : Array(archive)
+        guard reader.remaining == 0 else {
+            throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
+        }
+    }
+
+    /// The most bytes a notification frame holds before its userInfo: its head, which ``init(head:)`` reads.
+    static let maximumHeadSize = headerSize + 4 + maximumNameLength + 1 + 4 + maximumNameLength + 4
+
+    /// Reads a frame's head: everything but the userInfo's length and bytes, which follow it.
+    init(head reader: inout ByteReader) throws(WormholeError) {
+        let bytes = reader.bytes
+        guard reader.remaining >= Self.headerSize, bytes[reader.offset] == UInt8(ascii: "W"),
+            bytes[reader.offset + 1] == UInt8(ascii: "H")
+        else {
+            throw WormholeError(.corruptData, "frame of \(reader.remaining) bytes does not start with a Wormhole header")
         }
         _ = try reader.readBytes(2, "magic")
         let version = try reader.read(UInt8.self, "version")
@@ -108,11 +152,12 @@ struct Frame: Sendable {
         case 1: object = try reader.readString("object", limit: Self.maximumNameLength)
         case let flag: throw WormholeError(.corruptData, "frame has object flag \(flag)")
         }
-        let archive = try reader.readField("userInfo", limit: Int(UInt32.max))
-        userInfo = archive.isEmpty ? nil : Array(archive)
-        guard reader.remaining == 0 else {
-            throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
-        }
+        userInfo = nil
+    }
+
+    /// The length of the userInfo that follows a frame's head.
+    static func userInfoLength(_ reader: inout ByteReader) throws(WormholeError) -> Int {
+        Int(try reader.read(UInt32.self, "userInfo length"))
     }
 
     private init(kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {

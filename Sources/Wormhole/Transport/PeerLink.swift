@@ -79,7 +79,7 @@ final class PeerLink: Sendable {
     }
 
     /// Puts `frame` in the listener's socket, or else in its spool. Never blocks on the listener.
-    func send(_ frame: [UInt8], nudge: [UInt8]) -> Outcome {
+    func send(_ frame: OutgoingFrame, nudge: [UInt8]) -> Outcome {
         state.withLock { state in
             do throws(WormholeError) {
                 if state.spooling == nil {
@@ -135,7 +135,7 @@ final class PeerLink: Sendable {
 
     /// Appends `frame` to this link's segment, creating one when needed. Returns whether the record began a
     /// segment, or nil when the listener is gone.
-    private func spool(_ frame: [UInt8], _ state: inout State) throws(WormholeError) -> Bool? {
+    private func spool(_ frame: OutgoingFrame, _ state: inout State) throws(WormholeError) -> Bool? {
         guard let folder = try openFolder(&state) else { return nil }
         let size = SpoolRecord.recordHeaderSize + frame.count + (state.segment == nil ? SpoolRecord.headerSize : 0)
         try checkListenerLimit(size, folder, &state)
@@ -152,7 +152,7 @@ final class PeerLink: Sendable {
                 }
             }
             let begins = segment.offset == 0
-            try folder.append(frame, to: &segment)
+            try folder.append(frame.bytes, to: &segment)
             StopPoint.reached("spool.append")
             if folder.holds(segment) {
                 state.heldAt = DispatchTime.now().uptimeNanoseconds
@@ -189,7 +189,7 @@ final class PeerLink: Sendable {
     /// has sealed memory files, and while the shared frames this link sent that the listener has not read yet
     /// stay within ``SharedFrame/maximumUnread`` (a stopped listener holds at most that much of this poster's
     /// memory; the rest is spooled, in order).
-    private func canShare(_ frame: [UInt8], _ state: inout State) -> Bool {
+    private func canShare(_ frame: OutgoingFrame, _ state: inout State) -> Bool {
         guard SharedFrame.isAvailable, frame.count <= SharedFrame.maximumSize else { return false }
         #if canImport(Glibc)
         if state.sharedUnread > 0, let fd = state.socket?.rawValue, LinuxCalls.unreadBytes(fd) == 0 {
@@ -200,7 +200,7 @@ final class PeerLink: Sendable {
     }
 
     /// Tries the socket once, reconnecting once if the connection broke.
-    private func sendDirect(_ frame: [UInt8], _ state: inout State) throws(WormholeError) -> DirectResult {
+    private func sendDirect(_ frame: OutgoingFrame, _ state: inout State) throws(WormholeError) -> DirectResult {
         for _ in 0..<2 {
             if state.socket == nil {
                 do throws(WormholeError) {
@@ -220,7 +220,7 @@ final class PeerLink: Sendable {
                     try SharedFrame.send(frame, over: fd)
                     state.sharedUnread += frame.count
                 } else {
-                    try frame.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                    try frame.bytes.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
                 }
                 return .sent
             } catch {

@@ -13,7 +13,8 @@ import Darwin
 /// The listener takes the file only when it is what the message says: a regular file of exactly `size` bytes
 /// (at most ``maximumSize``) that carries those seals, so a poster can neither change it while it is read nor
 /// truncate it under a mapping; it reads it with `pread` and decodes the frame inside like any other, which
-/// must name the same poster and sequence. The descriptor is closed on every path.
+/// must name the same poster and sequence. The descriptor is closed on every path. It reads the frame's head
+/// first, then the userInfo straight into its own buffer, so a large userInfo is copied once.
 ///
 /// Linux only (``isAvailable``): elsewhere large frames go through the spool as before.
 enum SharedFrame {
@@ -41,22 +42,28 @@ enum SharedFrame {
             && bytes[3] == kind
     }
 
-    /// Writes `frame` (an encoded notification frame) into a sealed memory file and sends its descriptor with
-    /// the message that stands for the frame over `socket`, without blocking. The poster's descriptor is closed
-    /// before it returns; the listener's copy lives until it has read the file.
+    /// Sends the descriptor of `frame`'s sealed memory file (made on first use, and shared by every listener
+    /// the post goes to) with the message that stands for the frame over `socket`, without blocking. The
+    /// listener's copy of the descriptor lives until it has read the file.
     /// - Throws: as ``UnixSocket/send(_:_:)``, whose ``WormholeError/peerState`` says what became of the
     ///   listener; or the memory file's error (out of memory or descriptors), a ``PeerState/failed``.
-    static func send(_ frame: [UInt8], over socket: CInt) throws(WormholeError) {
+    static func send(_ frame: OutgoingFrame, over socket: CInt) throws(WormholeError) {
+        let file = try frame.sharedDescriptor()
+        var message = frame.frame.encodedHeader(as: kind)
+        withUnsafeBytes(of: UInt64(frame.count).bigEndian) { message += $0 }
+        try message.withRawBytes { (bytes) throws(WormholeError) in try DescriptorPassing.send(socket, bytes, passing: file) }
+    }
+
+    /// A memory file holding a frame, `head` then `userInfo`, sealed against writing, growing and shrinking.
+    static func makeFile(head: [UInt8], userInfo: [UInt8]) throws(WormholeError) -> OwnedDescriptor {
         #if canImport(Glibc)
         let file = try LinuxCalls.makeMemoryFile("wormhole-frame")
-        try frame.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: 0) }
-        try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
-        var message = Array(frame.prefix(Frame.headerSize))
-        message[3] = kind
-        withUnsafeBytes(of: UInt64(frame.count).bigEndian) { message += $0 }
-        try message.withRawBytes { (bytes) throws(WormholeError) in
-            try DescriptorPassing.send(socket, bytes, passing: file.rawValue)
+        try head.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: 0) }
+        try userInfo.withRawBytes { (bytes) throws(WormholeError) in
+            try Sys.pwriteAll(file.rawValue, bytes, at: head.count)
         }
+        try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
+        return file
         #else
         throw WormholeError(.system, "shared frames need memfd_create", errno: ENOSYS)
         #endif
@@ -98,23 +105,35 @@ enum SharedFrame {
         guard Int(status.st_blocks) * 512 >= size else {
             throw WormholeError(.corruptData, "shared frame's file of \(size) bytes is sparse")
         }
-        var readFailure: WormholeError?
-        let bytes = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
-            do throws(WormholeError) {
-                count = try Sys.preadAll(file, into: UnsafeMutableRawBufferPointer(buffer), at: 0)
-            } catch {
-                readFailure = error
-                count = 0
-            }
-        }
-        if let readFailure { throw readFailure }
-        guard bytes.count == size else {
-            throw WormholeError(.corruptData, "shared frame's file held \(bytes.count) of \(size) bytes")
-        }
-        let frame = try Frame(decoding: bytes)
+        var reader = ByteReader(try readExactly(min(size, Frame.maximumHeadSize), from: file, at: 0))
+        var frame = try Frame(head: &reader)
         guard frame.kind == .notification, frame.poster == poster, frame.sequence == sequence else {
             throw WormholeError(.corruptData, "shared frame's file holds another frame than its message names")
         }
+        let length = try Frame.userInfoLength(&reader)
+        let offset = reader.offset
+        guard offset + length == size else {
+            throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
+        }
+        if length > 0 { frame.userInfo = try readExactly(length, from: file, at: offset) }
         return frame
+    }
+
+    /// `count` bytes of `file` from `offset`, all of them, or an error.
+    private static func readExactly(_ count: Int, from file: CInt, at offset: Int) throws(WormholeError) -> [UInt8] {
+        var readFailure: WormholeError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, read in
+            do throws(WormholeError) {
+                read = try Sys.preadAll(file, into: UnsafeMutableRawBufferPointer(buffer), at: offset)
+            } catch {
+                readFailure = error
+                read = 0
+            }
+        }
+        if let readFailure { throw readFailure }
+        guard bytes.count == count else {
+            throw WormholeError(.corruptData, "shared frame's file held \(bytes.count) of \(count) bytes at \(offset)")
+        }
+        return bytes
     }
 }

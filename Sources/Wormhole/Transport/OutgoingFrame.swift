@@ -1,0 +1,35 @@
+/// A frame on its way to the listeners of one post: encoded whole once, for those that take it through their
+/// socket or spool, and, when it is too large for a socket, written once into a sealed memory file that every
+/// running listener it goes to shares (``SharedFrame``), without ever being encoded whole for them.
+///
+/// Lives for one post, on the posting thread: the memory file's descriptor closes when the post is done.
+final class OutgoingFrame {
+    let frame: Frame
+    /// The encoded frame's size.
+    let count: Int
+    private var whole: [UInt8]?
+    private var sharedFile: OwnedDescriptor?
+
+    init(_ frame: Frame) {
+        self.frame = frame
+        count = frame.encodedSize
+    }
+
+    /// The encoded frame, made on first use.
+    var bytes: [UInt8] {
+        if let whole { return whole }
+        let encoded = frame.encoded()
+        whole = encoded
+        return encoded
+    }
+
+    /// The sealed memory file that holds the frame, made on first use (its head, then the userInfo as it is).
+    /// - Throws: when the file cannot be made (out of memory or descriptors), a ``PeerState/failed``.
+    func sharedDescriptor() throws(WormholeError) -> CInt {
+        if let fd = sharedFile?.rawValue { return fd }
+        let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo ?? [])
+        let fd = file.rawValue
+        sharedFile = consume file
+        return fd
+    }
+}
