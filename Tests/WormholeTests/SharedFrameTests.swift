@@ -78,12 +78,24 @@ struct SharedFrameTests {
             transport, directory: directory.rawValue, directoryPath: folder,
             name: (status.socketPath as NSString).lastPathComponent)
         for (message, descriptor) in messages {
-            try message.withRawBytes { (bytes) throws(WormholeError) in
-                if let descriptor {
-                    try DescriptorPassing.send(connected.rawValue, bytes, passing: descriptor)
-                } else {
-                    try UnixSocket.send(connected.rawValue, bytes)
+            // A datagram listener queues ten messages: a full queue is waited out, a minute at most.
+            for attempt in 1...60 {
+                let failure = message.withUnsafeBytes { bytes -> WormholeError? in
+                    do throws(WormholeError) {
+                        if let descriptor {
+                            try DescriptorPassing.send(connected.rawValue, bytes, passing: descriptor)
+                        } else {
+                            try UnixSocket.send(connected.rawValue, bytes)
+                        }
+                        return nil
+                    } catch {
+                        return error
+                    }
                 }
+                guard let failure else { break }
+                guard failure.errno == EAGAIN, attempt < 60 else { throw failure }
+                var writable = pollfd(fd: connected.rawValue, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&writable, 1, 1000)
             }
         }
     }
@@ -104,6 +116,63 @@ struct SharedFrameTests {
         message[3] = SharedFrame.kind
         withUnsafeBytes(of: UInt64(size ?? frame.count).bigEndian) { message += $0 }
         return message
+    }
+
+    @Test("a descriptor whose close would wait (a TCP socket lingering on unsent data) does not stall the listener")
+    func lingeringDescriptor() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: .init("ok"), object: nil, queue: nil, using: recorder.block)
+        let holding = DispatchSemaphore(value: 0), release = DispatchSemaphore(value: 0)
+        center.addObserver(forName: .init("hold"), object: nil, queue: nil) { _ in
+            holding.signal()
+            _ = release.wait(timeout: .now() + 60)
+        }
+        // A loopback connection nobody accepts or reads, filled until its sends would block, set to linger five
+        // minutes on close: the last close of it waits for its data to leave.
+        let server = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(server >= 0)
+        defer { close(server) }
+        var small: CInt = 4096
+        setsockopt(server, SOL_SOCKET, SO_RCVBUF, &small, socklen_t(MemoryLayout<CInt>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = UInt32(0x7f00_0001).bigEndian
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        try withUnsafeMutablePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                try #require(bind(server, raw, length) == 0 && listen(server, 1) == 0)
+                try #require(getsockname(server, raw, &length) == 0)
+            }
+        }
+        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(client >= 0)
+        setsockopt(client, SOL_SOCKET, SO_SNDBUF, &small, socklen_t(MemoryLayout<CInt>.size))
+        try withUnsafePointer(to: &address) { pointer in
+            try pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { raw in
+                try #require(connect(client, raw, length) == 0)
+            }
+        }
+        try #require(fcntl(client, F_SETFL, fcntl(client, F_GETFL) | O_NONBLOCK) == 0)
+        let chunk = [UInt8](repeating: 7, count: 4096)
+        while chunk.withUnsafeBytes({ send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 {}
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 300)
+        try #require(setsockopt(client, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size)) == 0)
+        try #require(fcntl(client, F_SETFL, fcntl(client, F_GETFL) & ~O_NONBLOCK) == 0)
+        // The socket rides on an ordinary frame (dropped for it), and a well-formed frame follows it on the same
+        // connection. Both are sent while the receive thread is held in an observer, and the test's own copy is
+        // closed before it goes on: the listener's close of the socket is the last one.
+        try hostileSend(center, [(Frame(poster: 8, sequence: 1, name: "hold", object: nil, userInfo: nil).encoded(), nil)])
+        try #require(holding.wait(timeout: .now() + 60) == .success)
+        let stray = Frame(poster: 7, sequence: 1, name: "ok", object: nil, userInfo: nil).encoded()
+        let good = Frame(poster: 7, sequence: 2, name: "ok", object: nil, userInfo: nil).encoded()
+        try hostileSend(center, [(stray, client), (good, nil)])
+        close(client)
+        release.signal()
+        #expect(try recorder.wait(for: 1, timeout: 60).count == 1)
+        #expect(center.statistics.dropped == 1)
+        // Closing the server resets the connection, which ends the lingering close.
     }
 
     /// How many of this process's descriptors are open on a file whose link in /proc/self/fd reads `target`.
@@ -161,6 +230,7 @@ struct SharedFrameTests {
         let received = try recorder.wait(for: 3)
         #expect(received.count == 3)
         #expect(center.statistics.dropped == 12)
+        DescriptorPassing.waitForClosing()
         // Every descriptor the listener received is closed again: none of the memory files (the test closed its
         // own), and of the pipe only the test's two ends.
         #expect(descriptors(to: "/memfd:hostile (deleted)") == 0)

@@ -6,6 +6,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 
 enum DescriptorPassing {
     /// What `CMSG_ALIGN` rounds to: `size_t` on Linux, 32 bits on Darwin.
@@ -74,5 +75,30 @@ enum DescriptorPassing {
             offset += aligned(total)
         }
         return found
+    }
+}
+
+extension DescriptorPassing {
+    /// Where received descriptors that may not be memory files are closed: off the receive thread, since
+    /// closing a file can wait for whoever serves it (a FUSE daemon's flush, a TCP socket lingering on unsent
+    /// data), and a hostile sender could otherwise stall the listener. One at a time: while one close waits,
+    /// the others wait behind it, holding their descriptors.
+    private static let closer = DispatchQueue(label: "Wormhole received descriptors")
+
+    /// Closes a descriptor a message carried without ever waiting on the file: a memory file (which `F_GET_SEALS`
+    /// tells without calling on any file system) at once, anything else on ``closer``.
+    static func closeReceived(_ fd: CInt) {
+        #if canImport(Glibc)
+        if (try? LinuxCalls.seals(of: fd)) != nil {
+            Sys.close(fd)
+            return
+        }
+        #endif
+        closer.async { Sys.close(fd) }
+    }
+
+    /// Returns once every descriptor handed to ``closeReceived(_:)`` before is closed (for tests).
+    static func waitForClosing() {
+        closer.sync {}
     }
 }

@@ -63,7 +63,7 @@ final class MessageReader {
             for index in 0..<received {
                 let message = batch.message(index)
                 // Closed before anything else can fail: a message's descriptors are never kept.
-                defer { message.descriptors.forEach(Sys.close) }
+                defer { message.descriptors.forEach(DescriptorPassing.closeReceived) }
                 guard open else { continue }
                 if message.length == 0 && emptyMeansClosed {
                     open = false
