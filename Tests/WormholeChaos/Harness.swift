@@ -69,15 +69,19 @@ struct Ledger {
             receivers[id, default: Receiver()].corrupt += 1
             return
         }
-        var receiver = receivers[id, default: Receiver()]
-        if fields[3] != "1" { receiver.corrupt += 1 }
-        if !receiver.received.insert(Self.key(poster, sequence)).inserted {
+        // In place: a copy of the receiver would copy its whole set of received keys on every line, and a
+        // receiver living through a long run reports hundreds of thousands.
+        Self.record(poster, sequence, intact: fields[3] == "1", in: &receivers[id, default: Receiver()])
+    }
+
+    private static func record(_ poster: Int, _ sequence: Int, intact: Bool, in receiver: inout Receiver) {
+        if !intact { receiver.corrupt += 1 }
+        if !receiver.received.insert(key(poster, sequence)).inserted {
             receiver.duplicated += 1
         } else if let last = receiver.last[poster], sequence <= last {
             receiver.outOfOrder += 1
         }
         receiver.last[poster] = max(sequence, receiver.last[poster] ?? -1)
-        receivers[id] = receiver
     }
 
     mutating func posterLine(_ id: Int, _ line: String) {
@@ -252,6 +256,11 @@ final class Harness {
             _ = waitUntil(Double(seconds) + 120) { posterChildren.values.allSatisfy { !$0.child.process.isRunning } }
             for entry in posterChildren.values where entry.child.process.isRunning { entry.child.kill() }
             // Wait until every surviving receiver has what it is owed, or nothing has arrived for five seconds.
+            // What each is owed is worked out again only when posts were added (the last lines of posters may
+            // still be read): a long run has a million posts, and the readers of the children's output wait for
+            // the ledger.
+            var debts: [(id: Int, owed: [Int64])] = []
+            var debtsCountedPosts = -1
             var lastTotal = -1
             var lastChange = Date()
             _ = waitUntil(120) {
@@ -262,9 +271,13 @@ final class Harness {
                         lastChange = Date()
                     }
                     if Date().timeIntervalSince(lastChange) > 5 { return true }
-                    return receiverChildren.keys.allSatisfy { id in
-                        let received = ledger.receivers[id]?.received ?? []
-                        return ledger.owed(to: id).allSatisfy { received.contains($0) }
+                    if ledger.posts.count != debtsCountedPosts {
+                        debtsCountedPosts = ledger.posts.count
+                        debts = receiverChildren.keys.map { (id: $0, owed: ledger.owed(to: $0)) }
+                    }
+                    return debts.allSatisfy { debt in
+                        let received = ledger.receivers[debt.id]?.received ?? []
+                        return received.count >= debt.owed.count && debt.owed.allSatisfy { received.contains($0) }
                     }
                 }
             }

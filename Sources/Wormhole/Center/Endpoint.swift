@@ -173,15 +173,15 @@ final class Endpoint: Sendable {
 
     /// Adds an observer; returns once every process that posts afterwards will reach it.
     func add(_ observer: Observer) {
-        let isNew = delivery.add(observer)
+        _ = delivery.add(observer)
         do throws(WormholeError) {
-            let started = try startListenerIfNeeded()
-            let adopting = identity != nil && !adopted.exchange(true, ordering: .relaxed)
-            if isNew || started || adopting {
-                try publishSubscriptions()
-                // Posters read the registry's mark only so often: returns once each has to read it again.
-                registry.settle()
-            }
+            _ = try startListenerIfNeeded()
+            adopted.store(true, ordering: .relaxed)
+            // Also when this subscription is not new: another thread adding it may still be writing it, and
+            // publishing waits for that (and writes nothing when the entry says it already).
+            try publishSubscriptions()
+            // Posters read the registry's mark only so often: returns once each has to read it again.
+            registry.settle()
             // A durable spool may hold what this observer waits for.
             listener.withLock { $0 }?.recheckHeldBack()
         } catch {

@@ -41,11 +41,14 @@ final class ChangeMark: Sendable {
 
     /// Tells readers that something changed: writes a fresh value in place, through a descriptor kept open while
     /// the name still names its file, and checked to be a regular file of one link (so never through a link to a file elsewhere); creates the
-    /// file when it is missing, and replaces it when it is damaged or of another type.
-    func touch() {
+    /// file when it is missing, and replaces it when it is damaged or of another type. Returns whether it wrote
+    /// in place: a reader keeping the old file open learns of a created or replaced one only when it checks
+    /// the name again.
+    @discardableResult
+    func touch() -> Bool {
         var value = UInt64.random(in: 1...UInt64.max)
         let bytes = withUnsafeBytes(of: &value) { Array($0) }
-        writer.withLock { writer in
+        return writer.withLock { writer -> Bool in
             do throws(WormholeError) {
                 // The file at the name may have been replaced or removed since it was opened: then writing
                 // through the old descriptor would tell nobody.
@@ -59,13 +62,16 @@ final class ChangeMark: Sendable {
                     try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64, forWriting: true)
                     writer = consume file
                 }
-                guard let fd = writer?.rawValue else { return }
+                guard let fd = writer?.rawValue else { return false }
                 try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
+                return true
             } catch where error.errno == ENOENT {
                 _ = try? StoredFile.create(name, in: directory, with: bytes)
+                return false
             } catch {
                 writer = nil
                 try? StoredFile.replace(name, in: directory, with: bytes)
+                return false
             }
         }
     }

@@ -70,8 +70,8 @@ final class Registry: Sendable {
     private let counters: Counters
     private let cache = Mutex(Cache())
     private let changes: ChangeMark
-    /// When this process last changed the registry, in uptime nanoseconds.
-    private let lastChange = Atomic<UInt64>(0)
+    /// Until when, in uptime nanoseconds, readers may trust a snapshot from before this process's last change.
+    private let trustedUntil = Mutex<UInt64>(0)
     /// How many times this process found the registry changed; tells callers the snapshot changed since.
     let parses = Atomic<Int>(0)
 
@@ -197,20 +197,23 @@ final class Registry: Sendable {
         markChanged()
     }
 
-    /// Tells every reader of a change: this process's next snapshot looks, and others' once their trust ends.
+    /// Tells every reader of a change: this process's next snapshot looks, and others' once their trust ends
+    /// (``trustInterval``, and ``markRecheckInterval`` more when the mark file had to be made anew, which readers
+    /// keeping the old one open notice only when they check its name).
     private func markChanged() {
-        changes.touch()
+        let inPlace = changes.touch()
         cache.withLock { cache in
             cache.trustedSince = 0
             cache.changes += 1
         }
-        lastChange.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        let until = DispatchTime.now().uptimeNanoseconds + (inPlace ? 0 : Self.markRecheckInterval) + Self.trustInterval
+        trustedUntil.withLock { $0 = max($0, until) }
     }
 
-    /// Returns once every reader trusts no snapshot read before this process's last change
-    /// (``trustInterval`` after its mark): a post that begins afterwards, in any process, sees the change.
+    /// Returns once every reader trusts no snapshot read before this process's last change: a post that begins
+    /// afterwards, in any process, sees the change.
     func settle() {
-        let until = lastChange.load(ordering: .relaxed) + Self.trustInterval
+        let until = trustedUntil.withLock { $0 }
         while case let now = DispatchTime.now().uptimeNanoseconds, now < until {
             var pause = timespec(tv_sec: 0, tv_nsec: Int(until - now))
             nanosleep(&pause, nil)

@@ -30,6 +30,8 @@ final class DatagramInbox: Inbox {
 
     var suggestsSpooling: Bool { reader.suggestsSpooling }
 
+    var readAny: Bool { reader.readAny }
+
     func addPollDescriptors(to events: inout [pollfd]) {
         events.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0))
         for index in retired.indices {

@@ -16,6 +16,8 @@ protocol Inbox: AnyObject {
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame])
     /// Whether what the last read found suggests a poster may have spooled (``MessageReader/suggestsSpooling``).
     var suggestsSpooling: Bool { get }
+    /// Whether the last read found any message at all (``MessageReader/readAny``).
+    var readAny: Bool { get }
     /// Reads everything waiting now. Returns false when some of it cannot be read yet (no descriptor to accept
     /// a connection, or the round's byte budget is spent).
     func receiveAll(into frames: inout [Frame]) -> Bool

@@ -43,6 +43,9 @@ final class MessageReader {
     /// may have found the socket full, and with it no room for its nudge.
     var suggestsSpooling: Bool { roundSawNudge || roundMessages >= 8 || roundBytes >= Limits.maximumDirectFrameSize }
 
+    /// Whether this round read any message, taken or dropped: room was made in a socket.
+    var readAny: Bool { roundMessages > 0 }
+
     /// Whether this round's reads stopped at ``roundBudget`` rather than at the end of what was waiting.
     var isOverBudget: Bool { roundBytes >= Self.roundBudget }
 

@@ -68,7 +68,8 @@ extension Listener {
             if stopping.load(ordering: .acquiring) { break }
             if housekeepingDue {
                 lastHousekeeping = now
-                keepSocketFile(inbox)
+                // A rebind reads the old socket after this round's look: one more is owed.
+                if keepSocketFile(inbox) { bellOwed = true }
                 handlers.housekeeping()
             }
         }
@@ -77,7 +78,7 @@ extension Listener {
     /// Takes what posters spooled, then reads everything the inbox holds, and hands both over in the order
     /// posted (``SpoolReader/handOver(_:direct:_:)``). If the inbox cannot read everything now (connections
     /// not accepted for want of descriptors), the segments taken wait for the next round. Returns whether the
-    /// sockets had anything (a frame or a nudge).
+    /// sockets had any message, taken or dropped.
     private func drainSpool(_ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool) -> Bool {
         let taken = reader.take(includingHeld: includingHeld)
         StopPoint.reached("spool.drain")
@@ -86,7 +87,7 @@ extension Listener {
             if !direct.isEmpty { handlers.frames(direct) }
             return true
         }
-        let hadAnything = !direct.isEmpty || inbox.suggestsSpooling
+        let hadAnything = inbox.readAny
         let handlers = self.handlers
         reader.handOver(
             taken, direct: direct,
@@ -99,11 +100,12 @@ extension Listener {
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files): binds a new
     /// socket under the name, and keeps reading what posters sent to the old one.
-    private func keepSocketFile(_ inbox: any Inbox) {
+    /// Returns whether it bound anew.
+    private func keepSocketFile(_ inbox: any Inbox) -> Bool {
         let expected = socketFile.withLock { $0 }
-        guard currentSocketFile() != expected || expected == nil else { return }
+        guard currentSocketFile() != expected || expected == nil else { return false }
         // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
-        guard container.isAtItsPath else { return }
+        guard container.isAtItsPath else { return false }
         do throws(WormholeError) {
             let fresh = try Self.bind(id, identity: identity, transport: transport, in: container)
             var frames: [Frame] = []
@@ -111,8 +113,10 @@ extension Listener {
             if !frames.isEmpty { handlers.frames(frames) }
             socketFile.withLock { $0 = currentSocketFile() }
             handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) was removed or replaced; bound it again")
+            return true
         } catch {
             handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) is gone and cannot be bound again: \(error)")
+            return false
         }
     }
 

@@ -41,6 +41,8 @@ final class SeqpacketInbox: Inbox {
 
     var suggestsSpooling: Bool { reader.suggestsSpooling }
 
+    var readAny: Bool { reader.readAny }
+
     func addPollDescriptors(to events: inout [pollfd]) {
         events.append(pollfd(fd: isAccepting ? listening : -1, events: Int16(POLLIN), revents: 0))
         for index in connections.indices {
