@@ -220,16 +220,16 @@ struct SharedFrameTests {
                 (Array(message(for: frame).prefix(Frame.headerSize + 3)), sealed.fd),  // a cut message
                 (other, sealed.fd),  // an ordinary frame that carries a descriptor
             ]
-            // Last, a well-formed shared frame from the same hostile peer, which is taken: once it arrived, the
-            // listener has read everything before it.
-            try hostileSend(center, cases + [(message(for: frame), sealed.fd)])
+            // Last, a well-formed shared frame from the same hostile peer, which is taken (once it arrived, the
+            // listener has read everything before it), and the same file again, which is not read twice.
+            try hostileSend(center, cases + [(message(for: frame), sealed.fd), (message(for: frame), sealed.fd)])
             try recorder.wait(for: 1)
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"])
         #expect(try poster.waitForExit() == 0)
         let received = try recorder.wait(for: 3)
         #expect(received.count == 3)
-        #expect(center.statistics.dropped == 12)
+        #expect(center.statistics.dropped == 13)
         DescriptorPassing.waitForClosing()
         // Every descriptor the listener received is closed again: none of the memory files (the test closed its
         // own), and of the pipe only the test's two ends.

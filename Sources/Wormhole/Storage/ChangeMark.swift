@@ -42,8 +42,8 @@ final class ChangeMark: Sendable {
     /// Tells readers that something changed: writes a fresh value in place, through a descriptor kept open while
     /// the name still names its file, and checked to be a regular file of one link (so never through a link to a file elsewhere); creates the
     /// file when it is missing, and replaces it when it is damaged or of another type. Returns whether it wrote
-    /// in place: a reader keeping the old file open learns of a created or replaced one only when it checks
-    /// the name again.
+    /// through the descriptor it already kept: a reader keeping an older file open (one created, replaced, or
+    /// renamed into place by someone else since) learns of the change only when it checks the name again.
     @discardableResult
     func touch() -> Bool {
         var value = UInt64.random(in: 1...UInt64.max)
@@ -57,6 +57,7 @@ final class ChangeMark: Sendable {
                 {
                     writer = nil
                 }
+                let kept = writer != nil
                 if writer == nil {
                     let file = try Sys.open(name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
                     try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64, forWriting: true)
@@ -64,7 +65,7 @@ final class ChangeMark: Sendable {
                 }
                 guard let fd = writer?.rawValue else { return false }
                 try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
-                return true
+                return kept
             } catch where error.errno == ENOENT {
                 _ = try? StoredFile.create(name, in: directory, with: bytes)
                 return false

@@ -17,6 +17,7 @@ final class MessageReader {
     private var roundBytes = 0
     private var roundMessages = 0
     private var roundSawNudge = false
+    private var recentSharedFiles = SharedFrame.RecentFiles()
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: batchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
@@ -100,7 +101,7 @@ final class MessageReader {
                     throw WormholeError(
                         .corruptData, "shared frame came with \(message.descriptors.count) descriptors, not one")
                 }
-                let frame = try SharedFrame.read(message.bytes, file: file)
+                let frame = try SharedFrame.read(message.bytes, file: file, recent: &recentSharedFiles)
                 roundBytes += frame.userInfo?.count ?? 0
                 frames.append(frame)
                 return

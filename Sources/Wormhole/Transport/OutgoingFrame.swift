@@ -9,6 +9,8 @@ final class OutgoingFrame {
     let count: Int
     private var whole: [UInt8]?
     private var sharedFile: OwnedDescriptor?
+    /// Why the memory file could not be made, so that it is not tried again for every listener of the post.
+    private var sharedFailure: WormholeError?
 
     init(_ frame: Frame) {
         self.frame = frame
@@ -27,7 +29,14 @@ final class OutgoingFrame {
     /// - Throws: when the file cannot be made (out of memory or descriptors), a ``PeerState/failed``.
     func sharedDescriptor() throws(WormholeError) -> CInt {
         if let fd = sharedFile?.rawValue { return fd }
-        let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo ?? [])
+        if let sharedFailure { throw sharedFailure }
+        let file: OwnedDescriptor
+        do throws(WormholeError) {
+            file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo ?? [])
+        } catch {
+            sharedFailure = error
+            throw error
+        }
         let fd = file.rawValue
         sharedFile = consume file
         return fd

@@ -69,10 +69,30 @@ enum SharedFrame {
         #endif
     }
 
-    /// Reads the frame a shared frame's `message` announces from `file`, which the caller closes.
+    /// The files of the last shared frames a listener read. A poster makes a new file for every post, so a file
+    /// seen again is a sender replaying one it paid for once, to make the listener read it again and again.
+    struct RecentFiles {
+        static let capacity = 64
+        private var files: [FileIdentity] = []
+        private var next = 0
+
+        func contains(_ file: FileIdentity) -> Bool { files.contains(file) }
+
+        mutating func insert(_ file: FileIdentity) {
+            if files.count < Self.capacity {
+                files.append(file)
+            } else {
+                files[next] = file
+                next = (next + 1) % Self.capacity
+            }
+        }
+    }
+
+    /// Reads the frame a shared frame's `message` announces from `file`, which the caller closes, unless `recent`
+    /// holds the file already; a file read whole joins `recent`.
     /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
     ///   a poster sends.
-    static func read(_ message: UnsafeRawBufferPointer, file: CInt) throws(WormholeError) -> Frame {
+    static func read(_ message: UnsafeRawBufferPointer, file: CInt, recent: inout RecentFiles) throws(WormholeError) -> Frame {
         guard message.count == messageSize, message[2] == Frame.version else {
             throw WormholeError(.corruptData, "shared frame message of \(message.count) bytes is malformed")
         }
@@ -105,6 +125,9 @@ enum SharedFrame {
         guard Int(status.st_blocks) * 512 >= size else {
             throw WormholeError(.corruptData, "shared frame's file of \(size) bytes is sparse")
         }
+        guard !recent.contains(status.identity) else {
+            throw WormholeError(.corruptData, "shared frame's file was read before: a sender is replaying it")
+        }
         var reader = ByteReader(try readExactly(min(size, Frame.maximumHeadSize), from: file, at: 0))
         var frame = try Frame(head: &reader)
         guard frame.kind == .notification, frame.poster == poster, frame.sequence == sequence else {
@@ -116,6 +139,7 @@ enum SharedFrame {
             throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
         }
         if length > 0 { frame.userInfo = try readExactly(length, from: file, at: offset) }
+        recent.insert(status.identity)
         return frame
     }
 
