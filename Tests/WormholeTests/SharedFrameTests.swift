@@ -2,6 +2,7 @@
 import Glibc
 #endif
 import Foundation
+import Synchronization
 import Testing
 @testable import Wormhole
 import WormholeTestSupport
@@ -65,6 +66,85 @@ struct SharedFrameTests {
         #expect(try listener.waitForExit(timeout: 120) == 0)
         #expect(listener.jsonLines().dropFirst().map { $0["i"] as? Int } == (0..<45).map { $0 })
     }
+
+    @Test("a large Data is read without a copy, each observer's is its own, and it outlives its poster")
+    func largeDataToTwoObservers() throws {
+        try #require(SharedFrame.isAvailable)
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        // Two sets of allowed classes: the frame is decoded twice, and only one decoding may share its pages.
+        let blobs = Mutex<[String: Data]>([:])
+        let arrived = Recorder()
+        let keep: (String) -> @Sendable (Notification) -> Void = { key in
+            { note in
+                if let blob = note.userInfo?["blob"] as? Data { blobs.withLock { $0[key] = blob } }
+                arrived.block(note)
+            }
+        }
+        let observers = [
+            center.addObserver(forName: .init("big"), object: nil, queue: nil, using: keep("any")),
+            center.addObserver(
+                forName: .init("big"), object: nil, allowedClasses: [NSDictionary.self, NSString.self, NSNumber.self, NSData.self], queue: nil,
+                using: keep("some")),
+        ]
+        defer { observers.forEach(center.removeObserver) }
+        let size = 1 << 20
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
+                                                     "--payload", String(size), "--count", "1"])
+        #expect(try poster.waitForExit(timeout: 60) == 0)
+        try arrived.wait(for: 2)
+        let expected = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        var written = try #require(blobs.withLock { $0.removeValue(forKey: "any") })
+        let kept = try #require(blobs.withLock { $0["some"] })
+        #expect(written == expected && kept == expected)
+        // The poster is gone: the bytes live on in this process. Written in place when this is the only
+        // reference, as a Data over its own memory is: the other observer's must not change.
+        written.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0xEE) }
+        #expect(written.allSatisfy { $0 == 0xEE })
+        #expect(kept == expected)
+        #expect(center.statistics.dropped == 0 && center.statistics.userInfoRejected == 0)
+    }
+
+    #if canImport(Glibc)
+    @Test("a shared frame's userInfo is mapped: the first decoding shares its pages, a second copies them")
+    func mappedUserInfoIsLentOnce() throws {
+        let blob = Data((0..<(256 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 7) })
+        let archive = try UserInfoCodec.encode(["blob": blob, "small": Data([1, 2, 3])], maximumSize: 1 << 20)
+        let frame = Frame(poster: 9, sequence: 1, name: "big", object: nil, userInfo: archive)
+        let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo)
+        var recent = SharedFrame.RecentFiles()
+        let read = try message(for: frame.encoded()).withRawBytes { (bytes) throws(WormholeError) in
+            try SharedFrame.read(bytes, file: file.rawValue, recent: &recent)
+        }
+        let received = try #require(read.userInfo)
+        #expect(received.mapping != nil)
+        /// Whether `address` lies in a mapping of a frame's memory file, as this process's map lists them.
+        func inMemoryFile(_ address: UInt) throws -> Bool {
+            // Read to its end: Foundation reads a /proc file of no size only once.
+            let handle = try #require(FileHandle(forReadingAtPath: "/proc/self/maps"))
+            defer { try? handle.close() }
+            let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+            return maps.split(separator: "\n").contains { line in
+                let range = line.prefix { $0 != " " }.split(separator: "-").compactMap { UInt($0, radix: 16) }
+                return line.contains("memfd:wormhole-frame") && range.count == 2 && (range[0]..<range[1]).contains(address)
+            }
+        }
+        func decoded() throws -> (blob: Data, small: Data, address: UInt) {
+            let userInfo = try UserInfoCodec.decode(received, allowed: .propertyList)
+            let blob = try #require(userInfo["blob"] as? Data)
+            let small = try #require(userInfo["small"] as? Data)
+            return (blob, small, blob.withUnsafeBytes { UInt(bitPattern: $0.baseAddress) })
+        }
+        var first = try decoded()
+        let second = try decoded()
+        #expect(try inMemoryFile(first.address) && !inMemoryFile(second.address))
+        #expect(first.blob == blob && second.blob == blob && first.small == Data([1, 2, 3]))
+        // Unique, so written in place: into this process's copy of the page, not the file nor the second value.
+        first.blob.withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0xEE) }
+        #expect(first.blob.allSatisfy { $0 == 0xEE } && second.blob == blob)
+        #expect(try decoded().blob == blob)
+    }
+    #endif
 
     #if canImport(Glibc)
     /// Sends `messages` to the listener of the test process over one connection, as a hostile peer would, each

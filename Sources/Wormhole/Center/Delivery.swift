@@ -41,12 +41,12 @@ final class Delivery: Sendable {
         var received = 0
         var rejected = 0
         var decoded: [String: [AnyHashable: Any]?] = [:]
-        var decodedArchive: [UInt8]? = nil
+        var decodedArchive: ArchiveBytes? = nil
         for frame in frames {
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
             received += 1
-            if let archive = frame.userInfo, archive != decodedArchive || !CompactArchive.isCompact(archive) {
+            if let archive = frame.userInfo, decodedArchive.map(archive.isKnownEqual) != true || !archive.isCompact {
                 decoded.removeAll(keepingCapacity: true)
                 decodedArchive = archive
             }
@@ -75,7 +75,7 @@ final class Delivery: Sendable {
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.
-    static func decodeUserInfo(_ archive: [UInt8], of name: String, allowed: AllowedClasses, rejected: inout Int)
+    static func decodeUserInfo(_ archive: ArchiveBytes, of name: String, allowed: AllowedClasses, rejected: inout Int)
         -> [AnyHashable: Any]?
     {
         do throws(WormholeError) {

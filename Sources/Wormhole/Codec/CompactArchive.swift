@@ -46,6 +46,10 @@ enum CompactArchive {
 
     /// Whether `bytes` is a compact archive rather than a keyed one.
     static func isCompact(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes(isCompact)
+    }
+
+    static func isCompact(_ bytes: UnsafeRawBufferPointer) -> Bool {
         bytes.count >= 4 && bytes[0] == magic[0] && bytes[1] == magic[1] && bytes[2] == magic[2] && bytes[3] == magic[3]
     }
 }

@@ -7,24 +7,33 @@ import Foundation
 /// is validated UTF-8, nesting stops at ``KeyedArchiveDecoder/maximumDepth``, and the number keys of a
 /// dictionary and the members of a set may not share a hash beyond ``HashBound/maximumSharing``. Values are
 /// those ``KeyedArchiveDecoder`` gives for the same userInfo, each checked against the allowed classes.
+///
+/// A `Data` value of at least ``sharedDataMinimum`` bytes in an archive read from a mapped memory file
+/// (``ArchiveBytes``) is not copied: it shares the mapping's pages, which it keeps mapped while it lives. Only
+/// the first decoding of a mapping does this (``FileMapping/lend()``); values of later ones copy their bytes.
 struct CompactArchiveReader: ~Copyable {
+    /// The smallest `Data` value that shares a mapping rather than copying out of it.
+    static let sharedDataMinimum = 16 << 10
+
     private let base: UnsafeRawBufferPointer
+    private let lent: FileMapping.Lent?
     private var offset: Int
     private let allowed: AllowedClasses
 
-    private init(_ base: UnsafeRawBufferPointer, allowed: AllowedClasses) {
+    private init(_ base: UnsafeRawBufferPointer, lent: FileMapping.Lent?, allowed: AllowedClasses) {
         self.base = base
+        self.lent = lent
         self.allowed = allowed
         offset = CompactArchive.magic.count
     }
 
-    /// The root value of `bytes`, a compact archive whose values all belong to `allowed`.
+    /// The root value of `archive`, a compact archive whose values all belong to `allowed`.
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a value outside `allowed`, and
     ///   ``WormholeError/Code/corruptData`` saying what is wrong and at which byte.
-    static func decodeRoot(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> Any {
-        guard CompactArchive.isCompact(bytes) else { throw WormholeError(.corruptData, "not a compact archive") }
-        return try bytes.withRawBytes { raw throws(WormholeError) in
-            var reader = CompactArchiveReader(raw, allowed: allowed)
+    static func decodeRoot(_ archive: ArchiveBytes, allowed: AllowedClasses) throws(WormholeError) -> Any {
+        try archive.withBytes { raw throws(WormholeError) in
+            guard CompactArchive.isCompact(raw) else { throw WormholeError(.corruptData, "not a compact archive") }
+            var reader = CompactArchiveReader(raw, lent: archive.mapping?.lend(), allowed: allowed)
             let root = try reader.value(depth: 0)
             guard reader.offset == raw.count else {
                 throw WormholeError(.corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
@@ -86,7 +95,13 @@ struct CompactArchiveReader: ~Copyable {
             try require("NSData", as: .data, at: start)
             let count = try count(perElement: 1)
             defer { offset += count }
-            return Data(UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)]))
+            let bytes = UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)])
+            guard let lent, count >= Self.sharedDataMinimum, let start = bytes.baseAddress else { return Data(bytes) }
+            // The lent mapping's pages are private and writable: a Data that holds the only reference writes
+            // them in place.
+            return Data(
+                bytesNoCopy: lent.address(of: start), count: count,
+                deallocator: .custom { _, _ in withExtendedLifetime(lent.mapping) {} })
         case .date:
             try require("NSDate", as: .date, at: start)
             return Date(timeIntervalSinceReferenceDate: try real())

@@ -16,8 +16,14 @@ enum UserInfoCodec {
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a class outside `allowed`, and
     ///   ``WormholeError/Code/corruptData`` saying what is wrong, for anything malformed.
     static func decode(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
-        guard CompactArchive.isCompact(bytes) else { return try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: allowed) }
-        guard let dictionary = try CompactArchiveReader.decodeRoot(bytes, allowed: allowed) as? [AnyHashable: Any] else {
+        try decode(ArchiveBytes(bytes), allowed: allowed)
+    }
+
+    /// Decodes `archive` as the bytes it holds are decoded above; the large `Data` values of a mapped one may
+    /// share its pages (``CompactArchiveReader``).
+    static func decode(_ archive: ArchiveBytes, allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
+        guard archive.isCompact else { return try KeyedArchiveDecoder.decodeUserInfo(archive.array, allowed: allowed) }
+        guard let dictionary = try CompactArchiveReader.decodeRoot(archive, allowed: allowed) as? [AnyHashable: Any] else {
             throw WormholeError(.corruptData, "compact archive's root value is not a dictionary")
         }
         return dictionary

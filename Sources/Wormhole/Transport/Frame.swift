@@ -5,7 +5,7 @@
 /// "WH"  version:u8  kind:u8  poster:u64  sequence:u64
 /// name: u32 length + UTF-8
 /// hasObject:u8  [object: u32 length + UTF-8]
-/// userInfo: u32 length + keyed archive (length 0: no userInfo)
+/// userInfo: u32 length + archive, compact or keyed (length 0: no userInfo)
 /// ```
 /// A `nudge` frame has only the header: it wakes a listener to look at its spool.
 struct Frame: Sendable {
@@ -24,8 +24,8 @@ struct Frame: Sendable {
     var sequence: UInt64
     var name: String
     var object: String?
-    /// The keyed archive of userInfo, or nil when the notification has none.
-    var userInfo: [UInt8]?
+    /// The archive of userInfo, or nil when the notification has none.
+    var userInfo: ArchiveBytes?
 
     static func nudge(from poster: UInt64) -> Frame {
         Frame(kind: .nudge, poster: poster, sequence: 0, name: "", object: nil, userInfo: nil)
@@ -55,20 +55,20 @@ struct Frame: Sendable {
                 count = writeHeader(into: UnsafeMutableRawBufferPointer(buffer))
             }
         }
-        let archive = userInfo ?? []
+        let archiveCount = userInfo?.count ?? 0
         let headSize = Self.headerSize + 4 + name.count + 1 + (object.map { 4 + $0.count } ?? 0) + 4
-        return [UInt8](unsafeUninitializedCapacity: headSize + (withUserInfo ? archive.count : 0)) { buffer, count in
+        return [UInt8](unsafeUninitializedCapacity: headSize + (withUserInfo ? archiveCount : 0)) { buffer, count in
             let raw = UnsafeMutableRawBufferPointer(buffer)
             var offset = writeHeader(into: raw)
             Self.writeField(name, into: raw, at: &offset)
             raw[offset] = object == nil ? 0 : 1
             offset += 1
             if let object { Self.writeField(object, into: raw, at: &offset) }
-            raw.storeBytes(of: UInt32(truncatingIfNeeded: archive.count).bigEndian, toByteOffset: offset, as: UInt32.self)
+            raw.storeBytes(of: UInt32(truncatingIfNeeded: archiveCount).bigEndian, toByteOffset: offset, as: UInt32.self)
             offset += 4
-            if withUserInfo {
-                archive.withUnsafeBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
-                offset += archive.count
+            if withUserInfo, let userInfo {
+                userInfo.withBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
+                offset += archiveCount
             }
             count = offset
         }
@@ -114,7 +114,7 @@ struct Frame: Sendable {
         try self.init(head: &reader)
         guard kind == .notification else { return }
         let archive = try reader.readBytes(try Self.userInfoLength(&reader), "userInfo")
-        userInfo = archive.isEmpty ? nil : Array(archive)
+        userInfo = archive.isEmpty ? nil : ArchiveBytes(Array(archive))
         guard reader.remaining == 0 else {
             throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
         }
@@ -160,7 +160,7 @@ struct Frame: Sendable {
         Int(try reader.read(UInt32.self, "userInfo length"))
     }
 
-    private init(kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {
+    private init(kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: ArchiveBytes?) {
         self.kind = kind
         self.poster = poster
         self.sequence = sequence
@@ -170,6 +170,7 @@ struct Frame: Sendable {
     }
 
     init(poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {
-        self.init(kind: .notification, poster: poster, sequence: sequence, name: name, object: object, userInfo: userInfo)
+        self.init(
+            kind: .notification, poster: poster, sequence: sequence, name: name, object: object, userInfo: userInfo.map(ArchiveBytes.init))
     }
 }

@@ -32,7 +32,7 @@ final class OutgoingFrame {
         if let sharedFailure { throw sharedFailure }
         let file: OwnedDescriptor
         do throws(WormholeError) {
-            file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo ?? [])
+            file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo)
         } catch {
             sharedFailure = error
             throw error

@@ -14,7 +14,7 @@ import Darwin
 /// (at most ``maximumSize``) that carries those seals, so a poster can neither change it while it is read nor
 /// truncate it under a mapping; it reads it with `pread` and decodes the frame inside like any other, which
 /// must name the same poster and sequence. The descriptor is closed on every path. It reads the frame's head
-/// first, then the userInfo straight into its own buffer, so a large userInfo is copied once.
+/// first, then maps the file, so that a large userInfo is not copied at all.
 ///
 /// Linux only (``isAvailable``): elsewhere large frames go through the spool as before.
 enum SharedFrame {
@@ -55,13 +55,11 @@ enum SharedFrame {
     }
 
     /// A memory file holding a frame, `head` then `userInfo`, sealed against writing, growing and shrinking.
-    static func makeFile(head: [UInt8], userInfo: [UInt8]) throws(WormholeError) -> OwnedDescriptor {
+    static func makeFile(head: [UInt8], userInfo: ArchiveBytes?) throws(WormholeError) -> OwnedDescriptor {
         #if canImport(Glibc)
         let file = try LinuxCalls.makeMemoryFile("wormhole-frame")
         try head.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: 0) }
-        try userInfo.withRawBytes { (bytes) throws(WormholeError) in
-            try Sys.pwriteAll(file.rawValue, bytes, at: head.count)
-        }
+        try userInfo?.withBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: head.count) }
         try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
         return file
         #else
@@ -138,9 +136,20 @@ enum SharedFrame {
         guard offset + length == size else {
             throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
         }
-        if length > 0 { frame.userInfo = try readExactly(length, from: file, at: offset) }
+        if length > 0 { frame.userInfo = try userInfo(of: file, size: size, at: offset, count: length) }
         recent.insert(status.identity)
         return frame
+    }
+
+    /// The userInfo of a checked shared frame's `file`: mapped, so that large `Data` values decoded from it share
+    /// its pages (its seals keep it from changing or shrinking under the mapping); read when it cannot be mapped.
+    private static func userInfo(of file: CInt, size: Int, at offset: Int, count: Int) throws(WormholeError) -> ArchiveBytes {
+        do throws(WormholeError) {
+            return ArchiveBytes(try FileMapping(file, count: size), offset: offset, count: count)
+        } catch {
+            Log.warning("shared frame read instead of mapped: \(error)")
+            return ArchiveBytes(try readExactly(count, from: file, at: offset))
+        }
     }
 
     /// `count` bytes of `file` from `offset`, all of them, or an error.
