@@ -27,19 +27,20 @@ struct CompactArchiveReader: ~Copyable {
         offset = CompactArchive.magic.count
     }
 
-    /// The root value of `archive`, a compact archive whose values all belong to `allowed`.
+    /// The root value of `raw`, a compact archive whose values all belong to `allowed`; its large `Data` values
+    /// use the `lent` mapping's pages where `raw` lies in its mapping.
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a value outside `allowed`, and
     ///   ``WormholeError/Code/corruptData`` saying what is wrong and at which byte.
-    static func decodeRoot(_ archive: ArchiveBytes, allowed: AllowedClasses) throws(WormholeError) -> Any {
-        try archive.withBytes { raw throws(WormholeError) in
-            guard CompactArchive.isCompact(raw) else { throw WormholeError(.corruptData, "not a compact archive") }
-            var reader = CompactArchiveReader(raw, lent: archive.mapping?.lend(), allowed: allowed)
-            let root = try reader.value(depth: 0)
-            guard reader.offset == raw.count else {
-                throw WormholeError(.corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
-            }
-            return root
+    static func decodeRoot(_ raw: UnsafeRawBufferPointer, lent: FileMapping.Lent? = nil, allowed: AllowedClasses)
+        throws(WormholeError) -> Any
+    {
+        guard CompactArchive.isCompact(raw) else { throw WormholeError(.corruptData, "not a compact archive") }
+        var reader = CompactArchiveReader(raw, lent: lent, allowed: allowed)
+        let root = try reader.value(depth: 0)
+        guard reader.offset == raw.count else {
+            throw WormholeError(.corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
         }
+        return root
     }
 
     private mutating func value(depth: Int) throws(WormholeError) -> Any {

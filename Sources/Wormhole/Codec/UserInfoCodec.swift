@@ -16,14 +16,23 @@ enum UserInfoCodec {
     /// - Throws: ``WormholeError/Code/disallowedClass`` for a class outside `allowed`, and
     ///   ``WormholeError/Code/corruptData`` saying what is wrong, for anything malformed.
     static func decode(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
-        try decode(ArchiveBytes(bytes), allowed: allowed)
+        guard CompactArchive.isCompact(bytes) else { return try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: allowed) }
+        return try dictionary(bytes.withRawBytes { raw throws(WormholeError) in
+            try CompactArchiveReader.decodeRoot(raw, allowed: allowed)
+        })
     }
 
     /// Decodes `archive` as the bytes it holds are decoded above; the large `Data` values of a mapped one may
-    /// share its pages (``CompactArchiveReader``).
+    /// use its pages in place (``FileMapping/lend()``).
     static func decode(_ archive: ArchiveBytes, allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
-        guard archive.isCompact else { return try KeyedArchiveDecoder.decodeUserInfo(archive.array, allowed: allowed) }
-        guard let dictionary = try CompactArchiveReader.decodeRoot(archive, allowed: allowed) as? [AnyHashable: Any] else {
+        guard let mapping = archive.mapping, archive.isCompact else { return try decode(archive.array, allowed: allowed) }
+        return try dictionary(archive.withBytes { raw throws(WormholeError) in
+            try CompactArchiveReader.decodeRoot(raw, lent: mapping.lend(), allowed: allowed)
+        })
+    }
+
+    private static func dictionary(_ root: Any) throws(WormholeError) -> [AnyHashable: Any] {
+        guard let dictionary = root as? [AnyHashable: Any] else {
             throw WormholeError(.corruptData, "compact archive's root value is not a dictionary")
         }
         return dictionary
