@@ -25,9 +25,9 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     case 2:
         _ = try? RegistryFormat.decodeEntry(body)
     case 3:
-        if let value = try? UserInfoCodec.decode(body, allowed: .propertyList) {
-            _ = (value as NSDictionary).description
-        }
+        let value = try? UserInfoCodec.decode(body, allowed: .propertyList)
+        if let value { _ = (value as NSDictionary).description }
+        if CompactArchive.isCompact(body) { readMapped(body, agreeingWith: value) }
     default:
         // What a receiver does with a userInfo: decode it, walk all of it, and pass it on.
         if let value = try? UserInfoCodec.decode(body, allowed: userClasses) {
@@ -38,6 +38,52 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// Reads `archive` as the receiver of a shared frame does: from a memory file, mapped, at an offset that is not
+/// a page's. Decoded twice, as two observers with their own classes would: the first decoding's `Data` values
+/// use the mapping's pages in place (every one, in this build); they are read whole, then overwritten in place
+/// once nothing else holds them. The second decoding copies, and must not see those writes. Both must give
+/// what the array gave, or the target traps.
+private func readMapped(_ archive: [UInt8], agreeingWith expected: [AnyHashable: Any]?) {
+    let offset = 7
+    guard let file = try? LinuxCalls.makeMemoryFile("fuzz"),
+        (try? (Array(repeating: 0, count: offset) + archive).withRawBytes { (raw) throws(WormholeError) in
+            try Sys.pwriteAll(file.rawValue, raw, at: 0)
+        }) != nil,
+        let mapping = try? FileMapping(file.rawValue, count: offset + archive.count)
+    else { return }
+    let mapped = ArchiveBytes(mapping, offset: offset, count: archive.count)
+    let wanted = expected.flatMap { try? UserInfoCodec.encode($0, maximumSize: 1 << 24) }
+    /// The Data values of one decoding of `mapped`, the userInfo itself gone; nil when it was refused.
+    func decodedData() -> [Data]? {
+        let value = try? UserInfoCodec.decode(mapped, allowed: .propertyList)
+        guard (value == nil) == (expected == nil) else { fatalError("mapped and array decodings disagree on refusal") }
+        guard let value else { return nil }
+        guard wanted == (try? UserInfoCodec.encode(value, maximumSize: 1 << 24)) else {
+            fatalError("mapped and array decodings disagree")
+        }
+        var data: [Data] = []
+        collectData(value, into: &data)
+        return data
+    }
+    for _ in 0..<2 {
+        guard var data = decodedData() else { return }
+        for index in data.indices {
+            _ = data[index].reduce(0, &+)
+            data[index].withUnsafeMutableBytes { _ = $0.initializeMemory(as: UInt8.self, repeating: 0xA5) }
+        }
+    }
+}
+
+/// Every `Data` in `value`.
+private func collectData(_ value: Any, into data: inout [Data]) {
+    switch value {
+    case let dictionary as [AnyHashable: Any]: for element in dictionary.values { collectData(element, into: &data) }
+    case let array as [Any]: for element in array { collectData(element, into: &data) }
+    case let element as Data: data.append(element)
+    default: break
+    }
 }
 
 /// Visits every value reachable from `value`, as a consumer would; returns how many there were.

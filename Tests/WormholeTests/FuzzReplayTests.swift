@@ -23,7 +23,18 @@ struct FuzzReplayTests {
         case 2:
             return (try? RegistryFormat.decodeEntry(body)) == nil
         case 3:
-            return (try? UserInfoCodec.decode(body, allowed: .propertyList)) == nil
+            let refused = (try? UserInfoCodec.decode(body, allowed: .propertyList)) == nil
+            #if canImport(Glibc)
+            // As the receiver of a shared frame reads it, mapped from a memory file: refused exactly as the array.
+            if CompactArchive.isCompact(body), !body.isEmpty, let file = try? LinuxCalls.makeMemoryFile("replay"),
+                (try? body.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, raw, at: 0) }) != nil,
+                let mapping = try? FileMapping(file.rawValue, count: body.count)
+            {
+                let mapped = ArchiveBytes(mapping, offset: 0, count: body.count)
+                #expect(((try? UserInfoCodec.decode(mapped, allowed: .propertyList)) == nil) == refused)
+            }
+            #endif
+            return refused
         default:
             guard let value = try? UserInfoCodec.decode(body, allowed: userClasses) else { return true }
             // Whatever decodes can be sent on and read again.
