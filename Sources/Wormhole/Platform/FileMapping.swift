@@ -20,6 +20,10 @@ final class FileMapping: Sendable {
     nonisolated(unsafe) private let lendable: UnsafeMutableRawPointer
     private let lent = Atomic(false)
 
+    /// The size of a page, the block size of a file this maps. A file of huge pages (a `hugetlbfs` memory file)
+    /// could not be unmapped by its size in bytes: its caller reads it instead.
+    static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+
     /// Maps `count` bytes of `fd` from its start; `count` must be at least one and at most the file's size.
     init(_ fd: CInt, count: Int) throws(WormholeError) {
         guard count > 0 else { throw WormholeError(.system, "mmap of an empty file", errno: EINVAL) }

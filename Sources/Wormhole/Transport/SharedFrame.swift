@@ -136,20 +136,28 @@ enum SharedFrame {
         guard offset + length == size else {
             throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
         }
-        if length > 0 { frame.userInfo = try userInfo(of: file, size: size, at: offset, count: length) }
+        if length > 0 {
+            frame.userInfo = try userInfo(
+                of: file, size: size, at: offset, count: length, mappable: Int(status.st_blksize) == FileMapping.pageSize)
+        }
         recent.insert(status.identity)
         return frame
     }
 
     /// The userInfo of a checked shared frame's `file`: mapped, so that large `Data` values decoded from it share
-    /// its pages (its seals keep it from changing or shrinking under the mapping); read when it cannot be mapped.
-    private static func userInfo(of file: CInt, size: Int, at offset: Int, count: Int) throws(WormholeError) -> ArchiveBytes {
-        do throws(WormholeError) {
-            return ArchiveBytes(try FileMapping(file, count: size), offset: offset, count: count)
-        } catch {
-            Log.warning("shared frame read instead of mapped: \(error)")
-            return ArchiveBytes(try readExactly(count, from: file, at: offset))
+    /// its pages (its seals keep it from changing or shrinking under the mapping); read when it is not
+    /// `mappable` (its blocks are not pages) or cannot be mapped.
+    private static func userInfo(of file: CInt, size: Int, at offset: Int, count: Int, mappable: Bool)
+        throws(WormholeError) -> ArchiveBytes
+    {
+        if mappable {
+            do throws(WormholeError) {
+                return ArchiveBytes(try FileMapping(file, count: size), offset: offset, count: count)
+            } catch {
+                Log.warning("shared frame read instead of mapped: \(error)")
+            }
         }
+        return ArchiveBytes(try readExactly(count, from: file, at: offset))
     }
 
     /// `count` bytes of `file` from `offset`, all of them, or an error.
