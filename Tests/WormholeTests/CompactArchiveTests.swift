@@ -137,6 +137,27 @@ struct CompactArchiveTests {
         rejects(archive(dictionary(value: set)), allowed: AllowedClasses([NSDictionary.self, NSString.self, NSNumber.self, NSSet.self]))
     }
 
+    @Test("a set holding a set, at any depth, is refused by the reader and by the poster, never a trap")
+    func setsInSets() throws {
+        // Sets of sets holding dictionaries trapped Swift on Linux when the reader hashed them (the fuzzer's
+        // input is in Corpus/Findings, which the replay reads); refused now, like these simpler shapes.
+        let inner = [Tag.set.rawValue, 1, Tag.dictionary.rawValue, 1] + string("a") + [Tag.integer.rawValue, 2]
+        let pair = [Tag.set.rawValue, 2] + inner + [Tag.set.rawValue, 1, Tag.dictionary.rawValue, 1] + string("b")
+            + [Tag.integer.rawValue, 2]
+        let everything = AllowedClasses([NSDictionary.self, NSArray.self, NSSet.self, NSString.self, NSNumber.self])
+        rejects(archive(dictionary(value: [Tag.set.rawValue, 1] + pair)), allowed: everything)
+        rejects(archive(dictionary(value: pair)), allowed: everything)
+        // Deeper: a set holding an array that holds a set.
+        rejects(archive(dictionary(value: [Tag.set.rawValue, 1, Tag.array.rawValue, 1] + inner)), allowed: everything)
+        // The same through the keyed format, and at the poster.
+        let held: [AnyHashable: Any] = ["s": NSSet(array: [NSArray(array: [NSSet(array: [1])])])]
+        #expect { try UserInfoCodec.encode(held, maximumSize: 1 << 20) } throws: { ($0 as? WormholeError)?.code == .unsupportedValue }
+        // A set of arrays and dictionaries of values still travels.
+        let values: [AnyHashable: Any] = ["s": NSSet(array: [NSArray(array: [1, "x"]), NSDictionary(dictionary: ["k": 2])])]
+        let decoded = try UserInfoCodec.decode(UserInfoCodec.encode(values, maximumSize: 1 << 20), allowed: everything)
+        #expect((decoded["s"] as? Set<AnyHashable>)?.count == 2)
+    }
+
     @Test("every truncation and every single-byte change of a rich archive is read or refused, never a trap")
     func everyCut() throws {
         let bytes = try UserInfoCodec.encode(

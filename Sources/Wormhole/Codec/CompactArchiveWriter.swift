@@ -134,10 +134,11 @@ struct CompactArchiveWriter {
         defer { depthLeft += 1 }
         write(tag: .set, length: count)
         for member in members {
-            // Objects of the user's own are refused in a set by the keyed encoder, with the reason.
+            // Objects of the user's own, and sets, are refused in a set by the keyed encoder, with the reason.
             if let object = member as? NSObject, !(object is NSNull), !FoundationClasses.contains(Swift.type(of: object)) {
                 return false
             }
+            if KeyedArchiveDecoder.holdsSet(member) { return false }
             guard write(member) else { return false }
         }
         return true

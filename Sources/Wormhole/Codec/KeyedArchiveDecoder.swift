@@ -382,13 +382,16 @@ struct KeyedArchiveDecoder {
     }
 
     /// A set member as the set hashes it. Swift's value types are tested first: a cast of an array or a
-    /// dictionary to a class bridges (copies) it.
+    /// dictionary to a class bridges (copies) it. A member that is or holds a set is refused
+    /// (``holdsSet(_:)``).
     static func hashable(_ value: Any, in index: Int) throws(WormholeError) -> AnyHashable {
+        guard !holdsSet(value) else {
+            throw WormholeError(.corruptData, "object \(index) is a set holding a set; a set may not hold one, at any depth")
+        }
         switch value {
         case let string as String: return AnyHashable(string)
         case let array as [Any]: return AnyHashable(NSArray(array: array))
         case let dictionary as [AnyHashable: Any]: return AnyHashable(NSDictionary(dictionary: dictionary))
-        case let set as Set<AnyHashable>: return AnyHashable(set)
         case let data as Data: return AnyHashable(data)
         case let date as Date: return AnyHashable(date)
         case let url as URL: return AnyHashable(url)
@@ -398,6 +401,19 @@ struct KeyedArchiveDecoder {
         default:
             // An object of the user's own may be equal to another yet hash apart, and a Swift set traps on that.
             throw WormholeError(.corruptData, "object \(index) is a set holding a \(type(of: value)); sets hold values only")
+        }
+    }
+
+    /// Whether `value` is a set or holds one in its arrays and dictionaries. Swift on Linux traps when it compares
+    /// two sets whose members are arrays or dictionaries (it bridges them to `NSSet`, whose comparison casts
+    /// each member to `AnyHashable`), which it does when they hash alike as members of one set: so a set never
+    /// holds a set, at any depth. What a poster sends is refused the same way when it posts.
+    static func holdsSet(_ value: Any) -> Bool {
+        switch value {
+        case is Set<AnyHashable>, is NSSet: return true
+        case let array as [Any]: return array.contains(where: holdsSet)
+        case let dictionary as [AnyHashable: Any]: return dictionary.values.contains(where: holdsSet)
+        default: return false
         }
     }
 

@@ -223,6 +223,10 @@ struct KeyedArchiveEncoder {
             if let object = member as? NSObject, !(object is NSNull), !FoundationClasses.contains(type(of: object)) {
                 throw WormholeError(.unsupportedValue, "\(path())[member \(index)] is a \(type(of: object)); a set may hold values only")
             }
+            // Receivers refuse a set that holds a set: Swift on Linux traps comparing some of them.
+            if KeyedArchiveDecoder.holdsSet(member) {
+                throw WormholeError(.unsupportedValue, "\(path())[member \(index)] is or holds a set; a set may not hold a set")
+            }
             items.append(uidReference(try encode(member, path: "\(path())[member \(index)]")))
         }
         return object(.set, fields: [(Constant.objects.rawValue, writer.add(.array(items)))])
