@@ -1,3 +1,8 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Foundation
 import Testing
 @testable import Wormhole
@@ -143,6 +148,51 @@ struct TransportTests {
         try post(200..<300)
         #expect(try second.waitForExit(timeout: 30) == 0)
         #expect(second.jsonLines().compactMap { $0["i"] as? Int } == Array(100..<300))
+    }
+
+    @Test("a socket that holds one message at a time is read a message a read, with a batch every eighth read; a queue found is read in batches again")
+    func readPace() throws {
+        var pair: [CInt] = [-1, -1]
+        try #require(socketpair(AF_UNIX, SocketOptions.type(of: .datagram), 0, &pair) == 0)
+        defer { pair.forEach { Sys.close($0) } }
+        let reader = MessageReader(transport: .datagram) { _, reason in Issue.record("dropped: \(reason)") }
+        var pace = ReadPace()
+        var sent: UInt64 = 0
+        var received: [UInt64] = []
+        // At most 8 at a time: a Linux datagram socket queues 10.
+        func queue(_ count: Int) {
+            for _ in 0..<count {
+                sent += 1
+                let bytes = Frame(poster: 1, sequence: sent, name: "pace", object: nil, userInfo: nil).encoded()
+                let result = bytes.withUnsafeBytes { send(pair[0], $0.baseAddress, $0.count, CInt(MSG_DONTWAIT)) }
+                #expect(result == bytes.count)
+            }
+        }
+        func read(paced: Bool = true) -> Int {
+            var frames: [Frame] = []
+            let open = paced
+                ? reader.read(pair[1], into: &frames, limit: 512, pace: &pace)
+                : reader.read(pair[1], into: &frames, limit: 512)
+            #expect(open)
+            received += frames.map(\.sequence)
+            return frames.count
+        }
+        queue(1)
+        #expect(read() == 1, "a batch asked for, one found")
+        queue(8)
+        #expect((0..<7).map { _ in read() } == Array(repeating: 1, count: 7), "then one a read")
+        #expect(read() == 1, "the eighth asks for a batch: one was left")
+        queue(8)
+        #expect((0..<7).map { _ in read() } == Array(repeating: 1, count: 7))
+        queue(2)
+        #expect(read() == 3, "the eighth finds a queue")
+        queue(5)
+        #expect(read() == 5, "and reads are batches again")
+        queue(1)
+        #expect(read() == 1)
+        queue(4)
+        #expect(read(paced: false) == 4, "a read that must empty the socket takes everything")
+        #expect(received == Array(1...sent), "every message, in order")
     }
 
     @Test("what each errno says about a listener, on either platform")

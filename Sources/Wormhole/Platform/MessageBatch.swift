@@ -66,14 +66,15 @@ final class MessageBatch {
         UnsafeMutableRawBufferPointer(rebasing: buffers[(index * messageCapacity)..<((index + 1) * messageCapacity)])
     }
 
-    /// Receives what is waiting on `fd`, up to ``capacity`` messages, without blocking. Returns how many (a
-    /// message of length 0 is a sequenced-packet peer that closed, or reset, its connection), or nil when
-    /// nothing is waiting.
-    func receive(_ fd: CInt) throws(WormholeError) -> Int? {
+    /// Receives what is waiting on `fd`, up to `limit` messages (at most ``capacity``), without blocking.
+    /// Returns how many (a message of length 0 is a sequenced-packet peer that closed, or reset, its
+    /// connection), or nil when nothing is waiting.
+    func receive(_ fd: CInt, upTo limit: Int) throws(WormholeError) -> Int? {
         count = 0
         #if canImport(Glibc)
+        let slots = min(max(limit, 1), capacity)
         guard capacity > 1 else { return try receiveOne(fd) }
-        for index in 0..<capacity {
+        for index in 0..<slots {
             let buffer = slot(index)
             pieces[index] = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
             var header = msghdr()
@@ -86,7 +87,8 @@ final class MessageBatch {
         let received: Int?
         do throws(WormholeError) {
             received = try LinuxCalls.receiveMessages(
-                fd, vector, flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec)
+                fd, UnsafeMutableBufferPointer(rebasing: vector[0..<slots]),
+                flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec)
         } catch where error.errno == ECONNRESET {
             received = 1
             vector[0].length = 0

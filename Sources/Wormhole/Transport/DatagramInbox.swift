@@ -15,6 +15,8 @@ final class DatagramInbox: Inbox {
     private var socket: CInt
     private var retired: [CInt] = []
     private let reader: MessageReader
+    /// How many messages the next read of `socket` asks for; the retired ones are read in batches.
+    private var pace = ReadPace()
 
     init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
         self.socket = socket.release()
@@ -43,7 +45,11 @@ final class DatagramInbox: Inbox {
         // A batch per socket, as posters may keep it full: what remains wakes the next poll.
         reader.beginRound()
         for event in events where event.revents != 0 {
-            _ = reader.read(event.fd, into: &frames, limit: 512)
+            if event.fd == socket {
+                _ = reader.read(event.fd, into: &frames, limit: 512, pace: &pace)
+            } else {
+                _ = reader.read(event.fd, into: &frames, limit: 512)
+            }
         }
     }
 
@@ -62,6 +68,7 @@ final class DatagramInbox: Inbox {
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
         retired.append(socket)
         socket = fresh.release()
+        pace = ReadPace()
         guard retired.count > Self.maximumRetired, SocketOptions.shutdownStopsDatagramSenders else { return }
         let oldest = retired.removeFirst()
         Sys.shutdownReading(oldest)

@@ -50,14 +50,25 @@ final class MessageReader {
     /// Whether this round's reads stopped at ``roundBudget`` rather than at the end of what was waiting.
     var isOverBudget: Bool { roundBytes >= Self.roundBudget }
 
-    /// Reads up to `limit` messages (or a batch more) from `fd`, and no more once the round's budget is spent.
-    /// Returns false when the peer closed the connection or it failed.
+    /// Reads everything waiting on `fd`, up to `limit` messages (or a batch more), and no more once the round's
+    /// budget is spent. Returns false when the peer closed the connection or it failed.
     func read(_ fd: CInt, into frames: inout [Frame], limit: Int) -> Bool {
+        var pace = ReadPace()
+        return read(fd, into: &frames, limit: limit, pace: &pace)
+    }
+
+    /// Reads from `fd`, which a wait said is ready, as `pace` asks: one message, or everything waiting up to
+    /// `limit` messages (or a batch more); and records what it found there for the next read. Returns false
+    /// when the peer closed the connection or it failed.
+    func read(_ fd: CInt, into frames: inout [Frame], limit: Int, pace: inout ReadPace) -> Bool {
+        let one = pace.asksForOne
+        let asked = one ? 1 : batch.capacity
         var read = 0
+        defer { pace.record(read, askedForOne: one) }
         while read < limit && !isOverBudget {
             let received: Int?
             do throws(WormholeError) {
-                received = try batch.receive(fd)
+                received = try batch.receive(fd, upTo: asked)
             } catch {
                 dropped(0, "connection failed: \(error)")
                 return false
@@ -78,8 +89,9 @@ final class MessageReader {
             guard open else { return false }
             read += received
             roundMessages += received
-            // A short batch: the socket is empty now.
-            if received < batch.capacity { return true }
+            // A short batch: the socket is empty now. After one message asked for, what else waits wakes the
+            // next wait.
+            if received < asked || one { return true }
         }
         return true
     }

@@ -11,10 +11,11 @@ final class SeqpacketInbox: Inbox {
     /// gracefully: no more sends are accepted on it (its poster connects again), and what it holds is read first.
     static let maximumConnections = 256
 
-    /// One accepted connection, and when it was last read.
+    /// One accepted connection, when it was last read, and how many messages its next read asks for.
     private struct Connection {
         var fd: CInt
         var lastRead: UInt64
+        var pace = ReadPace()
     }
 
     /// Descriptors this inbox owns, closed in `deinit`.
@@ -57,10 +58,11 @@ final class SeqpacketInbox: Inbox {
         var closed: [CInt] = []
         let now = DispatchTime.now().uptimeNanoseconds
         for event in events.dropFirst() where event.revents != 0 {
-            if !reader.read(event.fd, into: &frames, limit: 512) { closed.append(event.fd) }
-            if let index = connections.firstIndex(where: { $0.fd == event.fd }) {
-                connections[index].lastRead = now
+            guard let index = connections.firstIndex(where: { $0.fd == event.fd }) else { continue }
+            if !reader.read(event.fd, into: &frames, limit: 512, pace: &connections[index].pace) {
+                closed.append(event.fd)
             }
+            connections[index].lastRead = now
         }
         close(closed)
         if first.revents != 0 { _ = acceptAll(&frames) }
