@@ -146,6 +146,8 @@ struct StopTests {
             Point(name: "retained.store", arguments: { ["post", "--container", $0, "--name", "p", "--retain"] }, executable: "wormhole"),
             Point(name: "spool.append", arguments: { ["post", "--container", $0, "--name", "p", "--payload", "200000"] },
                   executable: "wormhole-test-peer", environment: Self.noMemoryFile),
+            Point(name: "spool.name", arguments: { ["post", "--container", $0, "--name", "p", "--payload", "200000"] },
+                  executable: "wormhole-test-peer", environment: Self.noMemoryFile),
             Point(name: "spool.take", arguments: { ["listen", "--container", $0, "--name", "big"] }, executable: "wormhole-test-peer",
                   trigger: { try Self.postLarge(in: $0) }),
             Point(name: "spool.drain", arguments: { ["listen", "--container", $0, "--name", "big"] }, executable: "wormhole-test-peer",
@@ -261,6 +263,27 @@ struct StopTests {
         #expect(try poster.waitForExit() == 0)
         #expect(try bystander.waitForLines(4).count == 4)
         bystander.signal(SIGKILL)
+    }
+
+    @Test("a poster killed before naming its new segment: nothing of it arrives, later posts do, and its file waits unread")
+    func killedBeforeNaming() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "a"])
+        try listener.waitForLines(1)
+        try killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"],
+                        at: "spool.name", environment: Self.noMemoryFile)
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
+        #expect(try poster.waitForExit() == 0)
+        let deadline = Date().addingTimeInterval(20)
+        var numbers: [Int] = []
+        repeat {
+            _ = try listener.waitForLines(numbers.count + 2)
+            numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
+        } while numbers.count < 5 && Date() < deadline
+        #expect(numbers == Array(1...5), "the killed poster's record was never named, so never read")
+        let files = FileManager.default.enumerator(atPath: container.path + "/spool")?.allObjects as? [String] ?? []
+        #expect(files.filter { $0.hasSuffix(SpoolFolder.unnamedSuffix) }.count == 1, "its file is left for a minute: \(files)")
+        listener.signal(SIGKILL)
     }
 
     @Test("a poster killed right after appending to a spool: the listener reads the spool whole, and later posts arrive")

@@ -36,6 +36,33 @@ struct StorageFaultTests {
         #expect(!received.contains { $0.object == "forged" })
     }
 
+    @Test("an unnamed segment is never read: a listener leaves a fresh one alone and removes one over a minute old")
+    func unnamedSegments() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recorder = Recorder()
+        center.addObserver(forName: nil, object: nil, queue: nil, using: recorder.block)
+        let key = UInt64.random(in: 0...UInt64.max)
+        func segment(_ object: String) -> [UInt8] {
+            let frame = Frame(poster: 7, sequence: 1, name: "un", object: object, userInfo: nil).encoded()
+            return SpoolRecord.header(key: key) + SpoolRecord.encode(frame, key: key)
+        }
+        let id = try #require(center.endpoint.listenerSpool?.listener)
+        let folder = container.path + "/spool/" + RegistryEntry.hex(id) + "/"
+        let old = "0000000000000001-0000000000000007" + SpoolFolder.unnamedSuffix
+        let fresh = "0000000000000002-0000000000000007" + SpoolFolder.unnamedSuffix
+        try plantSegment(segment("old"), named: old, for: center, in: container)
+        try plantSegment(segment("fresh"), named: fresh, for: center, in: container)
+        let longAgo = Date().addingTimeInterval(-Double(SpoolFolder.unnamedLifetime) - 60)
+        try FileManager.default.setAttributes([.modificationDate: longAgo], ofItemAtPath: folder + old)
+        center.endpoint.listenerSpool?.bell.touch()
+
+        try waitUntil("the old unnamed segment to be removed") { !FileManager.default.fileExists(atPath: folder + old) }
+        try postFromPeer(container, "marker", object: "marker")
+        #expect(try recorder.wait(for: 1).map(\.object) == ["marker"])
+        #expect(FileManager.default.fileExists(atPath: folder + fresh), "a fresh one may still be named by its poster")
+    }
+
     @Test("a segment of record headers every 12 bytes for 1 MiB is counted as damaged once, and nothing stalls")
     func headerEveryTwelveBytes() throws {
         let container = TemporaryContainer()

@@ -8,7 +8,8 @@ import Darwin
 ///
 /// No lock, and no file with two writers:
 /// - each poster appends to segments of its own, `<stamp>-<poster>.seg` (``SpoolRecord`` format), and rings
-///   `bell` (a ``ChangeMark``) after each append;
+///   `bell` (a ``ChangeMark``) after each append; a segment gets that name only once its first record is
+///   written whole (until then it is `<stamp>-<poster>.new`), so a listener never takes an empty one;
 /// - the listener takes a segment by renaming it to `<stamp>-<poster>.taken` before reading it, so a poster
 ///   that finds its segment's name gone knows the listener has it, and a record it wrote while the rename
 ///   happened is written again into a new segment (the listener drops the copy it already has);
@@ -17,6 +18,12 @@ final class SpoolFolder: Sendable {
     static let bellName = "bell"
     static let segmentSuffix = ".seg"
     static let takenSuffix = ".taken"
+    /// A segment whose first record is still being written: it gets its `.seg` name once that record is whole.
+    static let unnamedSuffix = ".new"
+    /// How old an unnamed segment must be, in seconds, before a listener removes it: its poster died, or was
+    /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
+    /// a new one, so this only bounds how long a dead poster's file takes room.
+    static let unnamedLifetime = 60
     static let heldPrefix = "held-"
     /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
     static let maximumSegmentSize = 1 << 30
@@ -53,14 +60,30 @@ final class SpoolFolder: Sendable {
 
     // MARK: Posters
 
-    /// A new, empty segment of `poster`'s, named `<stamp>-<poster>.seg`. Segments sort by `stamp`: the wall
-    /// clock in nanoseconds when made, strictly increasing within one process (``SegmentStamps``), so a
-    /// listener reads one poster's segments in the order written, and a later poster's after an earlier one's.
-    func createSegment(poster: UInt64, stamp: UInt64) throws(WormholeError) -> SpoolSegment {
-        let name = RegistryEntry.hex(stamp) + "-" + RegistryEntry.hex(poster) + Self.segmentSuffix
-        let file = try Sys.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: descriptor)
+    /// A new segment of `poster`'s holding `frame`, its first record, named `<stamp>-<poster>.seg` once that
+    /// record is written: a listener cannot take it before, whatever the record's size. Segments sort by
+    /// `stamp`: the wall clock in nanoseconds when made, strictly increasing within one process
+    /// (``SegmentStamps``), so a listener reads one poster's segments in the order written, and a later poster's
+    /// after an earlier one's. Returns nil when a listener removed the unnamed file first (this poster was
+    /// stopped past ``unnamedLifetime``): write the record again. A missing folder throws `ENOENT`.
+    func createSegment(poster: UInt64, stamp: UInt64, holding frame: [UInt8]) throws(WormholeError) -> SpoolSegment? {
+        let name = RegistryEntry.hex(stamp) + "-" + RegistryEntry.hex(poster)
+        let unnamed = name + Self.unnamedSuffix
+        let file = try Sys.open(unnamed, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: descriptor)
         let identity = try Sys.status(of: file.rawValue).identity
-        return SpoolSegment(name: name, file: file, identity: identity, key: UInt64.random(in: 0...UInt64.max))
+        var segment = SpoolSegment(
+            name: name + Self.segmentSuffix, file: file, identity: identity, key: UInt64.random(in: 0...UInt64.max))
+        do throws(WormholeError) {
+            try append(frame, to: &segment)
+            StopPoint.reached("spool.name")
+            try Sys.renameFile(unnamed, segment.name, in: descriptor)
+        } catch {
+            // The name is this process's alone (its stamp): nobody else's file is removed here.
+            try? Sys.removeFile(unnamed, relativeTo: descriptor)
+            if error.errno == ENOENT { return nil }
+            throw error
+        }
+        return segment
     }
 
     /// Appends one record to `segment`, with the segment's header before the first. A failed or short write
@@ -95,6 +118,8 @@ final class SpoolFolder: Sendable {
         for name in names {
             if name.hasSuffix(Self.takenSuffix) {
                 taken.append(name)
+            } else if name.hasSuffix(Self.unnamedSuffix) {
+                removeIfAbandoned(name)
             } else if name.hasSuffix(Self.segmentSuffix) {
                 let newName = String(name.dropLast(Self.segmentSuffix.count)) + Self.takenSuffix
                 if (try? Sys.renameFile(name, newName, in: descriptor)) != nil { taken.append(newName) }
@@ -102,6 +127,13 @@ final class SpoolFolder: Sendable {
         }
         StopPoint.reached("spool.take")
         return taken.sorted()
+    }
+
+    /// Removes the unnamed segment `name` when it is older than ``unnamedLifetime``: its poster is gone, or
+    /// will write its record again when it runs.
+    private func removeIfAbandoned(_ name: String) {
+        guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false) else { return }
+        if wallClockNanoseconds() - status.modifiedNanoseconds > Int64(Self.unnamedLifetime) * 1_000_000_000 { remove(name) }
     }
 
     /// Whether any segment waits for the listener: a new link spools behind it rather than overtake it.

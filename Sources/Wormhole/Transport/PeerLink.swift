@@ -141,29 +141,37 @@ final class PeerLink: Sendable {
         try checkListenerLimit(size, folder, &state)
         try context.budget.reserve(size)
         for _ in 0..<8 {
-            var segment: SpoolSegment
-            if let current = state.segment.take() {
-                segment = current
-            } else {
+            guard var segment = state.segment.take() else {
+                let made: SpoolSegment?
                 do throws(WormholeError) {
-                    segment = try folder.createSegment(poster: context.poster, stamp: context.nextSegmentStamp())
+                    made = try folder.createSegment(poster: context.poster, stamp: context.nextSegmentStamp(), holding: frame.bytes)
                 } catch where error.errno == ENOENT {
                     return nil
                 }
+                // Its unnamed file was removed while this process was stopped: written again.
+                guard let made else { continue }
+                StopPoint.reached("spool.append")
+                keep(made, size, &state)
+                return true
             }
-            let begins = segment.offset == 0
             try folder.append(frame.bytes, to: &segment)
             StopPoint.reached("spool.append")
             if folder.holds(segment) {
-                state.heldAt = DispatchTime.now().uptimeNanoseconds
-                state.segment = consume segment
-                state.spooledEstimate += size
-                return begins
+                keep(segment, size, &state)
+                return false
             }
             // Taken while we wrote: the listener may or may not have read this record, so it goes into a new
-            // segment too; the listener drops a copy it already has.
+            // segment too (named only once the record is in it, so it cannot be taken early); the listener
+            // drops a copy it already has.
         }
         throw WormholeError(.system, "spool of listener \(RegistryEntry.hex(listener)) was taken eight times during one write")
+    }
+
+    /// Makes `segment`, which now holds a record of `size` bytes, the one this link appends to.
+    private func keep(_ segment: consuming SpoolSegment, _ size: Int, _ state: inout State) {
+        state.heldAt = DispatchTime.now().uptimeNanoseconds
+        state.segment = consume segment
+        state.spooledEstimate += size
     }
 
     /// Refuses a record that would take the listener's spool past its limit.
