@@ -40,7 +40,7 @@ final class Child: @unchecked Sendable {
 
 /// What the harness learns from its children.
 struct Ledger {
-    struct Post { let poster: Int; let sequence: Int; let start: UInt64; let end: UInt64 }
+    struct Post { let poster: Int; let sequence: Int; let start: UInt64; let end: UInt64; let failures: Int }
     struct Receiver {
         var registered: UInt64?
         var ended: UInt64?
@@ -56,6 +56,8 @@ struct Ledger {
     var postersDone = 0
     var receivers: [Int: Receiver] = [:]
     var posterProgress: [Int: Int] = [:]
+    /// What posters' reports said failed, by post.
+    var failures: [Int64: String] = [:]
 
     static func key(_ poster: Int, _ sequence: Int) -> Int64 { Int64(poster) << 32 | Int64(sequence) }
 
@@ -90,16 +92,40 @@ struct Ledger {
             postersDone += 1
             return
         }
-        guard fields.count == 5, let sequence = Int(fields[1]), let start = UInt64(fields[2]), let end = UInt64(fields[3])
+        if fields.first == "F", fields.count > 2, let sequence = Int(fields[1]) {
+            failures[Self.key(id, sequence)] = fields.dropFirst(2).joined(separator: " ")
+            return
+        }
+        guard fields.count == 5, let sequence = Int(fields[1]), let start = UInt64(fields[2]), let end = UInt64(fields[3]),
+            let failures = Int(fields[4])
         else { return }
-        posts.append(Post(poster: id, sequence: sequence, start: start, end: end))
+        posts.append(Post(poster: id, sequence: sequence, start: start, end: end, failures: failures))
         posterProgress[id] = sequence
     }
 
     /// What receiver `id` was owed: posts that began after it registered and ended before it stopped.
     func owed(to id: Int) -> [Int64] {
+        owedPosts(to: id).map { Self.key($0.poster, $0.sequence) }
+    }
+
+    private func owedPosts(to id: Int) -> [Post] {
         guard let receiver = receivers[id], !receiver.killed, let registered = receiver.registered else { return [] }
-        return posts.filter { $0.start > registered && $0.end < (receiver.ended ?? .max) }.map { Self.key($0.poster, $0.sequence) }
+        return posts.filter { $0.start > registered && $0.end < (receiver.ended ?? .max) }
+    }
+
+    /// A line for each of the first `limit` posts receiver `id` was owed and did not report: when the post began
+    /// after the receiver registered, what its poster's report said, and whether the receiver reported later
+    /// posts of that poster (a hole, rather than a tail still on its way).
+    func lostLines(of id: Int, limit: Int) -> [String] {
+        guard let receiver = receivers[id], let registered = receiver.registered else { return [] }
+        return owedPosts(to: id).lazy.filter { !receiver.received.contains(Self.key($0.poster, $0.sequence)) }.prefix(limit).map { post in
+            let later = (receiver.last[post.poster] ?? -1) > post.sequence
+            return "chaos: lost poster \(post.poster) sequence \(post.sequence) to receiver \(id): posted "
+                + String(format: "%.3f", Double(post.start - registered) / 1e9) + " s after it registered, in "
+                + String(format: "%.3f", Double(post.end - post.start) / 1e6) + " ms, \(post.failures) failures reported"
+                + (failures[Self.key(post.poster, post.sequence)].map { " (\($0))" } ?? "") + "; "
+                + (later ? "later posts of that poster arrived" : "nothing later of that poster arrived")
+        }
     }
 }
 
@@ -296,6 +322,7 @@ final class Harness {
                 let debts = ledger.owed(to: id)
                 owed += debts.count
                 lost += debts.filter { !received.contains($0) }.count
+                ledger.lostLines(of: id, limit: 10).forEach { print($0) }
             }
             print("chaos: \(actions.stops) receiver stops, \(actions.posterKills) poster kills, \(actions.receiverKills) receiver kills; "
                 + "\(owed) deliveries owed to the receivers alive at the end, \(ledger.receivers.values.map(\.received.count).reduce(0, +)) reported")

@@ -39,6 +39,7 @@ enum Roles {
             ]
             let report = try center.postReporting(name: name, object: "p\(id)", userInfo: userInfo)
             line("P \(sequence) \(start) \(now()) \(report.failures.count)")
+            if !report.failures.isEmpty { line("F \(sequence) \(report.failures.map(\.description).joined(separator: "; "))") }
         }
         line("DONE")
         exit(0)
