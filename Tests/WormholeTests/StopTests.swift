@@ -274,12 +274,7 @@ struct StopTests {
                         at: "spool.name", environment: Self.noMemoryFile)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
         #expect(try poster.waitForExit() == 0)
-        let deadline = Date().addingTimeInterval(20)
-        var numbers: [Int] = []
-        repeat {
-            _ = try listener.waitForLines(numbers.count + 2)
-            numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
-        } while numbers.count < 5 && Date() < deadline
+        let numbers = try Self.numbers(printedBy: listener) { $0.count >= 5 }
         #expect(numbers == Array(1...5), "the killed poster's record was never named, so never read")
         let files = FileManager.default.enumerator(atPath: container.path + "/spool")?.allObjects as? [String] ?? []
         #expect(files.filter { $0.hasSuffix(SpoolFolder.unnamedSuffix) }.count == 1, "its file is left for a minute: \(files)")
@@ -296,14 +291,21 @@ struct StopTests {
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
         #expect(try poster.waitForExit() == 0)
         // The killed poster's record was written whole before it stopped: it may arrive (it was posted); nothing else.
+        let numbers = try Self.numbers(printedBy: listener) { Set($0).isSuperset(of: Set(1...5)) }
+        #expect(Set(numbers).isSuperset(of: Set(1...5)))
+        #expect(Set(numbers).isSubset(of: Set(0...5)) && numbers.count == Set(numbers).count)
+        listener.signal(SIGKILL)
+    }
+
+    /// The `"i"` of each notification `listener` has printed, read again as lines come until `enough` holds or
+    /// 20 seconds pass.
+    private static func numbers(printedBy listener: Peer, until enough: ([Int]) -> Bool) throws -> [Int] {
         let deadline = Date().addingTimeInterval(20)
         var numbers: [Int] = []
         repeat {
             _ = try listener.waitForLines(numbers.count + 2)
             numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
-        } while !Set(numbers).isSuperset(of: Set(1...5)) && Date() < deadline
-        #expect(Set(numbers).isSuperset(of: Set(1...5)))
-        #expect(Set(numbers).isSubset(of: Set(0...5)) && numbers.count == Set(numbers).count)
-        listener.signal(SIGKILL)
+        } while !enough(numbers) && Date() < deadline
+        return numbers
     }
 }
