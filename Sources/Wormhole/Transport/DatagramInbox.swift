@@ -44,8 +44,9 @@ final class DatagramInbox: Inbox {
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
         // A batch per socket, as posters may keep it full: what remains wakes the next poll.
         reader.beginRound()
+        let paced = ReadPace.applies(to: events)
         for event in events where event.revents != 0 {
-            if event.fd == socket {
+            if paced && event.fd == socket {
                 _ = reader.read(event.fd, into: &frames, limit: 512, pace: &pace)
             } else {
                 _ = reader.read(event.fd, into: &frames, limit: 512)

@@ -57,11 +57,14 @@ final class SeqpacketInbox: Inbox {
         // Connections first, by the descriptors polled: accepting may close some and reorder the rest.
         var closed: [CInt] = []
         let now = DispatchTime.now().uptimeNanoseconds
+        let paced = ReadPace.applies(to: events.dropFirst())
         for event in events.dropFirst() where event.revents != 0 {
             guard let index = connections.firstIndex(where: { $0.fd == event.fd }) else { continue }
-            if !reader.read(event.fd, into: &frames, limit: 512, pace: &connections[index].pace) {
-                closed.append(event.fd)
-            }
+            let open =
+                paced
+                ? reader.read(event.fd, into: &frames, limit: 512, pace: &connections[index].pace)
+                : reader.read(event.fd, into: &frames, limit: 512)
+            if !open { closed.append(event.fd) }
             connections[index].lastRead = now
         }
         close(closed)
