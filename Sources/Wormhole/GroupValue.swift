@@ -33,6 +33,8 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     private let queue: OperationQueue?
     private let registrar = ObservationRegistrar()
     private let watching = Mutex<Watch?>(nil)
+    /// The newest damaged version logged, so that each is said once.
+    private let reportedDamage = Mutex<UInt64>(0)
 
     /// What the value does while something watches it: its observer, a timer, and who waits in ``values``.
     private struct Watch {
@@ -102,10 +104,12 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     @discardableResult
     public func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result {
         while true {
-            let (version, frame) = try store.latest()
-            var value = try decode(frame, version: version)
+            let reading = try read()
+            var value = try decode(reading.frame, version: reading.version)
             let result = try body(&value)
-            if try publish(try encode(value, version: version + 1), version: version + 1) { return result }
+            // Claimed past the newest version, whole or not: a damaged one never stands in the way.
+            let next = reading.newest + 1
+            if try publish(try encode(value, version: next), version: next) { return result }
         }
     }
 
@@ -113,8 +117,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// - Throws: A system error when the container cannot be written.
     public func reset() throws {
         while true {
-            let (version, _) = try store.latest()
-            if try publish(nil, version: version + 1) { return }
+            if try publish(nil, version: try read().newest + 1) { return }
         }
     }
 
@@ -142,7 +145,8 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// The newest version and its value (the default when there is none, or it is of another type).
     private func current() -> (version: UInt64, value: Value) {
         do {
-            let (version, frame) = try store.latest()
+            let reading = try read()
+            let (version, frame) = (reading.version, reading.frame)
             do {
                 return (version, try decode(frame, version: version))
             } catch {
@@ -161,6 +165,24 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
             Log.warning("value \(name) cannot be read: \(error); reading the default instead")
             return (0, defaultValue)
         }
+    }
+
+    /// The store's reading; versions it skipped as damaged are counted and logged, once each.
+    private func read() throws(WormholeError) -> ValueStore.Reading {
+        let reading = try store.latest()
+        guard let newest = reading.damaged.first else { return reading }
+        let first = reportedDamage.withLock { reported in
+            guard reported != newest.version else { return false }
+            reported = newest.version
+            return true
+        }
+        if first {
+            center.endpoint.counters.count { $0.dropped += reading.damaged.count }
+            for (version, reason) in reading.damaged {
+                Log.warning("value \(name): version \(version) skipped, newer versions claim past it: \(reason)")
+            }
+        }
+        return reading
     }
 
     /// The value a version's frame holds: the default for none or a reset.
@@ -225,7 +247,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
             return true
         }
         guard started else { return }
-        let initial = (try? store.latest().version) ?? 0
+        let initial = (try? read().version) ?? 0
         let observer = center.addObserver(
             forName: Self.notificationName(for: name), object: nil, allowedClasses: AllowedClasses.propertyList, queue: queue
         ) { [weak self] _ in

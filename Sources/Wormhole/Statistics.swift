@@ -12,7 +12,8 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     public var failed = 0
     /// Notifications this process received for its observers.
     public var received = 0
-    /// Received messages or spool records dropped as malformed, and damaged spool stretches skipped.
+    /// Received messages or spool records dropped as malformed, damaged spool stretches skipped, and damaged
+    /// or planted files in the container skipped (a group value's version that is not whole, a number out of range).
     public var dropped = 0
     /// Deliveries whose userInfo was refused (a disallowed class or a malformed archive): the observer got
     /// the notification with `userInfo == nil`.

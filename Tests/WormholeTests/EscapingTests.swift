@@ -20,6 +20,23 @@ struct EscapingTests {
         #expect(!escaped.unicodeScalars.contains("\u{202E}"))
     }
 
+    @Test("every character Unicode marks Bidi_Control is escaped, and no other printable one")
+    func bidirectionalControls() {
+        var controls: [Unicode.Scalar] = []
+        for value in UInt32(0)...0x10FFFF {
+            guard let scalar = Unicode.Scalar(value), scalar.properties.isBidiControl else { continue }
+            controls.append(scalar)
+        }
+        // Unicode 15 lists twelve, the Arabic letter mark among them.
+        #expect(controls.count >= 12)
+        #expect(controls.contains("\u{061C}"))
+        for scalar in controls {
+            let escaped = Escaping.forDisplay("a\(Character(scalar))b")
+            #expect(!escaped.unicodeScalars.contains(scalar), "U+\(String(scalar.value, radix: 16)) printed raw")
+        }
+        #expect(Escaping.forDisplay("\u{0627}\u{0644}\u{200D}") == "\u{0627}\u{0644}\u{200D}")
+    }
+
     @Test("a warning about a received name carries no terminal control")
     func warnings() {
         let lines = Mutex<[String]>([])
@@ -33,14 +50,14 @@ struct EscapingTests {
     @Test("status prints a listener's hostile names escaped")
     func status() throws {
         let container = TemporaryContainer()
-        let hostile = "cart\u{1B}[2J\u{1B}]0;pwned\u{07}\nforged line"
+        let hostile = "cart\u{1B}[2J\u{1B}]0;pwned\u{07}\nforged line\u{061C}"
         let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", hostile])
         try listener.waitForError(containing: "listening")
         let status = try Peer("wormhole", ["status", "--container", container.path])
         #expect(try status.waitForExit() == 0)
         let text = status.output.joined(separator: "\n")
-        #expect(text.contains("cart\\u001B[2J\\u001B]0;pwned\\u0007\\nforged line"))
-        #expect(!text.unicodeScalars.contains("\u{1B}") && !status.output.contains { $0.hasPrefix("forged") })
+        #expect(text.contains("cart\\u001B[2J\\u001B]0;pwned\\u0007\\nforged line\\u061C"))
+        #expect(!text.unicodeScalars.contains("\u{1B}") && !text.unicodeScalars.contains("\u{061C}") && !status.output.contains { $0.hasPrefix("forged") })
         listener.signal(SIGTERM)
     }
 }

@@ -113,6 +113,108 @@ struct StorageFaultTests {
         #expect(try recorder.wait(for: 2).compactMap(\.number) == [3, 4])
     }
 
+    // MARK: Numbers planted in names and times
+
+    @Test("the largest number every numbered file kind allows, and times past what nanoseconds hold: every reader and writer lives on")
+    func plantedMaximalNumbers() throws {
+        let container = TemporaryContainer()
+        let root = container.path
+        // A durable identity, so that its spool (and what it holds back) outlives its process.
+        let first = try Peer("wormhole", ["listen", "--container", root, "--client", "w", "--name", "d"])
+        try first.waitForError(containing: "listening")
+        first.signal(SIGKILL)
+        _ = try? first.waitForExit()
+        let value = GroupValue("count", default: 0, in: try GroupNotificationCenter(containerURL: container.url))
+        try value.set(41)
+
+        let maximal = RegistryEntry.hex(.max)
+        let durableSpool = root + "/spool/" + RegistryEntry.hex(RegistryEntry.durableListener("w")) + "/"
+        let key = UInt64.random(in: 0...UInt64.max)
+        // A held file whose frame nobody observes: the durable listener must hold it again, in a file of its own.
+        let held = Frame(poster: .max, sequence: .max, name: "nobody", object: nil, userInfo: nil).encoded()
+        try Data(SpoolRecord.header(key: key) + SpoolRecord.encode(held, key: key)).write(to: URL(fileURLWithPath: durableSpool + "held-" + maximal))
+        let segment = Frame(poster: .max, sequence: .max, name: "nobody", object: nil, userInfo: nil).encoded()
+        try Data(SpoolRecord.header(key: key) + SpoolRecord.encode(segment, key: key))
+            .write(to: URL(fileURLWithPath: durableSpool + maximal + "-" + maximal + SpoolFolder.segmentSuffix))
+        try Data().write(to: URL(fileURLWithPath: durableSpool + maximal + "-" + maximal + SpoolFolder.unnamedSuffix))
+        let versions = root + "/values/" + RetainedStore.fileName(for: "count") + "/"
+        let version = Frame(poster: 1, sequence: .max, name: GroupValueName.notification(for: "count"), object: nil, userInfo: nil)
+        try Data(SpoolRecord.segment([version.encoded()])).write(to: URL(fileURLWithPath: versions + ValueStore.versionPrefix + maximal))
+        try FileManager.default.createDirectory(atPath: root + "/spool/" + maximal, withIntermediateDirectories: false)
+        try Data("junk".utf8).write(to: URL(fileURLWithPath: root + "/registry/" + maximal))
+        try Data().write(to: URL(fileURLWithPath: root + "/registry/" + StoredFile.temporaryPrefix + "planted"))
+        try Data().write(to: URL(fileURLWithPath: versions + StoredFile.temporaryPrefix + "planted"))
+        // Times past the ends of 64-bit nanoseconds (the file system keeps what it can of them).
+        for path in [root + "/registry", root + "/registry/" + maximal, root + "/registry/" + StoredFile.temporaryPrefix + "planted",
+            root + "/spool/" + maximal, durableSpool + maximal + "-" + maximal + SpoolFolder.unnamedSuffix,
+            versions + StoredFile.temporaryPrefix + "planted"]
+        {
+            try setModificationTime(path, seconds: 15_000_000_000)
+        }
+
+        // The durable identity starts, takes its spool (holding back what nobody observes) and receives.
+        let durable = try Peer("wormhole", ["listen", "--container", root, "--client", "w", "--name", "d"])
+        try durable.waitForError(containing: "listening")
+        try postFromPeer(container, "d", start: 7)
+        _ = try durable.waitForLines(1)
+        #expect(durable.jsonLines().compactMap { ($0["userInfo"] as? [String: Any])?["i"] as? Int } == [7],
+            "durable listener: \(durable.errorOutput)")
+        // Writers of the group value claim past the planted version, in another process and this one.
+        let adder = try Peer("wormhole-test-peer", ["value-add", "--container", root, "--name", "count", "--count", "2"])
+        #expect(try adder.waitForExit() == 0, "value-add: \(adder.errorOutput)")
+        #expect(value.value == 43)
+        try value.reset()
+        #expect(value.value == 0)
+        let status = try Peer("wormhole", ["status", "--container", root])
+        #expect(try status.waitForExit() == 0, "status: \(status.errorOutput)")
+        // A new process registers (removing orphans by their times) and posts.
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", root, "--name", "e", "--count", "1"])
+        try listener.waitForLines(1)
+        try postFromPeer(container, "e", start: 3)
+        #expect(try listener.waitForExit() == 0)
+        durable.signal(SIGTERM)
+        // The durable listener removed the planted held file unread; what it held back it keeps in one of its own.
+        let names = try FileManager.default.contentsOfDirectory(atPath: durableSpool)
+        #expect(!names.contains("held-" + maximal))
+        #expect(!FileManager.default.fileExists(atPath: versions + ValueStore.versionPrefix + maximal))
+    }
+
+    @Test("a group value whose newest version is emptied, cut short, a FIFO, a folder, sparse or foreign: set, update and reset write past it, across processes",
+        arguments: ["empty", "truncated", "fifo", "folder", "sparse-terabyte", "sparse", "foreign"])
+    func damagedNewestVersion(damage: String) throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let value = GroupValue("count", default: 0, in: center)
+        try value.set(5)
+        try value.set(6)
+        let versions = container.path + "/values/" + RetainedStore.fileName(for: "count") + "/"
+        let newest = versions + ValueStore.fileName(2)
+        try #require(FileManager.default.fileExists(atPath: newest))
+        switch damage {
+        case "empty": try #require(truncate(newest, 0) == 0)
+        case "truncated": try #require(truncate(newest, 30) == 0)
+        case "fifo": try #require(unlink(newest) == 0 && mkfifo(newest, 0o600) == 0)
+        case "folder": try #require(unlink(newest) == 0 && mkdir(newest, 0o700) == 0)
+        case "sparse-terabyte": try #require(truncate(newest, 1 << 40) == 0)
+        case "sparse": try #require(truncate(newest, 8 << 20) == 0)
+        default:
+            let other = Frame(poster: 1, sequence: 2, name: GroupValueName.notification(for: "other"), object: nil, userInfo: nil)
+            try Data(SpoolRecord.segment([other.encoded()])).write(to: URL(fileURLWithPath: newest))
+        }
+        // Readers skip it: the newest whole version.
+        #expect(try finishes(within: 20, "reading") { value.value } == 5)
+        // Another process updates past it.
+        let adder = try Peer("wormhole-test-peer", ["value-add", "--container", container.path, "--name", "count", "--count", "1"])
+        #expect(try adder.waitForExit() == 0, "value-add: \(adder.errorOutput)")
+        #expect(value.value == 6)
+        #expect(FileManager.default.fileExists(atPath: versions + ValueStore.fileName(3)))
+        try finishes(within: 20, "set") { try value.set(10) }
+        #expect(value.value == 10)
+        try finishes(within: 20, "reset") { try value.reset() }
+        #expect(value.value == 0)
+        #expect(center.statistics.dropped >= 1, "the damaged version is counted")
+    }
+
     // MARK: The registry
 
     @Test("registry.changes truncated to nothing, then replaced by a FIFO: posts complete and arrive")
@@ -468,6 +570,12 @@ struct StorageFaultTests {
 
 private func bigEndian(_ value: UInt32) -> [UInt8] {
     withUnsafeBytes(of: value.bigEndian) { Array($0) }
+}
+
+/// Sets the modification time of `path` (not following a link) to `seconds` since 1970.
+private func setModificationTime(_ path: String, seconds: Int) throws {
+    var times = [timespec(tv_sec: seconds, tv_nsec: 0), timespec(tv_sec: seconds, tv_nsec: 0)]
+    try #require(utimensat(AT_FDCWD, path, &times, AT_SYMLINK_NOFOLLOW) == 0, "utimensat \(path): errno \(errno)")
 }
 
 /// Puts `bytes` into the spool folder of `center`'s listener under `name`, whole (written beside it, then renamed).

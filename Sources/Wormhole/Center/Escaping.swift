@@ -27,12 +27,13 @@ public enum Escaping {
         return result
     }
 
-    private static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
+    /// Whether `scalar` is one of the characters ``forDisplay(_:)`` escapes. The bidirectional controls are
+    /// Unicode's own `Bidi_Control` property, so a control a later Unicode version adds is escaped too.
+    static func needsEscape(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x20..<0x7F: false
-        case 0..<0x20, 0x7F...0x9F: true
-        case 0x200E, 0x200F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: true
-        default: false
+        case 0..<0x20, 0x7F...0x9F, 0x2028, 0x2029: true
+        default: scalar.properties.isBidiControl
         }
     }
 }

@@ -147,10 +147,9 @@ final class Membership: Sendable {
     /// minute (a listener killed between creating them and registering).
     private func removeOrphanedSpools() {
         let registered = Set(registry.snapshot().entries.map(\.listener))
-        let now = Int64(Date().timeIntervalSince1970)
         func isOld(_ name: String, in directory: CInt) -> Bool {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { return false }
-            return now - status.modifiedNanoseconds / 1_000_000_000 > 60
+            return status.ageNanoseconds > 60_000_000_000 || status.ageNanoseconds < -60_000_000_000
         }
         for name in (try? Sys.listDirectory(container.spoolDescriptor, limit: 10_000)) ?? [] {
             guard let listener = RegistryEntry.listener(fromName: name), !registered.contains(listener),

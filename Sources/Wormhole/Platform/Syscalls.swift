@@ -205,15 +205,20 @@ private func libcRead(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: I
 private func libcWrite(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
 
 extension FileStatus {
-    /// The last modification time, in nanoseconds since 1970.
+    /// The last modification time, in nanoseconds since 1970. Any process can set a file's time to any value: one
+    /// past what 64 bits of nanoseconds hold (before 1678 or after 2262) reads as the nearest end of that range.
     var modifiedNanoseconds: Int64 {
         #if canImport(Glibc)
-        return Int64(st_mtim.tv_sec) * 1_000_000_000 + Int64(st_mtim.tv_nsec)
+        return nanoseconds(Int64(st_mtim.tv_sec), Int64(st_mtim.tv_nsec))
         #else
         // Darwin's field name; not compiled on this Linux machine.
-        return Int64(st_mtimespec.tv_sec) * 1_000_000_000 + Int64(st_mtimespec.tv_nsec)
+        return nanoseconds(Int64(st_mtimespec.tv_sec), Int64(st_mtimespec.tv_nsec))
         #endif
     }
+
+    /// How long ago, by the wall clock, the file was last modified, in nanoseconds: negative for a time in the
+    /// future, and never past the ends of `Int64`, whatever time another process set.
+    var ageNanoseconds: Int64 { nanosecondsSince(modifiedNanoseconds) }
 
     /// Which file this is: its device and inode.
     var identity: FileIdentity { FileIdentity(device: UInt64(st_dev), inode: UInt64(st_ino)) }
@@ -223,7 +228,23 @@ extension FileStatus {
 func wallClockNanoseconds() -> Int64 {
     var now = timespec()
     clock_gettime(CLOCK_REALTIME, &now)
-    return Int64(now.tv_sec) * 1_000_000_000 + Int64(now.tv_nsec)
+    return nanoseconds(Int64(now.tv_sec), Int64(now.tv_nsec))
+}
+
+/// How long ago `time` (wall-clock nanoseconds, as a file's) was: negative for the future, held at the ends of
+/// `Int64` rather than trapping.
+func nanosecondsSince(_ time: Int64) -> Int64 {
+    let (age, overflow) = wallClockNanoseconds().subtractingReportingOverflow(time)
+    return overflow ? (time < 0 ? .max : .min) : age
+}
+
+/// Seconds and nanoseconds as nanoseconds, held at the ends of `Int64` rather than trapping.
+private func nanoseconds(_ seconds: Int64, _ nanoseconds: Int64) -> Int64 {
+    let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+    if overflow { return seconds < 0 ? .min : .max }
+    let (sum, overflowed) = scaled.addingReportingOverflow(nanoseconds)
+    if overflowed { return nanoseconds < 0 ? .min : .max }
+    return sum
 }
 
 /// A file's device and inode: the same path names another file once these differ.

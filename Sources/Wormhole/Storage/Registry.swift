@@ -134,7 +134,7 @@ final class Registry: Sendable {
     private func reload(_ cache: inout Cache) {
         // A folder changed within the last moments may change again within the same tick of its clock, unseen:
         // its state is kept, to skip later listings, only once it is settled.
-        cache.folder = folderState().flatMap { wallClockNanoseconds() - $0.modified > Self.settledAfter ? $0 : nil }
+        cache.folder = folderState().flatMap { nanosecondsSince($0.modified) > Self.settledAfter ? $0 : nil }
         let directory = container.registryDescriptor
         let names = (try? Sys.listDirectory(directory, limit: 4 * GroupNotificationCenter.maximumListeners)) ?? []
         var files: [String: CachedEntry] = [:]
@@ -144,7 +144,7 @@ final class Registry: Sendable {
             let identity = status.identity, size = Int(status.st_size), modified = status.modifiedNanoseconds
             // A file changed within the last moments may share inode, size and (coarse) time with the one read
             // before it: read it again, as git does with "racily clean" files.
-            let settled = wallClockNanoseconds() - modified > Self.settledAfter
+            let settled = status.ageNanoseconds > Self.settledAfter
             if settled, let old = cache.files[name], old.identity == identity, old.size == size, old.modified == modified {
                 files[name] = old
                 continue

@@ -54,7 +54,11 @@ final class SpoolFolder: Sendable {
             guard name != Self.bellName, includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
                 status.st_mode & S_IFMT == S_IFREG
             else { return total }
-            return total + min(Int(status.st_size), Int(status.st_blocks) * 512)
+            // A file system can claim any block count: held at the size rather than overflowing.
+            let allocated = Int(status.st_blocks).multipliedReportingOverflow(by: 512)
+            let held = max(0, allocated.overflow ? Int(status.st_size) : min(Int(status.st_size), allocated.partialValue))
+            let sum = total.addingReportingOverflow(held)
+            return sum.overflow ? .max : sum.partialValue
         }
     }
 
@@ -130,10 +134,12 @@ final class SpoolFolder: Sendable {
     }
 
     /// Removes the unnamed segment `name` when it is older than ``unnamedLifetime``: its poster is gone, or
-    /// will write its record again when it runs.
+    /// will write its record again when it runs. One whose time is as far in the future was planted, or the
+    /// clock went back: removed too, so it cannot stay for ever.
     private func removeIfAbandoned(_ name: String) {
         guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false) else { return }
-        if wallClockNanoseconds() - status.modifiedNanoseconds > Int64(Self.unnamedLifetime) * 1_000_000_000 { remove(name) }
+        let lifetime = Int64(Self.unnamedLifetime) * 1_000_000_000
+        if status.ageNanoseconds > lifetime || status.ageNanoseconds < -lifetime { remove(name) }
     }
 
     /// Whether any segment waits for the listener: a new link spools behind it rather than overtake it.
@@ -162,10 +168,28 @@ final class SpoolFolder: Sendable {
         return try? reader.read(UInt64.self, "sequence")
     }
 
-    /// The held files, oldest first.
-    func heldFiles() -> [String] {
+    /// The end of the held files' numbers: the listener counts up from 1, one a drain, and never gets there, so a
+    /// name at or past it (or not in lowercase hex) was planted.
+    static let maximumHeldNumber: UInt64 = 1 << 62
+
+    /// The number in a held file's name (`held-<16 hex>`); nil for any other name, or one out of range.
+    static func heldNumber(_ name: String) -> UInt64? {
+        guard name.hasPrefix(heldPrefix), let number = RegistryEntry.listener(fromName: String(name.dropFirst(heldPrefix.count))),
+            number < maximumHeldNumber
+        else { return nil }
+        return number
+    }
+
+    /// The held files, oldest first, and the names that look like held files but are not this listener's (a
+    /// number out of range): those are not read.
+    func heldFiles() -> (files: [String], planted: [String]) {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
-        return names.filter { $0.hasPrefix(Self.heldPrefix) && $0.count == Self.heldPrefix.count + 16 }.sorted()
+        var files: [(UInt64, String)] = []
+        var planted: [String] = []
+        for name in names where name.hasPrefix(Self.heldPrefix) {
+            if let number = Self.heldNumber(name) { files.append((number, name)) } else { planted.append(name) }
+        }
+        return (files.sorted { $0.0 < $1.0 }.map(\.1), planted)
     }
 
     /// How a segment ended.

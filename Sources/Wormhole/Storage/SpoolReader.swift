@@ -40,13 +40,17 @@ struct SpoolReader: ~Copyable {
     struct Taken {
         var names: [String]
         var held: [String]
-        var isEmpty: Bool { names.isEmpty && held.isEmpty }
+        /// Files named like held ones that this listener did not write: removed unread.
+        var planted: [String] = []
+        var isEmpty: Bool { names.isEmpty && held.isEmpty && planted.isEmpty }
     }
 
     /// Takes every segment posters wrote (so they write no more into them). With `includingHeld`, held frames
     /// are offered again too (an observer was added).
     func take(includingHeld: Bool) -> Taken {
-        Taken(names: folder.takeSegments(), held: includingHeld ? folder.heldFiles() : [])
+        guard includingHeld else { return Taken(names: folder.takeSegments(), held: []) }
+        let held = folder.heldFiles()
+        return Taken(names: folder.takeSegments(), held: held.files, planted: held.planted)
     }
 
     /// Hands over `direct` (what the listener read from its connections after the take) and what
@@ -57,6 +61,10 @@ struct SpoolReader: ~Copyable {
     /// come before its spooled ones, and the others after them.
     mutating func handOver(_ taken: Taken, direct: [Frame], _ handlers: Handlers) {
         let held = taken.held
+        for name in taken.planted {
+            folder.remove(name)
+            handlers.dropped(1, "\(name) in the spool of listener \(RegistryEntry.hex(folder.listener)) is no held file of its (a number out of range); removed unread")
+        }
         guard !taken.isEmpty else {
             if !direct.isEmpty { handlers.deliver(direct) }
             return
@@ -132,8 +140,8 @@ struct SpoolReader: ~Copyable {
 
     private mutating func heldName() -> String {
         if nextHeld == 0 {
-            let last = folder.heldFiles().last.flatMap { UInt64($0.dropFirst(SpoolFolder.heldPrefix.count), radix: 16) } ?? 0
-            nextHeld = last + 1
+            // Below the range's end: a number never overflows here.
+            nextHeld = (folder.heldFiles().files.last.flatMap(SpoolFolder.heldNumber) ?? 0) + 1
         }
         defer { nextHeld += 1 }
         return SpoolFolder.heldPrefix + RegistryEntry.hex(nextHeld)

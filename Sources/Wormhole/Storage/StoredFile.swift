@@ -99,10 +99,11 @@ enum StoredFile {
     /// (and, in `listeners/`, sockets of claims that died half-way, with `prefixes`).
     static func removeStaleTemporaries(in directory: CInt, olderThan age: Int = 600, prefixes: [String] = [temporaryPrefix]) {
         guard let names = try? Sys.listDirectory(directory, limit: 100_000) else { return }
-        let now = time(nil)
+        let limit = Int64(age) * 1_000_000_000
         for name in names where prefixes.contains(where: { name.hasPrefix($0) }) {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
-            if Int64(now) - status.modifiedNanoseconds / 1_000_000_000 > Int64(age) { try? Sys.removeFile(name, relativeTo: directory) }
+            // As far in the future counts too: planted, or the clock went back.
+            if status.ageNanoseconds > limit || status.ageNanoseconds < -limit { try? Sys.removeFile(name, relativeTo: directory) }
         }
     }
 }

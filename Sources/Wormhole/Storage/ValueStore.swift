@@ -11,7 +11,8 @@ import Darwin
 /// `link(2)` fails when another process took that version first, so of several processes updating at once
 /// exactly one wins each version, and the others read again and retry. No lock is held, so a process stopped or
 /// killed in the middle of its update blocks nobody, and never leaves a version that is claimed but empty.
-/// The newest few versions are kept whole. Older ones are emptied but keep their names for a while (256
+/// The newest few versions are kept whole; a version another process damaged is skipped by readers and
+/// claimed past by writers. Older ones are emptied but keep their names for a while (256
 /// versions), since a name that is free again could be claimed by a process that read long ago (one stopped
 /// in the middle of its update), and its update would be lost behind newer ones; a claim that far behind the
 /// newest is taken back and tried again.
@@ -37,35 +38,111 @@ struct ValueStore: Sendable {
         try Container.openDirectory(folderName, relativeTo: container.valuesDescriptor, create: create, what: "value")
     }
 
-    /// The newest version and its frame; version 0 and no frame when nobody has written the value yet.
-    func latest() throws(WormholeError) -> (version: UInt64, frame: Frame?) {
+    /// What a read of the value found.
+    struct Reading {
+        /// The newest version's number, whole or not: the next version is claimed after it.
+        var newest: UInt64
+        /// The newest whole version (its number, and its frame); 0 and nil when there is none (nobody wrote the
+        /// value, or every version near the newest is damaged): the value is then its default.
+        var version: UInt64
+        var frame: Frame?
+        /// Versions newer than `version` that were skipped as damaged, with why.
+        var damaged: [(version: UInt64, reason: String)] = []
+    }
+
+    /// The newest whole version and its frame, and the newest version's number.
+    ///
+    /// A version that is not whole (emptied, truncated, a FIFO, a folder, a sparse or oversized file, a frame of
+    /// another value) is skipped: the reading goes down to the next, within ``keptNames`` of the newest. It is left
+    /// where it is, since a name near the newest that became free again could be claimed by a writer that read
+    /// before it, and writers claim past it. Versions are emptied only behind newer whole ones, so a reading
+    /// that skipped one lists the folder again: when the newest changed meanwhile, it reads again.
+    func latest() throws(WormholeError) -> Reading {
         let folder: CInt
         do throws(WormholeError) {
             folder = try openFolder(create: false)
         } catch where error.errno == ENOENT {
-            return (0, nil)
+            return Reading(newest: 0, version: 0, frame: nil)
         }
         defer { Sys.close(folder) }
-        // A version emptied or removed between the listing and the read sends us round again.
+        var planted: [(version: UInt64, reason: String)] = []
         for _ in 0..<64 {
-            let versions = try Sys.listDirectory(folder, limit: 100_000).compactMap(Self.version(fromName:)).sorted(by: >)
-            guard let newest = versions.first else { return (0, nil) }
-            // The newest is always whole: only versions behind the kept ones are emptied.
-            do throws(WormholeError) {
-                let bytes = try StoredFile.read(Self.fileName(newest), in: folder, limit: Self.maximumFileSize)
-                // Emptied since it was listed: newer versions came meanwhile.
-                if bytes.isEmpty { continue }
-                guard let record = SpoolRecord.decodeAll(bytes).frames.first, let frame = try? Frame(decoding: record),
-                    frame.kind == .notification, frame.name == GroupValueName.notification(for: name)
-                else {
-                    throw WormholeError(.corruptData, "version \(newest) of value \(name) is damaged")
+            let versions = try listVersions(folder, planted: &planted).sorted(by: >)
+            guard let newest = versions.first else { return Reading(newest: 0, version: 0, frame: nil, damaged: planted) }
+            var reading = Reading(newest: newest, version: 0, frame: nil, damaged: planted)
+            for version in versions where newest - version <= Self.keptNames {
+                switch try readVersion(version, in: folder) {
+                case .whole(let frame):
+                    reading.version = version
+                    reading.frame = frame
+                case .damaged(let reason):
+                    reading.damaged.append((version, reason))
+                    continue
+                case .gone:
+                    continue
                 }
-                return (newest, frame)
-            } catch where error.errno == ENOENT {
-                continue
+                break
+            }
+            if reading.damaged.isEmpty && reading.frame != nil { return reading }
+            // Something was skipped: whole only if nothing newer came meanwhile.
+            if try listVersions(folder, planted: &planted).max() == newest {
+                if reading.frame == nil { reading.version = newest }
+                return reading
             }
         }
         throw WormholeError(.system, "value \(name) kept changing under its reader")
+    }
+
+    private enum VersionRead {
+        case whole(Frame)
+        /// Removed since it was listed: newer versions came meanwhile.
+        case gone
+        case damaged(String)
+    }
+
+    /// Reads one version file without blocking (a FIFO is refused at once) and without reading more than its
+    /// header of a file whose size its header does not account for (a sparse or padded one).
+    private func readVersion(_ version: UInt64, in folder: CInt) throws(WormholeError) -> VersionRead {
+        let opened: OpenedFile
+        do throws(WormholeError) {
+            opened = try StoredFile.openForReading(Self.fileName(version), in: folder, limit: Self.maximumFileSize)
+        } catch where error.errno == ENOENT {
+            return .gone
+        } catch where error.code == .corruptData || [ELOOP, ENXIO, EISDIR, EOPNOTSUPP, EACCES, EPERM].contains(error.errno ?? 0) {
+            return .damaged("\(error)")
+        }
+        let size = Int(opened.status.st_size)
+        // Only versions behind newer whole ones are emptied, and the reading stops at the first whole one.
+        if size == 0 { return .damaged("version \(version) of value \(name) is empty") }
+        let headSize = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
+        guard size > headSize else { return .damaged("version \(version) of value \(name) is cut short") }
+        var head = [UInt8](repeating: 0, count: headSize)
+        let fd = opened.file.rawValue
+        let got = try head.withUnsafeMutableBytes { raw in Result { () throws(WormholeError) in try Sys.preadAll(fd, into: raw, at: 0) } }.get()
+        var reader = ByteReader(head, from: SpoolRecord.headerSize)
+        guard got == headSize, SpoolRecord.key(ofHeader: head[0..<SpoolRecord.headerSize]) != nil,
+            let length = try? reader.read(UInt32.self, "length"), headSize + Int(length) == size
+        else { return .damaged("version \(version) of value \(name) is not one whole record") }
+        let bytes = try readWhole(opened.file.rawValue, limit: size)
+        guard let record = SpoolRecord.decodeAll(bytes).frames.first, let frame = try? Frame(decoding: record),
+            frame.kind == .notification, frame.name == GroupValueName.notification(for: name)
+        else { return .damaged("version \(version) of value \(name) fails its check") }
+        return .whole(frame)
+    }
+
+    /// The version numbers in the folder. Names at or past ``maximumVersion`` were planted: removed, and
+    /// reported in `planted`.
+    private func listVersions(_ folder: CInt, planted: inout [(version: UInt64, reason: String)]) throws(WormholeError) -> [UInt64] {
+        var versions: [UInt64] = []
+        for version in try Sys.listDirectory(folder, limit: 100_000).compactMap(Self.version(fromName:)) {
+            guard version >= Self.maximumVersion else {
+                versions.append(version)
+                continue
+            }
+            try? Sys.removeFile(Self.fileName(version), relativeTo: folder)
+            planted.append((version, "version number \(version) is past the end of the range; removed"))
+        }
+        return versions
     }
 
     /// Publishes `frame` as `version`, the one after the newest; false when another process took it first, or
@@ -74,8 +151,9 @@ struct ValueStore: Sendable {
         let folder = try openFolder(create: true)
         defer { Sys.close(folder) }
         guard try StoredFile.create(Self.fileName(version), in: folder, with: SpoolRecord.segment([frame])) else { return false }
-        let versions = try Sys.listDirectory(folder, limit: 100_000).compactMap(Self.version(fromName:))
-        if let newest = versions.max(), version &+ Self.keptNames < newest {
+        var planted: [(version: UInt64, reason: String)] = []
+        let versions = try listVersions(folder, planted: &planted)
+        if let newest = versions.max(), newest > version, newest - version > Self.keptNames {
             try? Sys.removeFile(Self.fileName(version), relativeTo: folder)
             return false
         }
@@ -86,9 +164,9 @@ struct ValueStore: Sendable {
     /// Empties the versions behind the kept ones (replacing each with an empty file, so its name stays taken),
     /// and removes the names far behind.
     private func prune(_ folder: CInt, _ versions: [UInt64], below version: UInt64) {
-        for old in versions where old &+ Self.keptVersions <= version {
+        for old in versions where old < version && version - old >= Self.keptVersions {
             let name = Self.fileName(old)
-            if old &+ Self.keptNames < version {
+            if version - old > Self.keptNames {
                 try? Sys.removeFile(name, relativeTo: folder)
             } else if let status = try? Sys.status(name, relativeTo: folder, followLinks: false), status.st_size > 0 {
                 try? StoredFile.replace(name, in: folder, with: [])
@@ -98,6 +176,10 @@ struct ValueStore: Sendable {
     }
 
     static func fileName(_ version: UInt64) -> String { versionPrefix + RegistryEntry.hex(version) }
+
+    /// The end of the version numbers: no process counts that far (2^62 updates), so a name at or past it was
+    /// planted; it is removed, and every version has a successor that cannot overflow.
+    static let maximumVersion: UInt64 = 1 << 62
 
     static func version(fromName name: String) -> UInt64? {
         guard name.hasPrefix(versionPrefix) else { return nil }
