@@ -20,6 +20,27 @@ func emit(_ object: [String: Any]) {
     line.withUnsafeBytes { _ = write(1, $0.baseAddress, $0.count) }
 }
 
+/// A field of /proc/self/status, in KiB.
+func memoryStatus(_ field: String) -> Int {
+    let text = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+    guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(field + ":") }) else { return -1 }
+    return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? -1
+}
+
+/// The bytes of shared memory files (memfd) this process has mapped, each file counted once.
+func mappedSharedMemoryBytes() -> Int {
+    let text = (try? String(contentsOfFile: "/proc/self/maps", encoding: .utf8)) ?? ""
+    var files: [String: Int] = [:]
+    for line in text.split(separator: "\n") where line.contains("/memfd:") {
+        let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+        guard fields.count >= 5, let range = fields.first?.split(separator: "-"), range.count == 2,
+            let start = Int(range[0], radix: 16), let end = Int(range[1], radix: 16)
+        else { continue }
+        files[String(fields[4]), default: 0] = max(files[String(fields[4]), default: 0], end - start)
+    }
+    return files.values.reduce(0, +)
+}
+
 guard let container = option("container") ?? (CommandLine.arguments.dropFirst().first == "hold-lock" ? "" : nil) else {
     FileHandle.standardError.write(Data("usage: wormhole-test-peer post|listen --container DIR ...\n".utf8))
     exit(2)
@@ -31,8 +52,11 @@ if CommandLine.arguments.dropFirst().first == "hold-lock" {
     emit(["locked": Int(getpid())])
     while true { sleep(1000) }
 }
-// --client ID makes the center durable.
-let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container), clientIdentifier: option("client"))
+// --client ID makes the center durable; --spool-limit BYTES sets the per-listener spool cap this process posts with.
+let center = try GroupNotificationCenter(
+    containerURL: URL(fileURLWithPath: container), clientIdentifier: option("client"),
+    configuration: GroupNotificationCenter.Configuration(
+        maximumSpoolSize: option("spool-limit").flatMap { Int($0) } ?? GroupNotificationCenter.maximumSpoolSize))
 let name = option("name").map { Notification.Name($0) }
 let object = option("object")
 
@@ -42,7 +66,7 @@ case "post":
     let count = Int(option("count") ?? "1") ?? 1
     let start = Int(option("start") ?? "0") ?? 0
     let payload = Int(option("payload") ?? "0") ?? 0
-    var delivered = 0, spooled = 0, failed = 0
+    var delivered = 0, spooled = 0, failed = 0, spoolFull = 0
     for i in start..<(start + count) {
         // --same posts one userInfo every time: the process's id, and what the other flags add.
         var userInfo: [AnyHashable: Any] = flag("same") ? ["pid": Int(getpid())] : ["i": i, "pid": Int(getpid())]
@@ -61,8 +85,9 @@ case "post":
         delivered += report.delivered
         spooled += report.spooled
         failed += report.failures.count
+        spoolFull += report.failures.filter { $0.error.code == .spoolFull }.count
     }
-    emit(["posted": count, "delivered": delivered, "spooled": spooled, "failed": failed])
+    emit(["posted": count, "delivered": delivered, "spooled": spooled, "failed": failed, "spoolFull": spoolFull])
     exit(0)
 case "listen":
     let limit = Int(option("count") ?? "0") ?? 0
@@ -90,6 +115,41 @@ case "listen":
         center.addObserver(forName: Notification.Name(also), object: nil, allowedClasses: classes, queue: nil, using: observer)
     }
     emit(["ready": Int(getpid())])
+    while true { sleep(1000) }
+case "listen-queued":
+    // Observes --name on an OperationQueue that stays suspended until SIGUSR1: a slow observer at its slowest.
+    // Prints its resident memory when ready; on SIGUSR1, the bytes of shared memory files it has mapped, then
+    // resumes the queue; after --count notifications, whether they came in order and its peak resident memory.
+    let limit = Int(option("count") ?? "1") ?? 1
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    queue.isSuspended = true
+    let state = Mutex((received: 0, next: Int(option("start") ?? "0") ?? 0, inOrder: true, blobBytes: 0))
+    center.addObserver(forName: name, object: object, queue: queue) { note in
+        let i = note.userInfo?["i"] as? Int ?? -1
+        let blob = (note.userInfo?["blob"] as? Data)?.count ?? 0
+        let done = state.withLock { state -> Bool in
+            if i != state.next { state.inOrder = false }
+            state.next = i + 1
+            state.received += 1
+            state.blobBytes += blob
+            return state.received == limit
+        }
+        if done {
+            let final = state.withLock { $0 }
+            emit(["received": final.received, "inOrder": final.inOrder, "blobBytes": final.blobBytes,
+                "peakResidentKiB": memoryStatus("VmHWM")])
+            exit(0)
+        }
+    }
+    signal(SIGUSR1, SIG_IGN)
+    let resume = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+    resume.setEventHandler {
+        emit(["mappedSharedBytes": mappedSharedMemoryBytes(), "residentKiB": memoryStatus("VmRSS")])
+        queue.isSuspended = false
+    }
+    resume.resume()
+    emit(["ready": Int(getpid()), "residentKiB": memoryStatus("VmRSS")])
     while true { sleep(1000) }
 case "value-add":
     // Adds one to the group value --name, --count times, printing each; with --stop-at K, stops itself (SIGSTOP)

@@ -36,9 +36,12 @@ final class Delivery: Sendable {
     ///
     /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
     /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
-    func deliver(_ frames: [Frame], receiveThread: (@escaping @Sendable () -> Void) -> Void) {
+    ///
+    /// What goes to observers' queues is held in `backlog` until those observers have run.
+    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
         var batch = DeliveryBatch()
         var received = 0
+        var bytes = 0
         var rejected = 0
         var decoded: [String: [AnyHashable: Any]?] = [:]
         var decodedArchive: ArchiveBytes? = nil
@@ -46,6 +49,7 @@ final class Delivery: Sendable {
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
             received += 1
+            bytes += frame.byteCount
             if let archive = frame.userInfo, decodedArchive.map(archive.isKnownEqual) != true || !archive.isCompact {
                 decoded.removeAll(keepingCapacity: true)
                 decodedArchive = archive
@@ -71,7 +75,8 @@ final class Delivery: Sendable {
                 $0.userInfoRejected += rejected
             }
         }
-        batch.dispatch(receiveThread: receiveThread)
+        let ticket = received > 0 ? backlog?.hold(notifications: received, bytes: bytes) : nil
+        batch.dispatch(holding: ticket, receiveThread: receiveThread)
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.

@@ -21,12 +21,13 @@ struct DeliveryBatch {
     }
 
     /// Schedules each queue's deliveries, in the order they were added, and gives those of observers without a
-    /// queue to `receiveThread`.
-    func dispatch(receiveThread: (@escaping @Sendable () -> Void) -> Void) {
+    /// queue to `receiveThread`. `ticket` is released once every queue has run its part (or dropped it unrun).
+    func dispatch(holding ticket: DeliveryBacklog.Ticket?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
         for group in groups {
             let items = DeliveryItems(items: group.items)
             let work: @Sendable () -> Void = {
                 for (observer, note) in items.items { observer.call(note) }
+                withExtendedLifetime(ticket) {}
             }
             if group.first.runsOnReceiveThread {
                 receiveThread(work)

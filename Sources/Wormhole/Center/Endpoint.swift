@@ -236,7 +236,7 @@ final class Endpoint: Sendable {
     /// called there, else once it wakes.
     func deliver(_ frames: [Frame], onReceiveThread: Bool) {
         let listener = self.listener.withLock { $0 }
-        delivery.deliver(frames) { work in
+        delivery.deliver(frames, backlog: listener?.backlog) { work in
             if onReceiveThread {
                 work()
             } else if let listener {

@@ -14,6 +14,9 @@ enum Limits {
     /// The most links (a connected socket and a spool segment each) a posting process keeps open per
     /// container; past it, the link used least recently is closed.
     static let maximumLinks = 64
+    /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
+    /// its sockets and its spool: ``DeliveryBacklog``.
+    static let deliveryBacklog = DeliveryBacklog.Bound(notifications: 4096, bytes: 16 << 20)
 }
 
 extension GroupNotificationCenter {

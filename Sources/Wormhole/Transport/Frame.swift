@@ -33,6 +33,11 @@ struct Frame: Sendable {
 
     func encoded() -> [UInt8] { encoded(withUserInfo: true) }
 
+    /// The bytes the frame takes, as encoded (its userInfo's, mapped or not, included).
+    var byteCount: Int {
+        Self.headerSize + 4 + name.utf8.count + 1 + (object.map { 4 + $0.utf8.count } ?? 0) + 4 + (userInfo?.count ?? 0)
+    }
+
     /// The frame without its userInfo's bytes, which follow it (its length included): what a large frame is
     /// written as, head first, without copying the userInfo into a frame.
     func encodedHead() -> [UInt8] { encoded(withUserInfo: false) }

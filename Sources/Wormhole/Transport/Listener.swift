@@ -34,6 +34,8 @@ final class Listener: Sendable {
     let spool: SpoolFolder
     let handlers: Handlers
     let stopping = Atomic<Bool>(false)
+    /// What it has read and its observers have not yet run: past its bound, the receive thread reads no more.
+    let backlog = DeliveryBacklog()
     private let finished = DispatchSemaphore(value: 0)
     /// Set when an observer was added: frames held back in a durable spool may now have one.
     let recheck = Atomic<Bool>(true)
@@ -74,6 +76,7 @@ final class Listener: Sendable {
         }
         inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(transport: transport, dropped: handlers.dropped)))
         socketFile.withLock { $0 = currentSocketFile() }
+        backlog.onRoom { [weak self] in self?.wake() }
     }
 
     /// The identity of the file at this listener's socket name now.
@@ -160,6 +163,7 @@ final class Listener: Sendable {
     }
 
     private func wake() {
+        guard !wakePipeClosed.load(ordering: .acquiring) else { return }
         var byte: UInt8 = 1
         _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(wakeWrite, $0) }
     }

@@ -22,11 +22,15 @@ extension Listener {
         var bellOwedNow = false
         var events: [pollfd] = []
         while !stopping.load(ordering: .acquiring) {
+            // Observers' queues hold too much of what was read: read nothing more until they have worked it down
+            // (they wake this thread), and posters fill the sockets, then the spool.
+            let paused = backlog.isOver
             events.removeAll(keepingCapacity: true)
             events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
-            inbox.addPollDescriptors(to: &events)
-            let fullTimeout = inbox.pollTimeout ?? Limits.housekeepingInterval
-            let timeout = bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
+            if !paused { inbox.addPollDescriptors(to: &events) }
+            let fullTimeout = paused ? Limits.housekeepingInterval : inbox.pollTimeout ?? Limits.housekeepingInterval
+            let timeout = paused ? fullTimeout
+                : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
             let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
             if stopping.load(ordering: .acquiring) { break }
 
@@ -44,6 +48,15 @@ extension Listener {
             let now = DispatchTime.now().uptimeNanoseconds
             // A wait shortened for the bell that ends is no reason for housekeeping.
             let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > 1_000_000_000
+            if backlog.isOver {
+                // The spool waits too; it is looked at as soon as there is room.
+                bellOwed = true
+                if housekeepingDue {
+                    lastHousekeeping = now
+                    handlers.housekeeping()
+                }
+                continue
+            }
             let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
             // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
             // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
@@ -92,7 +105,10 @@ extension Listener {
         reader.handOver(
             taken, direct: direct,
             SpoolReader.Handlers(
-                deliver: { handlers.frames($0) },
+                deliver: { [self] frames in
+                    handlers.frames(frames)
+                    waitForRoom()
+                },
                 holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },
                 dropped: { handlers.dropped($0, $1) }))
         return hadAnything
@@ -117,6 +133,23 @@ extension Listener {
         } catch {
             handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) is gone and cannot be bound again: \(error)")
             return false
+        }
+    }
+
+    /// Waits while the backlog is over its bound, in the middle of handing over a spool: nothing more is taken
+    /// from it until the observers have worked the backlog down. Work handed to this thread still runs, and
+    /// housekeeping still happens once a second; a stop ends the wait.
+    private func waitForRoom() {
+        var events: [pollfd] = []
+        while backlog.isOver && !stopping.load(ordering: .acquiring) {
+            events = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)) ?? 0
+            if ready > 0 {
+                drainWakePipe()
+                for work in pending.withLock({ work in defer { work = [] }; return work }) { work() }
+            } else {
+                handlers.housekeeping()
+            }
         }
     }
 
