@@ -25,6 +25,8 @@ final class SpoolFolder: Sendable {
     /// a new one, so this only bounds how long a dead poster's file takes room.
     static let unnamedLifetime = 60
     static let heldPrefix = "held-"
+    /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a sparse file whose size is what it may still write.
+    static let leasePrefix = "lease-"
     /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
     static let maximumSegmentSize = 1 << 30
 
@@ -47,11 +49,12 @@ final class SpoolFolder: Sendable {
     }
 
     /// The bytes the folder's files take on disk. A sparse file counts what it really holds, not the size it
-    /// claims. Without `includingTaken`, only what waits for the listener to take it (its backlog).
+    /// claims. Without `includingTaken`, only what waits for the listener to take it (its backlog). Posters' lease
+    /// files (``SpoolLease``) are reservations, not data: they count nothing here, sparse or not.
     func totalBytes(includingTaken: Bool = true) -> Int {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
         return names.reduce(0) { total, name in
-            guard name != Self.bellName, includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
+            guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix), includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
                 status.st_mode & S_IFMT == S_IFREG
             else { return total }
             // A file system can claim any block count: held at the size rather than overflowing.
