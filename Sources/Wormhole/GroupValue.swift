@@ -108,7 +108,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
             var value = try decode(reading.frame, version: reading.version)
             let result = try body(&value)
             // Claimed past the newest version, whole or not: a damaged one never stands in the way.
-            let next = reading.newest + 1
+            let next = try ValueStore.successor(of: reading.newest)
             if try publish(try encode(value, version: next), version: next) { return result }
         }
     }
@@ -117,7 +117,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// - Throws: A system error when the container cannot be written.
     public func reset() throws {
         while true {
-            if try publish(nil, version: try read().newest + 1) { return }
+            if try publish(nil, version: try ValueStore.successor(of: try read().newest)) { return }
         }
     }
 

@@ -140,6 +140,8 @@ struct StorageFaultTests {
         let versions = root + "/values/" + RetainedStore.fileName(for: "count") + "/"
         let version = Frame(poster: 1, sequence: .max, name: GroupValueName.notification(for: "count"), object: nil, userInfo: nil)
         try Data(SpoolRecord.segment([version.encoded()])).write(to: URL(fileURLWithPath: versions + ValueStore.versionPrefix + maximal))
+        // Just below the end of the range, detached from the value's history: ignored, and never claimed past.
+        try Data(SpoolRecord.segment([version.encoded()])).write(to: URL(fileURLWithPath: versions + ValueStore.fileName(ValueStore.maximumVersion - 1)))
         try FileManager.default.createDirectory(atPath: root + "/spool/" + maximal, withIntermediateDirectories: false)
         try Data("junk".utf8).write(to: URL(fileURLWithPath: root + "/registry/" + maximal))
         try Data().write(to: URL(fileURLWithPath: root + "/registry/" + StoredFile.temporaryPrefix + "planted"))

@@ -41,7 +41,6 @@ final class Delivery: Sendable {
     func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
         var batch = DeliveryBatch()
         var received = 0
-        var bytes = 0
         var rejected = 0
         var decoded: [String: [AnyHashable: Any]?] = [:]
         var decodedArchive: ArchiveBytes? = nil
@@ -49,7 +48,6 @@ final class Delivery: Sendable {
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
             received += 1
-            bytes += frame.byteCount
             if let archive = frame.userInfo, decodedArchive.map(archive.isKnownEqual) != true || !archive.isCompact {
                 decoded.removeAll(keepingCapacity: true)
                 decodedArchive = archive
@@ -75,8 +73,7 @@ final class Delivery: Sendable {
                 $0.userInfoRejected += rejected
             }
         }
-        let ticket = received > 0 ? backlog?.hold(notifications: received, bytes: bytes) : nil
-        batch.dispatch(holding: ticket, receiveThread: receiveThread)
+        batch.dispatch(backlog: backlog, receiveThread: receiveThread)
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.

@@ -4,7 +4,7 @@ import Foundation
 /// one wake-up of a queue per batch instead of one per notification. Observers without a queue share one
 /// group, run on the receive thread.
 struct DeliveryBatch {
-    private var groups: [(queue: ObjectIdentifier?, first: Observer, items: [(Observer, SendableNotification)])] = []
+    private var groups: [(queue: ObjectIdentifier?, first: Observer, items: [(Observer, SendableNotification)], bytes: Int)] = []
 
     var isEmpty: Bool { groups.isEmpty }
 
@@ -15,24 +15,30 @@ struct DeliveryBatch {
         let queue = observer.queueIdentity
         if let index = groups.firstIndex(where: { $0.queue == queue }) {
             groups[index].items.append((observer, note))
+            groups[index].bytes += frame.byteCount
         } else {
-            groups.append((queue, observer, [(observer, note)]))
+            groups.append((queue, observer, [(observer, note)], frame.byteCount))
         }
     }
 
     /// Schedules each queue's deliveries, in the order they were added, and gives those of observers without a
-    /// queue to `receiveThread`. `ticket` is released once every queue has run its part (or dropped it unrun).
-    func dispatch(holding ticket: DeliveryBacklog.Ticket?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
+    /// queue to `receiveThread`. What goes to a queue is held in `backlog` until the queue has run it, or every
+    /// observer it was for was removed.
+    func dispatch(backlog: DeliveryBacklog?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
         for group in groups {
             let items = DeliveryItems(items: group.items)
-            let work: @Sendable () -> Void = {
-                for (observer, note) in items.items { observer.call(note) }
-                withExtendedLifetime(ticket) {}
+            guard !group.first.runsOnReceiveThread else {
+                receiveThread { for (observer, note) in items.items { observer.call(note) } }
+                continue
             }
-            if group.first.runsOnReceiveThread {
-                receiveThread(work)
-            } else {
-                group.first.schedule(work)
+            let ticket = backlog?.hold(notifications: group.items.count, bytes: group.bytes)
+            if let ticket {
+                var seen = Set<ObjectIdentifier>()
+                for (observer, _) in group.items where seen.insert(ObjectIdentifier(observer)).inserted { observer.track(ticket) }
+            }
+            group.first.schedule {
+                for (observer, note) in items.items { observer.call(note) }
+                ticket?.release()
             }
         }
     }

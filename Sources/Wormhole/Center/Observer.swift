@@ -61,9 +61,22 @@ final class Observer: NSObject, Sendable {
 
     var isActive: Bool { active.load(ordering: .acquiring) }
 
+    /// The backlog held by deliveries queued for this observer: released when it is removed, so that a queue
+    /// that never runs them keeps its listener from reading only until then.
+    private let tickets = Mutex<[DeliveryBacklog.Ticket]>([])
+
+    func track(_ ticket: DeliveryBacklog.Ticket) {
+        tickets.withLock { tickets in
+            tickets.removeAll { $0.isReleased }
+            tickets.append(ticket)
+        }
+        if !isActive { ticket.release() }
+    }
+
     /// Stops deliveries, also those already queued.
     func deactivate() {
         active.store(false, ordering: .releasing)
+        for ticket in tickets.withLock({ tickets in defer { tickets = [] }; return tickets }) { ticket.release() }
     }
 
     /// The queue the block runs on, and its identity, so that deliveries to one queue can go as one batch;

@@ -171,20 +171,14 @@ final class SpoolFolder: Sendable {
         return try? reader.read(UInt64.self, "sequence")
     }
 
-    /// The end of the held files' numbers: the listener counts up from 1, one a drain, and never gets there, so a
-    /// name at or past it (or not in lowercase hex) was planted.
-    static let maximumHeldNumber: UInt64 = 1 << 62
-
-    /// The number in a held file's name (`held-<16 hex>`); nil for any other name, or one out of range.
+    /// The number in a held file's name (`held-<16 lowercase hex>`); nil for any other name.
     static func heldNumber(_ name: String) -> UInt64? {
-        guard name.hasPrefix(heldPrefix), let number = RegistryEntry.listener(fromName: String(name.dropFirst(heldPrefix.count))),
-            number < maximumHeldNumber
-        else { return nil }
-        return number
+        guard name.hasPrefix(heldPrefix) else { return nil }
+        return RegistryEntry.listener(fromName: String(name.dropFirst(heldPrefix.count)))
     }
 
-    /// The held files, oldest first, and the names that look like held files but are not this listener's (a
-    /// number out of range): those are not read.
+    /// The held files, oldest first, and the names that look like held files but are not this listener's (not
+    /// 16 lowercase hex digits): those are not read.
     func heldFiles() -> (files: [String], planted: [String]) {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
         var files: [(UInt64, String)] = []

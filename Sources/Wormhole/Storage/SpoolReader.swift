@@ -63,7 +63,7 @@ struct SpoolReader: ~Copyable {
         let held = taken.held
         for name in taken.planted {
             folder.remove(name)
-            handlers.dropped(1, "\(name) in the spool of listener \(RegistryEntry.hex(folder.listener)) is no held file of its (a number out of range); removed unread")
+            handlers.dropped(1, "\(name) in the spool of listener \(RegistryEntry.hex(folder.listener)) is no held file of its; removed unread")
         }
         guard !taken.isEmpty else {
             if !direct.isEmpty { handlers.deliver(direct) }
@@ -140,10 +140,11 @@ struct SpoolReader: ~Copyable {
 
     private mutating func heldName() -> String {
         if nextHeld == 0 {
-            // Below the range's end: a number never overflows here.
-            nextHeld = (folder.heldFiles().files.last.flatMap(SpoolFolder.heldNumber) ?? 0) + 1
+            // A new held file replaces every older one, so numbering may start again at 1 after the largest.
+            let (next, overflow) = (folder.heldFiles().files.last.flatMap(SpoolFolder.heldNumber) ?? 0).addingReportingOverflow(1)
+            nextHeld = overflow ? 1 : next
         }
-        defer { nextHeld += 1 }
+        defer { nextHeld = nextHeld == .max ? 1 : nextHeld + 1 }
         return SpoolFolder.heldPrefix + RegistryEntry.hex(nextHeld)
     }
 }

@@ -67,7 +67,7 @@ struct ValueStore: Sendable {
         defer { Sys.close(folder) }
         var planted: [(version: UInt64, reason: String)] = []
         for _ in 0..<64 {
-            let versions = try listVersions(folder, planted: &planted).sorted(by: >)
+            let versions = try listVersions(folder, planted: &planted)
             guard let newest = versions.first else { return Reading(newest: 0, version: 0, frame: nil, damaged: planted) }
             var reading = Reading(newest: newest, version: 0, frame: nil, damaged: planted)
             for version in versions where newest - version <= Self.keptNames {
@@ -85,7 +85,7 @@ struct ValueStore: Sendable {
             }
             if reading.damaged.isEmpty && reading.frame != nil { return reading }
             // Something was skipped: whole only if nothing newer came meanwhile.
-            if try listVersions(folder, planted: &planted).max() == newest {
+            if try listVersions(folder, planted: &planted).first == newest {
                 if reading.frame == nil { reading.version = newest }
                 return reading
             }
@@ -108,7 +108,7 @@ struct ValueStore: Sendable {
             opened = try StoredFile.openForReading(Self.fileName(version), in: folder, limit: Self.maximumFileSize)
         } catch where error.errno == ENOENT {
             return .gone
-        } catch where error.code == .corruptData || [ELOOP, ENXIO, EISDIR, EOPNOTSUPP, EACCES, EPERM].contains(error.errno ?? 0) {
+        } catch where !Self.isThisProcesssLack(error) {
             return .damaged("\(error)")
         }
         let size = Int(opened.status.st_size)
@@ -118,21 +118,47 @@ struct ValueStore: Sendable {
         guard size > headSize else { return .damaged("version \(version) of value \(name) is cut short") }
         var head = [UInt8](repeating: 0, count: headSize)
         let fd = opened.file.rawValue
-        let got = try head.withUnsafeMutableBytes { raw in Result { () throws(WormholeError) in try Sys.preadAll(fd, into: raw, at: 0) } }.get()
+        let got: Int
+        do throws(WormholeError) {
+            got = try head.withUnsafeMutableBytes { raw in Result { () throws(WormholeError) in try Sys.preadAll(fd, into: raw, at: 0) } }.get()
+        } catch where !Self.isThisProcesssLack(error) {
+            return .damaged("version \(version) of value \(name) cannot be read: \(error)")
+        }
         var reader = ByteReader(head, from: SpoolRecord.headerSize)
         guard got == headSize, SpoolRecord.key(ofHeader: head[0..<SpoolRecord.headerSize]) != nil,
             let length = try? reader.read(UInt32.self, "length"), headSize + Int(length) == size
         else { return .damaged("version \(version) of value \(name) is not one whole record") }
-        let bytes = try readWhole(opened.file.rawValue, limit: size)
+        let bytes: [UInt8]
+        do throws(WormholeError) {
+            bytes = try readWhole(fd, limit: size)
+        } catch where !Self.isThisProcesssLack(error) {
+            return .damaged("version \(version) of value \(name) cannot be read: \(error)")
+        }
         guard let record = SpoolRecord.decodeAll(bytes).frames.first, let frame = try? Frame(decoding: record),
             frame.kind == .notification, frame.name == GroupValueName.notification(for: name)
         else { return .damaged("version \(version) of value \(name) fails its check") }
         return .whole(frame)
     }
 
-    /// The version numbers in the folder. Names at or past ``maximumVersion`` were planted: removed, and
-    /// reported in `planted`.
+    /// Whether `error` says this process lacks something (descriptors, memory) rather than that the file is bad:
+    /// such an error is thrown, since skipping a whole version that could not be read now would base an update
+    /// on an older one. Any other (an I/O error, a file of another kind, one that changed under its reader)
+    /// makes the version damaged, and writers claim past it.
+    private static func isThisProcesssLack(_ error: WormholeError) -> Bool {
+        [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(error.errno ?? 0)
+    }
+
+    /// The versions of the folder, newest first: only those of the value's history.
+    ///
+    /// Every version within ``keptNames`` of the newest keeps its name, so the history is one cluster of names
+    /// no more than that apart, which either starts near 1 or holds at least half that many names. Names at or
+    /// past ``maximumVersion`` were planted: removed. A cluster above the history that is neither was planted
+    /// too: ignored (never removed: a name is removed only when no process could have written it). Both are
+    /// reported in `planted`, once each.
     private func listVersions(_ folder: CInt, planted: inout [(version: UInt64, reason: String)]) throws(WormholeError) -> [UInt64] {
+        func report(_ version: UInt64, _ reason: String) {
+            if !planted.contains(where: { $0.version == version }) { planted.append((version, reason)) }
+        }
         var versions: [UInt64] = []
         for version in try Sys.listDirectory(folder, limit: 100_000).compactMap(Self.version(fromName:)) {
             guard version >= Self.maximumVersion else {
@@ -140,9 +166,26 @@ struct ValueStore: Sendable {
                 continue
             }
             try? Sys.removeFile(Self.fileName(version), relativeTo: folder)
-            planted.append((version, "version number \(version) is past the end of the range; removed"))
+            report(version, "version number \(version) is past the end of the range; removed")
+        }
+        versions.sort(by: >)
+        while !versions.isEmpty {
+            var end = 0
+            while end + 1 < versions.count, versions[end] - versions[end + 1] <= Self.keptNames { end += 1 }
+            if versions[end] <= Self.keptNames + 1 || end + 1 >= Int(Self.keptNames / 2) { break }
+            for version in versions[0...end] { report(version, "version \(version) is detached from the value's history; ignored") }
+            versions.removeFirst(end + 1)
         }
         return versions
+    }
+
+    /// The version after `newest`.
+    /// - Throws: ``WormholeError/Code/corruptData`` at the end of the range (reached only through planted names).
+    static func successor(of newest: UInt64) throws(WormholeError) -> UInt64 {
+        guard newest + 1 < maximumVersion else {
+            throw WormholeError(.corruptData, "group value versions reach the end of their range (\(newest)): planted names")
+        }
+        return newest + 1
     }
 
     /// Publishes `frame` as `version`, the one after the newest; false when another process took it first, or
@@ -153,7 +196,7 @@ struct ValueStore: Sendable {
         guard try StoredFile.create(Self.fileName(version), in: folder, with: SpoolRecord.segment([frame])) else { return false }
         var planted: [(version: UInt64, reason: String)] = []
         let versions = try listVersions(folder, planted: &planted)
-        if let newest = versions.max(), newest > version, newest - version > Self.keptNames {
+        if let newest = versions.first, newest > version, newest - version > Self.keptNames {
             try? Sys.removeFile(Self.fileName(version), relativeTo: folder)
             return false
         }

@@ -55,8 +55,8 @@ final class DeliveryBacklog: Sendable {
         if woke { wake.withLock { $0 }?() }
     }
 
-    /// Part of the backlog: released once, when the last delivery that carries it has run, or when it is dropped
-    /// unrun (a queue that went away).
+    /// Part of the backlog: released once, when the deliveries it carries have run, when every observer they were
+    /// for was removed, or when it is dropped unrun (a queue that went away).
     final class Ticket: Sendable {
         private let backlog: DeliveryBacklog
         private let notifications: Int
@@ -68,6 +68,8 @@ final class DeliveryBacklog: Sendable {
             self.notifications = notifications
             self.bytes = bytes
         }
+
+        var isReleased: Bool { released.load(ordering: .acquiring) }
 
         func release() {
             guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }

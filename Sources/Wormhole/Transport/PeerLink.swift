@@ -46,9 +46,8 @@ final class PeerLink: Sendable {
         var heldAt: UInt64 = 0
         /// nil until the first post looks whether others' segments wait for the listener.
         var spooling: Bool?
-        /// What the listener's spool holds, as last measured plus what this link wrote since.
-        var spooledEstimate = 0
-        var estimated: UInt64 = 0
+        /// This link's reservation in the listener's spool, held while it spools (``SpoolLease``).
+        var lease: SpoolLease?
         /// Bytes of shared frames sent on this connection since it was last found read to the end: what the
         /// listener may still have to map, bounded by ``SharedFrame/maximumUnread``.
         var sharedUnread = 0
@@ -78,6 +77,10 @@ final class PeerLink: Sendable {
         state = Mutex(State(spooling: startsSpooling ? true : nil))
     }
 
+    deinit {
+        state.withLock { state in releaseLease(&state) }
+    }
+
     /// Puts `frame` in the listener's socket, or else in its spool. Never blocks on the listener.
     func send(_ frame: OutgoingFrame, nudge: [UInt8]) -> Outcome {
         state.withLock { state in
@@ -89,6 +92,7 @@ final class PeerLink: Sendable {
                 if state.spooling == true, !isSegmentPending(&state) {
                     // The listener has taken everything this link spooled: back to the socket.
                     state.spooling = false
+                    releaseLease(&state)
                 }
                 if state.spooling == false && (frame.count <= Limits.maximumDirectFrameSize || canShare(frame, &state)) {
                     switch try sendDirect(frame, &state) {
@@ -138,7 +142,12 @@ final class PeerLink: Sendable {
     private func spool(_ frame: OutgoingFrame, _ state: inout State) throws(WormholeError) -> Bool? {
         guard let folder = try openFolder(&state) else { return nil }
         let size = SpoolRecord.recordHeaderSize + frame.count + (state.segment == nil ? SpoolRecord.headerSize : 0)
-        try checkListenerLimit(size, folder, &state)
+        do throws(WormholeError) {
+            try checkListenerLimit(size, folder, &state)
+        } catch where error.errno == ENOENT {
+            // The folder is gone, and its lease could not be made: so is the listener.
+            return nil
+        }
         try context.budget.reserve(size)
         for _ in 0..<8 {
             guard var segment = state.segment.take() else {
@@ -171,26 +180,73 @@ final class PeerLink: Sendable {
     private func keep(_ segment: consuming SpoolSegment, _ size: Int, _ state: inout State) {
         state.heldAt = DispatchTime.now().uptimeNanoseconds
         state.segment = consume segment
-        state.spooledEstimate += size
     }
 
-    /// Refuses a record that would take the listener's spool past its limit.
+    /// Refuses a record of `size` bytes that would take the listener's spool past its limit, or takes it out of
+    /// this link's lease, renewing the lease first when it has none, when what is left is too small, or when it
+    /// was renewed over ``SpoolLease/renewAfter`` ago (``SpoolLease``). Never waits for anyone.
     private func checkListenerLimit(_ size: Int, _ folder: SpoolFolder, _ state: inout State) throws(WormholeError) {
         let now = DispatchTime.now().uptimeNanoseconds
-        // Measured every tenth of a second, and again before refusing: the estimate only adds what this link
-        // wrote, not what the listener took meanwhile.
-        let stale = now &- state.estimated > SpoolBudget.remeasureInterval
-        let over = state.spooledEstimate + size > context.maximumSpoolSize
-        if state.estimated == 0 || stale || (over && now &- state.estimated > SpoolBudget.minimumRemeasureInterval) {
-            state.spooledEstimate = folder.totalBytes(includingTaken: false)
-            state.estimated = now
-        }
-        guard state.spooledEstimate + size <= context.maximumSpoolSize else {
+        // No syscall per record: the lease file keeps its size until the next renewal.
+        if state.lease?.spend(size, at: now) == true { return }
+        try renewLease(size, folder, now, &state)
+    }
+
+    /// Renews this link's lease for a record of `size` bytes: sets the lease file to what it asks for, *then*
+    /// measures what the folder holds and what the other posters' leases reserve; shrinks the ask to what is left
+    /// when that still takes the record, or else sets the lease to nothing and refuses the record.
+    private func renewLease(_ size: Int, _ folder: SpoolFolder, _ now: UInt64, _ state: inout State) throws(WormholeError) {
+        let limit = context.maximumSpoolSize
+        guard size <= limit else {
+            // Never fits: refused without reserving anything, which would only get in others' way.
+            if let lease = state.lease.take() { try? folder.setLease(lease, to: 0); state.lease = consume lease }
             throw WormholeError(
                 .spoolFull,
-                "spool of listener \(RegistryEntry.hex(listener)) holds \(state.spooledEstimate) bytes; "
-                    + "\(size) more would pass its \(context.maximumSpoolSize)-byte limit")
+                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener \(RegistryEntry.hex(listener))")
         }
+        // A lease another poster removed as stale (this process was stopped), or never made: made anew, so it is seen.
+        var lease: SpoolLease
+        if let held = state.lease.take(), folder.holds(held) {
+            lease = held
+        } else {
+            lease = try folder.openLease(poster: context.poster)
+        }
+        var ask = max(size, limit / SpoolLease.askDivisor)
+        var refusal: WormholeError?
+        do throws(WormholeError) {
+            // Reserved before measuring: a poster that measures after this sees it.
+            try folder.setLease(lease, to: ask)
+            let leased = folder.leasedBytes(except: lease.name, limit: limit)
+            let sum = folder.totalBytes(includingTaken: false).addingReportingOverflow(leased)
+            let backlog = sum.overflow ? Int.max : sum.partialValue
+            if backlog > limit - ask {
+                if backlog <= limit - size {
+                    ask = limit - backlog
+                    try folder.setLease(lease, to: ask)
+                } else {
+                    try? folder.setLease(lease, to: 0)
+                    ask = 0
+                    refusal = WormholeError(
+                        .spoolFull,
+                        "spool of listener \(RegistryEntry.hex(listener)) holds or has reserved \(backlog) bytes; "
+                            + "\(size) more would pass its \(limit)-byte limit")
+                }
+            }
+        } catch {
+            try? folder.setLease(lease, to: 0)
+            ask = 0
+            refusal = error
+        }
+        lease.renewed = now
+        lease.remaining = refusal == nil ? ask - size : 0
+        state.lease = consume lease
+        if let refusal { throw refusal }
+    }
+
+    /// Gives back this link's lease, when it stops spooling or goes away: best effort.
+    private func releaseLease(_ state: inout State) {
+        guard let lease = state.lease.take() else { return }
+        if let folder = state.folder { folder.removeLease(lease) }
     }
 
     /// Whether `frame`, too large for the socket, may go to the listener as a shared frame: where the platform

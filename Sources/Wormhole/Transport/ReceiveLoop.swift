@@ -53,6 +53,7 @@ extension Listener {
                 bellOwed = true
                 if housekeepingDue {
                     lastHousekeeping = now
+                    _ = keepSocketFile(inbox)
                     handlers.housekeeping()
                 }
                 continue
@@ -141,13 +142,17 @@ extension Listener {
     /// housekeeping still happens once a second; a stop ends the wait.
     private func waitForRoom() {
         var events: [pollfd] = []
+        var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
         while backlog.isOver && !stopping.load(ordering: .acquiring) {
             events = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)) ?? 0
             if ready > 0 {
                 drainWakePipe()
                 for work in pending.withLock({ work in defer { work = [] }; return work }) { work() }
-            } else {
+            }
+            let now = DispatchTime.now().uptimeNanoseconds
+            if now &- lastHousekeeping >= UInt64(Limits.housekeepingInterval) * 1_000_000 {
+                lastHousekeeping = now
                 handlers.housekeeping()
             }
         }

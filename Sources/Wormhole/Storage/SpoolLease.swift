@@ -1,0 +1,118 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A poster's reservation of room in one listener's spool, so that the listener's cap holds when many posters
+/// spool at once, without a lock and without any poster waiting for another.
+///
+/// The reservation is the file `lease-<poster>` in the spool folder: its *size* (a sparse file, holding no
+/// blocks) is what the poster may still write there. Before it writes a record a poster renews its lease when it
+/// has none, when what is left is too small, or when it is older than ``renewAfter``: it first sets the file's size
+/// to what it asks for, *then* measures the folder (the segments waiting, plus the fresh leases of the other
+/// posters). Of two posters renewing at once, the one that measures last sees the other's lease, so together they
+/// never pass the cap. What a poster writes comes off its local ``remaining``; the file keeps the size set at the
+/// renewal, so written bytes count twice (in the segment and in the lease) until the next one: erring on the safe side.
+///
+/// A lease not renewed for ``lifetime`` (its poster died, or is stopped) is stale: measurements ignore it and remove
+/// it, so it never blocks the others. A poster stopped with a lease comes back to renew before it writes more than
+/// the record it was writing, so the cap can be passed only by that record, for each poster stopped for longer
+/// than ``lifetime`` between renewing and finishing a write.
+struct SpoolLease: ~Copyable {
+    /// How long after renewing (uptime, nanoseconds) a poster renews again before its next write: well within
+    /// ``lifetime``, so that a poster that writes keeps its lease fresh.
+    static let renewAfter: UInt64 = 1_000_000_000
+    /// How old (by its modification time) another poster's lease may be and still count, in nanoseconds.
+    static let lifetime: Int64 = 5_000_000_000
+    /// How far in the future a lease's time may be (clocks differ by a little) and still count.
+    static let futureTolerance: Int64 = 1_000_000_000
+    /// The least a renewal asks for, as a fraction of the cap: a flood of small records renews once per this much.
+    static let askDivisor = 32
+
+    let name: String
+    let file: OwnedDescriptor
+    let identity: FileIdentity
+    /// Bytes reserved and not written yet.
+    var remaining = 0
+    /// When the lease was last renewed, in uptime nanoseconds; 0 before the first renewal.
+    var renewed: UInt64 = 0
+
+    /// Takes `size` bytes out of what is left, when that much is left and the lease was renewed within
+    /// ``renewAfter`` before `now` (uptime nanoseconds); false when it must be renewed first.
+    mutating func spend(_ size: Int, at now: UInt64) -> Bool {
+        guard renewed != 0, now &- renewed <= Self.renewAfter, remaining >= size else { return false }
+        remaining -= size
+        return true
+    }
+
+    static func name(poster: UInt64) -> String { SpoolFolder.leasePrefix + RegistryEntry.hex(poster) }
+
+    /// Whether `age` (nanoseconds since a lease's last change) is within its lifetime.
+    static func isFresh(age: Int64) -> Bool { age <= lifetime && age >= -futureTolerance }
+}
+
+extension SpoolFolder {
+    /// Opens `poster`'s lease file, creating it. A file planted under its name that is not a regular file of one
+    /// link (a hard link to another file, which setting the size would cut, a FIFO, a symbolic link) is removed and
+    /// made anew. A missing folder throws `ENOENT`.
+    func openLease(poster: UInt64) throws(WormholeError) -> SpoolLease {
+        let name = SpoolLease.name(poster: poster)
+        var failure = WormholeError(.system, "lease \(name) is not a regular file of its own")
+        for _ in 0..<2 {
+            do throws(WormholeError) {
+                // Non-blocking: opening a planted FIFO for writing fails (ENXIO) rather than waiting for a reader.
+                let file = try Sys.open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600, relativeTo: descriptor)
+                let status = try Sys.status(of: file.rawValue)
+                if status.st_mode & S_IFMT == S_IFREG && status.st_nlink == 1 {
+                    return SpoolLease(name: name, file: file, identity: status.identity)
+                }
+            } catch where error.errno == ENOENT {
+                throw error
+            } catch {
+                failure = error
+            }
+            // The name is this poster's alone: what is there was planted, or is a leftover of a damaged one.
+            try? Sys.removeFile(name, relativeTo: descriptor)
+        }
+        throw failure
+    }
+
+    /// Whether `lease`'s name still names its file: another poster removes a lease it finds stale (its poster
+    /// was stopped past ``SpoolLease/lifetime``), and then it must be made anew to be seen.
+    func holds(_ lease: borrowing SpoolLease) -> Bool {
+        guard let status = try? Sys.status(lease.name, relativeTo: descriptor, followLinks: false) else { return false }
+        return status.identity == lease.identity
+    }
+
+    /// Sets the bytes `lease` reserves (its file's size), which also marks it fresh (its modification time).
+    func setLease(_ lease: borrowing SpoolLease, to bytes: Int) throws(WormholeError) {
+        try Sys.truncate(lease.file.rawValue, max(0, bytes))
+    }
+
+    /// Removes `lease`'s file if its name still names it, and closes it: best effort.
+    func removeLease(_ lease: consuming SpoolLease) {
+        if holds(lease) { remove(lease.name) }
+    }
+
+    /// What the other posters' fresh leases reserve, each held to `0...limit` and the sum held at `Int.max` (a
+    /// lease's size is any number another process set). Stale leases (older than ``SpoolLease/lifetime``, or
+    /// from further in the future than a clock's drift) are skipped and removed: their posters died or are stopped.
+    func leasedBytes(except own: String, limit: Int) -> Int {
+        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        var total = 0
+        for name in names where name.hasPrefix(Self.leasePrefix) && name != own {
+            guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
+                status.st_mode & S_IFMT == S_IFREG
+            else { continue }
+            guard SpoolLease.isFresh(age: status.ageNanoseconds) else {
+                remove(name)
+                continue
+            }
+            let claimed = min(max(0, Int(truncatingIfNeeded: status.st_size)), max(0, limit))
+            let sum = total.addingReportingOverflow(claimed)
+            total = sum.overflow ? .max : sum.partialValue
+        }
+        return total
+    }
+}

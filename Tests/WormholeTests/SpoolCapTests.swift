@@ -1,0 +1,130 @@
+import Foundation
+import Testing
+@testable import Wormhole
+
+/// The per-listener spool cap (``GroupNotificationCenter/Configuration/maximumSpoolSize``) holds when many posters
+/// spool for one stopped listener at once: each poster reserves room with a lease file before it measures, so of
+/// two posters admitted together at least one sees the other's lease. Leases of posters that died or were stopped
+/// expire, and never block the others.
+@Suite("Spool cap: many posters at once, and leases that expire")
+struct SpoolCapTests {
+    /// A cap small enough to show the problem quickly.
+    static let cap = 32 << 20
+
+    @Test("12 posters spooling 6 MB payloads at once for one stopped listener keep its spool within the cap")
+    func concurrentPostersKeepTheCap() throws {
+        let container = TemporaryContainer("spoolcap")
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"])
+        defer { release(listener) }
+        try listener.waitForLines(1)
+        try listener.suspend()
+        let folder = try spoolFolder(of: container)
+
+        let arguments = [
+            "post", "--container", container.path, "--name", "big", "--count", "3", "--payload", "6000000",
+            "--spool-limit", "\(Self.cap)",
+        ]
+        let posters = try (0..<12).map { _ in try Peer("wormhole-test-peer", arguments) }
+        var spooled = 0, failed = 0, spoolFull = 0, delivered = 0
+        for poster in posters {
+            #expect(try poster.waitForExit(timeout: 120) == 0, "poster: \(poster.errorOutput.suffix(3))")
+            let report = poster.jsonLines().first ?? [:]
+            delivered += report["delivered"] as? Int ?? 0
+            spooled += report["spooled"] as? Int ?? 0
+            failed += report["failed"] as? Int ?? 0
+            spoolFull += report["spoolFull"] as? Int ?? 0
+        }
+        let (segments, leases, leaseBlocks) = spoolBytes(folder)
+        print(
+            "spool cap \(Self.cap): segments hold \(segments) bytes (\(String(format: "%.2f", Double(segments) / Double(Self.cap)))x), "
+                + "leases claim \(leases); delivered \(delivered), spooled \(spooled), failed \(failed) (spoolFull \(spoolFull))")
+        // No poster was stopped, so the leases leave no overshoot at all.
+        #expect(segments <= Self.cap, "the spool holds \(segments) bytes, past its \(Self.cap)-byte cap")
+        #expect(spooled > 0, "some posts were spooled")
+        #expect(spoolFull > 0, "some posts were refused for the cap")
+        #expect(failed == spoolFull, "every failure is the cap's")
+        #expect(leaseBlocks == 0, "lease files are sparse")
+    }
+
+    @Test("a stale lease (old or in the future) never blocks a poster and is removed; a fresh one of any size is held at the cap")
+    func staleAndHostileLeases() throws {
+        let container = TemporaryContainer("spoollease")
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"])
+        defer { release(listener) }
+        try listener.waitForLines(1)
+        try listener.suspend()
+        let folder = try spoolFolder(of: container)
+        let arguments = [
+            "post", "--container", container.path, "--name", "big", "--count", "4", "--payload", "6000000",
+            "--spool-limit", "\(Self.cap)",
+        ]
+
+        // Leases claiming the whole cap, left by a poster killed 10 s ago and by a clock a minute ahead: both stale.
+        let old = folder + SpoolFolder.leasePrefix + "00000000000000a1"
+        let future = folder + SpoolFolder.leasePrefix + "00000000000000a2"
+        try plantLease(old, size: Self.cap, modified: Date().addingTimeInterval(-10))
+        try plantLease(future, size: Self.cap, modified: Date().addingTimeInterval(60))
+        let first = try Peer("wormhole-test-peer", arguments)
+        #expect(try first.waitForExit(timeout: 60) == 0)
+        let report = first.jsonLines().first ?? [:]
+        #expect(report["spooled"] as? Int ?? 0 > 0, "stale leases blocked the poster: \(report)")
+        #expect(report["failed"] as? Int == 0, "\(report)")
+        #expect(!FileManager.default.fileExists(atPath: old), "a lease 10 s old is removed")
+        #expect(!FileManager.default.fileExists(atPath: future), "a lease a minute in the future is removed")
+
+        // Fresh leases each claiming a terabyte: each held at the cap, their sum without overflow, every spool refused.
+        let huge = folder + SpoolFolder.leasePrefix + "00000000000000a3"
+        try plantLease(huge, size: 1 << 40, modified: Date())
+        try plantLease(folder + SpoolFolder.leasePrefix + "00000000000000a4", size: 1 << 40, modified: Date())
+        let second = try Peer("wormhole-test-peer", arguments)
+        #expect(try second.waitForExit(timeout: 60) == 0)
+        let refused = second.jsonLines().first ?? [:]
+        #expect(refused["spooled"] as? Int == 0, "\(refused)")
+        #expect(refused["spoolFull"] as? Int ?? 0 > 0, "\(refused)")
+        #expect(FileManager.default.fileExists(atPath: huge), "a fresh lease is left alone")
+        let after = spoolBytes(folder)
+        #expect(after.segments <= Self.cap)
+        #expect(after.leaseBlocks == 0, "lease files are sparse")
+    }
+}
+
+/// The path (with a trailing slash) of the spool folder of the one listener in `container`.
+private func spoolFolder(of container: TemporaryContainer) throws -> String {
+    let names = try FileManager.default.contentsOfDirectory(atPath: container.path + "/spool")
+    let listener = try #require(names.first { RegistryEntry.listener(fromName: $0) != nil }, "no spool folder in \(names)")
+    return container.path + "/spool/" + listener + "/"
+}
+
+/// The bytes (st_size) of the regular files in a spool folder: its segments and other files, and apart the sizes
+/// the lease files claim and the blocks they hold (sparse: none).
+private func spoolBytes(_ folder: String) -> (segments: Int, leases: Int, leaseBlocks: Int) {
+    var segments = 0, leases = 0, leaseBlocks = 0
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] {
+        var info = stat()
+        guard lstat(folder + name, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { continue }
+        if name.hasPrefix(SpoolFolder.leasePrefix) {
+            leases += Int(info.st_size)
+            leaseBlocks += Int(info.st_blocks)
+        } else {
+            segments += Int(info.st_size)
+        }
+    }
+    return (segments, leases, leaseBlocks)
+}
+
+/// A sparse lease file of `size` bytes, last modified at `modified`.
+private func plantLease(_ path: String, size: Int, modified: Date) throws {
+    let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+    try #require(fd >= 0, "errno \(errno)")
+    let truncated = ftruncate(fd, off_t(size))
+    close(fd)
+    try #require(truncated == 0, "the file system cannot hold a sparse \(size)-byte file: errno \(errno)")
+    try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: path)
+}
+
+/// Lets a stopped listener run again, then kills it.
+private func release(_ listener: Peer) {
+    listener.signal(SIGCONT)
+    listener.signal(SIGKILL)
+    _ = try? listener.waitForExit(timeout: 10)
+}
