@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import Wormhole
 
@@ -73,9 +74,26 @@ struct SpoolCapTests {
         #expect(!FileManager.default.fileExists(atPath: future), "a lease a minute in the future is removed")
 
         // Fresh leases each claiming a terabyte: each held at the cap, their sum without overflow, every spool refused.
+        // Their holders stay alive while the poster runs: a thread renews them as a live poster would.
         let huge = folder + SpoolFolder.leasePrefix + "00000000000000a3"
+        let other = folder + SpoolFolder.leasePrefix + "00000000000000a4"
         try plantLease(huge, size: 1 << 40, modified: Date())
-        try plantLease(folder + SpoolFolder.leasePrefix + "00000000000000a4", size: 1 << 40, modified: Date())
+        try plantLease(other, size: 1 << 40, modified: Date())
+        let spool = try SpoolFolder(listener: try #require(RegistryEntry.listener(fromName: URL(fileURLWithPath: folder).lastPathComponent)),
+            in: try Container(path: container.path), create: false)
+        // Each held at the cap (the first poster's own lease, still fresh, adds what it had left).
+        let leased = spool.leasedBytes(except: "", limit: Self.cap)
+        #expect(leased >= 2 * Self.cap && leased <= 3 * Self.cap, "\(leased)")
+        let holdersDone = Atomic<Bool>(false)
+        let holders = Thread {
+            while !holdersDone.load(ordering: .acquiring) {
+                utimes(huge, nil)
+                utimes(other, nil)
+                Thread.sleep(forTimeInterval: 0.2)
+            }
+        }
+        holders.start()
+        defer { holdersDone.store(true, ordering: .releasing) }
         let second = try Peer("wormhole-test-peer", arguments)
         #expect(try second.waitForExit(timeout: 60) == 0)
         let refused = second.jsonLines().first ?? [:]
