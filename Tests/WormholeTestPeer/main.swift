@@ -137,8 +137,10 @@ case "listen-queued":
         }
         if done {
             let final = state.withLock { $0 }
+            // Under AddressSanitizer freed memory stays resident a while (its quarantine): the peak says nothing.
+            let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
             emit(["received": final.received, "inOrder": final.inOrder, "blobBytes": final.blobBytes,
-                "peakResidentKiB": memoryStatus("VmHWM")])
+                "peakResidentKiB": memoryStatus("VmHWM"), "sanitized": sanitized])
             exit(0)
         }
     }

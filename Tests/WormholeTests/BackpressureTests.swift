@@ -29,7 +29,9 @@ struct BackpressureTests {
         #expect(summary["blobBytes"] as? Int == count * 4096)
         // 80 MB posted; the backlog bound is 16 MiB of frames, what they decode to about as much again.
         let peak = try #require(summary["peakResidentKiB"] as? Int)
-        #expect(peak - baseline < 64 << 10, "grew by \((peak - baseline) >> 10) MiB")
+        if summary["sanitized"] as? Bool != true {
+            #expect(peak - baseline < 64 << 10, "grew by \((peak - baseline) >> 10) MiB")
+        }
     }
 
     @Test("12 posts of 8 MB as shared memory files to a suspended observer: the listener maps at most its bound, then gets all, in order")
