@@ -12,11 +12,13 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .watchOS(.v11), .tvOS(.v18), .visionOS(.v2)],
     products: [
         .library(name: "Wormhole", targets: ["Wormhole"]),
-        .executable(name: "wormhole", targets: ["wormhole"]),
+        .executable(name: "wormhole", targets: ["WormholeTool"]),
     ],
     targets: [
         .target(name: "Wormhole", swiftSettings: strictSettings),
-        .executableTarget(name: "wormhole", dependencies: ["Wormhole"], swiftSettings: strictSettings),
+        // The `wormhole` tool. Its folder is not named `wormhole`: on a case-insensitive file system (a Mac's
+        // default) that would be the library's folder.
+        .executableTarget(name: "WormholeTool", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         .executableTarget(
             name: "wormhole-bench",
             dependencies: ["Wormhole"],
@@ -45,7 +47,7 @@ let package = Package(
         .testTarget(
             name: "WormholeTests",
             dependencies: [
-                "Wormhole", "WormholeTestSupport", "wormhole", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
+                "Wormhole", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
             ],
             resources: [.copy("Corpus")],
             swiftSettings: strictSettings

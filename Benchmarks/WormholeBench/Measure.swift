@@ -55,8 +55,18 @@ func pinToCPU(_ cpu: Int32) {
 
 /// Sleeps until `deadline` on the monotonic clock (a sleep, not a spin, so the receiver keeps its core).
 func sleep(until deadline: UInt64) {
+    #if canImport(Glibc)
     var time = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
     while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &time, nil) == EINTR {}
+    #else
+    // No absolute sleep on Darwin: sleep for what is left.
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    let current = UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+    guard deadline > current else { return }
+    var time = timespec(tv_sec: Int((deadline - current) / 1_000_000_000), tv_nsec: Int((deadline - current) % 1_000_000_000))
+    while nanosleep(&time, &time) == -1 && errno == EINTR {}
+    #endif
 }
 
 /// This process's peak resident set size, in KiB.

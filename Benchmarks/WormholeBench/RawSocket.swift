@@ -17,6 +17,11 @@ import Darwin
 import Foundation
 import Wormhole
 
+// The C calls under names of their own: inside the types below, `bind`, `connect` and `send` are their methods.
+private func systemBind(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 { bind(fd, address, length) }
+private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 { connect(fd, address, length) }
+private func systemSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int, _ flags: Int32) -> Int { send(fd, bytes, count, flags) }
+
 final class RawSocket: Mechanism {
     let socketType: Transport
     var name: String { "raw AF_UNIX \(socketType)" }
@@ -65,7 +70,7 @@ final class RawSocket: Mechanism {
     private static func bind(_ fd: Int32, path: String) -> Bool {
         var address = address(path)
         return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { systemBind(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
         } == 0
     }
 
@@ -83,7 +88,7 @@ final class RawSocket: Mechanism {
         var address = address(path)
         for _ in 0..<1000 {
             let result = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { systemConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
             }
             if result == 0 { return fd }
             usleep(10_000)
@@ -103,7 +108,7 @@ final class RawSocket: Mechanism {
     }
 
     private func transmit(_ pieces: [[UInt8]]) {
-        for piece in pieces { _ = piece.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Self.noSignal) } }
+        for piece in pieces { _ = piece.withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, Self.noSignal) } }
     }
 
     /// Blocks for the peer's next reply; nil when it went away.
@@ -133,7 +138,7 @@ final class RawSocket: Mechanism {
                 var poller = pollfd(fd: fd, events: Int16(POLLIN | (sent < pieces.count ? POLLOUT : 0)), revents: 0)
                 guard poll(&poller, 1, 10_000) > 0 else { return samples }
                 if sent < pieces.count, poller.revents & Int16(POLLOUT) != 0 {
-                    let result = pieces[sent].withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Self.noSignal | Int32(MSG_DONTWAIT)) }
+                    let result = pieces[sent].withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, Self.noSignal | Int32(MSG_DONTWAIT)) }
                     if result > 0 { sent += 1 }
                 }
                 if poller.revents & Int16(POLLIN) != 0 {
@@ -186,7 +191,7 @@ final class RawSocket: Mechanism {
                     }
                 }
             } else {
-                _ = Glibc.send(connection, bytes.baseAddress, bytes.count, noSignal)
+                _ = systemSend(connection, bytes.baseAddress, bytes.count, noSignal)
             }
         }
         var buffer = [UInt8](repeating: 0, count: pieceSize)
@@ -253,7 +258,7 @@ final class RawSocket: Mechanism {
         let start = monotonicNanoseconds()
         for _ in 0..<count {
             for fd in sockets {
-                for piece in pieces { _ = piece.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, noSignal) } }
+                for piece in pieces { _ = piece.withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, noSignal) } }
             }
         }
         var largest = 0

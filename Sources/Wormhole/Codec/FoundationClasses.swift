@@ -12,8 +12,8 @@ enum FoundationClasses {
         let id = ObjectIdentifier(type)
         if let known = verdicts.withLock({ $0[id] }) { return known }
         // Swift names a class by its module: "Foundation.NSValue" here, "__C.NSValue" for an Objective-C class.
-        let module = String(reflecting: type).prefix { $0 != "." }
-        let verdict = systemModules.contains(String(module))
+        let module = String(String(reflecting: type).prefix { $0 != "." })
+        let verdict = module == "__C" ? isSystemObjectiveCClass(type) : systemModules.contains(module)
         verdicts.withLock { $0[id] = verdict }
         return verdict
     }
@@ -25,7 +25,7 @@ enum FoundationClasses {
 
     private static let systemModules: Set<String> = [
         "Foundation", "FoundationEssentials", "FoundationInternationalization", "FoundationNetworking",
-        "FoundationXML", "CoreFoundation", "Swift", "__C", "Dispatch",
+        "FoundationXML", "CoreFoundation", "Swift", "Dispatch",
     ]
     private static let systemPrefixes = ["NS", "_NS", "__NS", "CF", "_CF", "__CF", "Foundation", "Swift.", "_Swift", "__Swift", "__C."]
     private static let verdicts = Mutex<[ObjectIdentifier: Bool]>([:])

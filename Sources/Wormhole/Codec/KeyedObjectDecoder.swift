@@ -11,14 +11,15 @@ import Foundation
 final class KeyedObjectDecoder: StrictCoder {
     private var fields: [String: CodedField]
     private let allowed: AllowedClasses
-    private let className: String
+    /// The archived class name, for errors (not `className`: `NSObject` has one on macOS).
+    private let archivedClass: String
     /// Whether the object's `init?(coder:)` is still running; calls after it returns are refused.
     private var open = true
 
     init(fields: [String: CodedField], allowed: AllowedClasses, className: String) {
         self.fields = fields
         self.allowed = allowed
-        self.className = className
+        archivedClass = className
     }
 
     /// Ends the object: later calls, from a coder the class kept, record an error and read nothing.
@@ -27,13 +28,13 @@ final class KeyedObjectDecoder: StrictCoder {
         fields = [:]
     }
 
-    override var allowedClasses: [AnyClass]? { allowed.classes }
+    override func allowedClassList() -> [AnyClass]? { allowed.classes }
 
     override func containsValue(forKey key: String) -> Bool { open && fields[key] != nil }
 
     private func field(_ key: String) -> CodedField? {
         guard open else {
-            fail("a coder of \(className) was used after init(coder:) returned")
+            fail("a coder of \(archivedClass) was used after init(coder:) returned")
             return nil
         }
         return fields[key]
@@ -44,22 +45,18 @@ final class KeyedObjectDecoder: StrictCoder {
         case .object(let value)?: return value
         case nil: return nil
         default:
-            fail("\(className).\(key) is not an object")
+            fail("\(archivedClass).\(key) is not an object")
             return nil
         }
     }
 
-    override func decodeObject(of classes: [AnyClass]?, forKey key: String) -> Any? {
+    override func decodeObject(ofAnyOf classes: [AnyClass]?, forKey key: String) -> Any? {
         guard let value = decodeObject(forKey: key) else { return nil }
         guard let classes, AllowedClasses.value(value, isOneOf: classes) else {
-            fail("\(className).\(key) is a \(type(of: value)), not one of the classes asked for")
+            fail("\(archivedClass).\(key) is a \(type(of: value)), not one of the classes asked for")
             return nil
         }
         return value
-    }
-
-    override func decodePropertyList(forKey key: String) -> Any? {
-        decodeObject(of: AllowedClasses.propertyList.classes, forKey: key)
     }
 
     override func decodeBool(forKey key: String) -> Bool {
@@ -68,7 +65,7 @@ final class KeyedObjectDecoder: StrictCoder {
         case .integer(let number)?: return number != 0
         case nil: return false
         default:
-            fail("\(className).\(key) is not a Bool")
+            fail("\(archivedClass).\(key) is not a Bool")
             return false
         }
     }
@@ -79,14 +76,14 @@ final class KeyedObjectDecoder: StrictCoder {
         case .bool(let flag)?: return flag ? 1 : 0
         case .real(let number)?:
             guard let integer = Int64(exactly: number.rounded(.towardZero)) else {
-                fail("\(className).\(key) holds \(number), outside the integers")
+                fail("\(archivedClass).\(key) holds \(number), outside the integers")
                 return 0
             }
             return integer
         case .unsignedInteger(let number)?: return Int64(bitPattern: number)
         case nil: return 0
         default:
-            fail("\(className).\(key) is not an integer")
+            fail("\(archivedClass).\(key) is not an integer")
             return 0
         }
     }
@@ -94,7 +91,7 @@ final class KeyedObjectDecoder: StrictCoder {
     override func decodeInt32(forKey key: String) -> Int32 {
         let number = decodeInt64(forKey: key)
         guard let narrow = Int32(exactly: number) else {
-            fail("\(className).\(key) holds \(number), outside Int32")
+            fail("\(archivedClass).\(key) holds \(number), outside Int32")
             return 0
         }
         return narrow
@@ -108,22 +105,20 @@ final class KeyedObjectDecoder: StrictCoder {
         case .bool(let flag)?: return flag ? 1 : 0
         case nil: return 0
         default:
-            fail("\(className).\(key) is not a number")
+            fail("\(archivedClass).\(key) is not a number")
             return 0
         }
     }
 
     override func decodeFloat(forKey key: String) -> Float { Float(decodeDouble(forKey: key)) }
 
-    override func withDecodedUnsafeBytes<ResultType>(
-        forKey key: String, body: (UnsafeRawBufferPointer?) throws -> ResultType
-    ) rethrows -> ResultType {
+    override func decodedBytes(forKey key: String) -> [UInt8]? {
         switch field(key) {
-        case .bytes(let bytes)?: return try bytes.withUnsafeBytes { try body($0) }
-        case nil: return try body(nil)
+        case .bytes(let bytes)?: return bytes
+        case nil: return nil
         default:
-            fail("\(className).\(key) is not bytes")
-            return try body(nil)
+            fail("\(archivedClass).\(key) is not bytes")
+            return nil
         }
     }
 }

@@ -1,13 +1,8 @@
 import Foundation
 
-/// An `NSCoder` whose every method either is served by a subclass or fails with an error: never a trap.
-///
-/// Foundation's `NSCoder` on Linux traps (`NSRequiresConcreteImplementation`, `fatalError`) in each method a
-/// subclass does not override, and in `failWithError(_:)` under its default failure policy. A class of the
-/// user's own may call any of them from `init?(coder:)` or `encode(with:)`; here each one records an error,
-/// which the caller turns into a refused value, and returns an empty result. ``KeyedObjectDecoder`` and
-/// ``KeyedObjectEncoder`` override what they serve.
-class StrictCoder: NSCoder {
+/// The root of Wormhole's coders: it records the first failure, whether the coder's or the class's own
+/// (`failWithError(_:)`), and never raises or traps for it.
+class FailingCoder: NSCoder {
     /// The first error recorded, by the coder or by the class through `failWithError(_:)`.
     private(set) var failure: (any Error)?
 
@@ -16,27 +11,40 @@ class StrictCoder: NSCoder {
         if failure == nil { failure = WormholeError(.corruptData, detail) }
     }
 
-    private func unserved(_ method: String) {
+    /// Records that the class called `method`, which Wormhole's keyed coders do not serve.
+    final func unserved(_ method: String) {
         fail("\(method) is not supported by Wormhole's keyed coders")
     }
 
-    override var allowsKeyedCoding: Bool { true }
-    override var requiresSecureCoding: Bool { true }
     override var decodingFailurePolicy: NSCoder.DecodingFailurePolicy { .setErrorAndReturn }
     override var error: (any Error)? { failure }
-    override var systemVersion: UInt32 { 1000 }
-    override var allowedClasses: [AnyClass]? { nil }
 
     override func failWithError(_ error: any Error) {
         if failure == nil { failure = error }
     }
+}
+
+/// An `NSCoder` whose every method either is served by a subclass or fails with an error: never a trap, and
+/// never an Objective-C exception.
+///
+/// Foundation's `NSCoder` traps on Linux (`NSRequiresConcreteImplementation`, `fatalError`), and raises an
+/// exception Swift cannot catch on Apple platforms, in each method a subclass does not override, and in
+/// `failWithError(_:)` under its default failure policy. A class of the user's own may call any of them from
+/// `init?(coder:)` or `encode(with:)`; here each one records an error, which the caller turns into a refused
+/// value, and returns an empty result. The methods whose Swift spelling differs between Foundations (allowed
+/// classes, decoding of several classes, raw bytes, and on Apple platforms the top-level, array and dictionary
+/// forms) are answered by ``PlatformCoder``, once per platform, in terms of three methods of its own:
+/// ``PlatformCoder/allowedClassList()``, ``PlatformCoder/decodeObject(ofAnyOf:forKey:)`` and
+/// ``PlatformCoder/decodedBytes(forKey:)``. ``KeyedObjectDecoder`` and ``KeyedObjectEncoder`` override what
+/// they serve.
+class StrictCoder: PlatformCoder {
+    override var allowsKeyedCoding: Bool { true }
+    override var requiresSecureCoding: Bool { true }
+    override var systemVersion: UInt32 { 1000 }
 
     // Unkeyed coding: not part of the keyed format.
     override func encodeValue(ofObjCType type: UnsafePointer<Int8>, at addr: UnsafeRawPointer) {
         unserved("encodeValue(ofObjCType:at:)")
-    }
-    override func decodeValue(ofObjCType type: UnsafePointer<Int8>, at data: UnsafeMutableRawPointer) {
-        unserved("decodeValue(ofObjCType:at:)")
     }
     override func encode(_ data: Data) { unserved("encode(_:) of Data") }
     override func decodeData() -> Data? {
@@ -45,11 +53,6 @@ class StrictCoder: NSCoder {
     }
     override func decodeObject() -> Any? {
         unserved("decodeObject()")
-        return nil
-    }
-    override func encodePropertyList(_ aPropertyList: Any) { unserved("encodePropertyList(_:)") }
-    override func decodePropertyList() -> Any? {
-        unserved("decodePropertyList()")
         return nil
     }
     override func version(forClassName className: String) -> Int { 0 }
@@ -75,19 +78,13 @@ class StrictCoder: NSCoder {
         unserved("decodeObject(forKey:)")
         return nil
     }
-    override func decodeObject(of classes: [AnyClass]?, forKey key: String) -> Any? {
-        unserved("decodeObject(of:forKey:)")
-        return nil
-    }
     override func decodePropertyList(forKey key: String) -> Any? {
-        unserved("decodePropertyList(forKey:)")
-        return nil
+        decodeObject(ofAnyOf: AllowedClasses.propertyList.classes, forKey: key)
     }
     override func decodeBool(forKey key: String) -> Bool {
         unserved("decodeBool(forKey:)")
         return false
     }
-    override func decodeCInt(forKey key: String) -> Int32 { decodeInt32(forKey: key) }
     override func decodeInt32(forKey key: String) -> Int32 {
         unserved("decodeInt32(forKey:)")
         return 0
@@ -104,16 +101,5 @@ class StrictCoder: NSCoder {
     override func decodeDouble(forKey key: String) -> Double {
         unserved("decodeDouble(forKey:)")
         return 0
-    }
-    override func withDecodedUnsafeBytes<ResultType>(
-        forKey key: String, body: (UnsafeRawBufferPointer?) throws -> ResultType
-    ) rethrows -> ResultType {
-        unserved("withDecodedUnsafeBytes(forKey:body:)")
-        return try body(nil)
-    }
-    override func withDecodedUnsafeBufferPointer<ResultType>(
-        forKey key: String, body: (UnsafeBufferPointer<UInt8>?) throws -> ResultType
-    ) rethrows -> ResultType {
-        try withDecodedUnsafeBytes(forKey: key) { raw in try body(raw.map { $0.bindMemory(to: UInt8.self) }) }
     }
 }
