@@ -11,25 +11,30 @@ extension GroupNotificationCenter {
     ///   - queue: Where the block runs. nil means Wormhole's receive thread for this container: one call at a
     ///     time, in the order received, with no hop to another thread. Keep such blocks short: while one runs,
     ///     later notifications wait in the socket, then in the spool.
-    ///   - block: Receives each notification. Its userInfo holds only property-list classes.
+    ///   - block: Receives each notification. Its userInfo holds values: property-list values, `NSNull`, sets,
+    ///     URLs and UUIDs; one holding a class of your own arrives with `userInfo == nil` (pass `allowedClasses`).
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver(
         forName name: Notification.Name?, object: String?, queue: OperationQueue?,
         using block: @escaping @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        addObserver(forName: name, object: object, allowedClasses: AllowedClasses.propertyList, queue: queue, using: block)
+        addObserver(forName: name, object: object, allowedClasses: AllowedClasses.values, queue: queue, using: block)
     }
 
-    /// Adds an observer whose userInfo may also hold the given `NSSecureCoding` classes.
+    /// Adds an observer whose userInfo may also hold the given `NSSecureCoding` classes of your own.
+    ///
+    /// Unlike `NSKeyedUnarchiver`'s list, `allowedClasses` is not the complete list: every observer accepts the
+    /// value classes (property-list values, `NSNull`, sets, URLs, UUIDs, and the arrays and dictionaries that hold
+    /// them), and `allowedClasses` adds to them. List only your own classes.
     ///
     /// A notification whose userInfo holds any class outside `allowedClasses` (or is malformed) still reaches the
     /// observer, with `userInfo == nil`, and a warning is logged.
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
-    ///   - allowedClasses: The classes a userInfo may hold besides the property-list classes; each class of your
-    ///     own must be listed itself (a superclass or `NSObject` does not admit it).
+    ///   - allowedClasses: The classes a userInfo may hold besides the value classes; each class of your own
+    ///     must be listed itself (a superclass or `NSObject` does not admit it).
     ///   - queue: Where the block runs, as in ``addObserver(forName:object:queue:using:)``.
     ///   - block: Receives each notification.
     /// - Returns: A token for ``removeObserver(_:)``.
@@ -38,7 +43,7 @@ extension GroupNotificationCenter {
         forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass], queue: OperationQueue?,
         using block: @escaping @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        addObserver(forName: name, object: object, allowedClasses: AllowedClasses.cached(allowedClasses), queue: queue, using: block)
+        addObserver(forName: name, object: object, allowedClasses: AllowedClasses.adding(allowedClasses), queue: queue, using: block)
     }
 
     func addObserver(

@@ -38,15 +38,15 @@ extension GroupNotificationCenter {
         return try endpoint.post(name: name.rawValue, object: object, userInfo: archive, retain: retain)
     }
 
-    /// The last retained notification of `name`, with its userInfo decoded for `allowedClasses` (by default the
-    /// property-list classes; a class outside them gives `userInfo == nil` and a warning), or nil if none.
+    /// The last retained notification of `name`, with its userInfo decoded for the value classes and `allowedClasses`
+    /// (a class outside them gives `userInfo == nil` and a warning), or nil if none.
     /// - Parameters:
     ///   - name: The notification's name.
-    ///   - allowedClasses: The classes its userInfo may hold besides the property-list classes, or nil.
+    ///   - allowedClasses: The classes its userInfo may hold besides the value classes (property-list values, `NSNull`, sets, URLs, UUIDs), or nil.
     /// - Returns: The notification last posted with `retain: true` under `name`, even by a process that has
     ///   exited; nil when there is none or it was cleared.
     public func retainedNotification(named name: Notification.Name, allowedClasses: [AnyClass]? = nil) -> Notification? {
-        let allowed = allowedClasses.map(AllowedClasses.cached) ?? .propertyList
+        let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
         return endpoint.retainedNotification(named: name.rawValue, allowed: allowed)?.0
     }
 
@@ -71,7 +71,7 @@ extension GroupNotificationCenter {
     ///   - object: The sender tag to observe, or nil for any.
     ///   - queue: Where the block runs; see above for nil.
     ///   - includingRetained: Whether to start with the current retained value.
-    ///   - allowedClasses: The classes a userInfo may hold besides the property-list classes, or nil.
+    ///   - allowedClasses: The classes a userInfo may hold besides the value classes (property-list values, `NSNull`, sets, URLs, UUIDs), or nil.
     ///   - block: Receives the retained notification, then each new one.
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
@@ -79,7 +79,7 @@ extension GroupNotificationCenter {
         forName name: Notification.Name, object: String?, queue: OperationQueue?, includingRetained: Bool,
         allowedClasses: [AnyClass]? = nil, using block: @escaping @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let allowed = allowedClasses.map(AllowedClasses.cached) ?? .propertyList
+        let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
             subscription: Subscription(name: name.rawValue, object: object), allowed: allowed,

@@ -8,13 +8,13 @@ extension GroupNotificationCenter {
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
-    ///   - allowedClasses: The classes a userInfo may hold besides the property-list classes, or nil.
+    ///   - allowedClasses: The classes a userInfo may hold besides the value classes (property-list values, `NSNull`, sets, URLs, UUIDs), or nil.
     /// - Returns: The notifications, in the order received.
     public func notifications(
         named name: Notification.Name?, object: String? = nil, allowedClasses: [AnyClass]? = nil
     ) -> GroupNotifications {
         let (stream, continuation) = AsyncStream.makeStream(of: SendableNotification.self, bufferingPolicy: .unbounded)
-        let allowed = allowedClasses.map(AllowedClasses.init) ?? .propertyList
+        let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
         let observer = addObserver(forName: name, object: object, allowedClasses: allowed, queue: nil) { note in
             continuation.yield(SendableNotification(note))
         }

@@ -52,16 +52,16 @@ public final class WormholeMailbox: Sendable {
         return try center.postReporting(name: name, object: nil, userInfo: message.map { ["message": $0] }, retain: true)
     }
 
-    /// The current message of `identifier`, decoded for `allowedClasses` (by default the property-list classes),
+    /// The current message of `identifier`, decoded for `allowedClasses` (the value classes, and these),
     /// or nil when there is none.
     /// - Parameters:
     ///   - identifier: The message identifier.
-    ///   - allowedClasses: The classes the message may hold besides the property-list classes, or nil.
+    ///   - allowedClasses: The classes the message may hold besides the value classes (property-list values, `NSNull`, sets, URLs, UUIDs), or nil.
     /// - Returns: The last message passed under `identifier`, even if its sender has exited; nil when there is
     ///   none, it was cleared, or `identifier` is empty.
     public func message(withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil) -> Any? {
         guard let name = try? Self.name(identifier) else { return nil }
-        return center.retainedNotification(named: name, allowedClasses: allowedClasses.map { $0 + [NSDictionary.self] })?
+        return center.retainedNotification(named: name, allowedClasses: allowedClasses)?
             .userInfo?["message"]
     }
 

@@ -71,7 +71,8 @@ case "post":
         // --same posts one userInfo every time: the process's id, and what the other flags add.
         var userInfo: [AnyHashable: Any] = flag("same") ? ["pid": Int(getpid())] : ["i": i, "pid": Int(getpid())]
         if payload > 0 { userInfo["blob"] = Data((0..<payload).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) }) }
-        if flag("custom") { userInfo["point"] = TestPoint(x: i, y: -i) }
+        // With --same, one point every time.
+        if flag("custom") { userInfo["point"] = flag("same") ? TestPoint(x: 0, y: 0) : TestPoint(x: i, y: -i) }
         if flag("date") { userInfo["when"] = Date(timeIntervalSince1970: 1_000_000) }
         if flag("types") {
             userInfo["ids"] = [1, 2, 3]
@@ -91,9 +92,8 @@ case "post":
     exit(0)
 case "listen":
     let limit = Int(option("count") ?? "0") ?? 0
-    var classes: [AnyClass] = [NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self]
-    if !flag("no-date") { classes.append(NSDate.self) }
-    if flag("allow-custom") { classes.append(TestPoint.self) }
+    // The value classes are always accepted; --allow-custom adds the class of this process's own.
+    let classes: [AnyClass] = flag("allow-custom") ? [TestPoint.self] : []
     let seen = Mutex(0)
     let observer: @Sendable (Notification) -> Void = { note in
         var line: [String: Any] = ["name": note.name.rawValue, "object": (note.object as? String) ?? NSNull()]
@@ -103,6 +103,11 @@ case "listen":
             line["pid"] = info["pid"] as? Int ?? -1
             if let blob = info["blob"] as? Data { line["blobBytes"] = blob.count; line["blobSum"] = blob.reduce(0) { $0 &+ Int($1) } }
             if let point = info["point"] as? TestPoint { line["point"] = "\(point.x),\(point.y)" }
+            // The value kinds beyond property lists, as text.
+            if info["null"] is NSNull { line["null"] = true }
+            if let url = info["url"] as? URL { line["url"] = url.absoluteString }
+            if let uuid = info["uuid"] as? UUID { line["uuid"] = uuid.uuidString }
+            if let set = info["set"] as? Set<Int> { line["set"] = set.sorted() }
         } else {
             line["userInfo"] = NSNull()
         }

@@ -26,10 +26,16 @@ struct CommandLineTests {
         #expect((info["inner"] as? [String: Any])?["ok"] as? Bool == true)
     }
 
-    @Test("post refuses bad JSON and null values with a clear message and exit status 2")
+    @Test("post refuses bad JSON with a clear message and exit status 2; null posts NSNull")
     func badUserInfo() throws {
         let container = TemporaryContainer()
-        for json in [#"{"a": null}"#, "[1]", "{not json"] {
+        let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "n", "--count", "1"])
+        try listener.waitForError(containing: "listening")
+        let null = try Peer("wormhole", ["post", "--container", container.path, "--name", "n", "--user-info", #"{"a": null}"#])
+        #expect(try null.waitForExit() == 0)
+        #expect(try listener.waitForExit() == 0)
+        #expect((listener.jsonLines().last?["userInfo"] as? [String: Any])?["a"] is NSNull)
+        for json in ["[1]", "{not json"] {
             let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "x", "--user-info", json])
             #expect(try poster.waitForExit() == 2)
             #expect(poster.errorOutput.first?.contains("--user-info") == true)

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import Wormhole
+import WormholeTestSupport
 
 @Suite("Payloads and allowed classes")
 struct PayloadTests {
@@ -85,12 +86,12 @@ struct PayloadTests {
         #expect(open.jsonLines().last?["point"] as? String == "4,-4")
     }
 
-    @Test("a Date sent to an observer that does not allow NSDate: userInfo nil, the receiver lives on")
-    func disallowedDate() throws {
+    @Test("a class of the poster's own sent to an observer that does not allow it: userInfo nil, the receiver lives on")
+    func disallowedClass() throws {
         let container = TemporaryContainer()
-        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d", "--count", "2", "--no-date"])
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d", "--count", "2"])
         try listener.waitForLines(1)
-        let dated = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--date"])
+        let dated = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--custom"])
         #expect(try dated.waitForExit() == 0)
         let plain = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--start", "9"])
         #expect(try plain.waitForExit() == 0)
@@ -99,21 +100,62 @@ struct PayloadTests {
         #expect(lines.count == 2)
         #expect(lines.first?["userInfo"] is NSNull)
         #expect(lines.last?["i"] as? Int == 9)
-        #expect(listener.errorOutput.contains { $0.contains("NSDate") })
+        #expect(listener.errorOutput.contains { $0.contains("TestPoint") })
+    }
+
+    @Test("allowedClasses adds to the value classes: a class of the user's own inside a dictionary arrives with only that class listed")
+    func allowedClassesAdd() throws {
+        let container = TemporaryContainer()
+        let open = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "pt", "--count", "1", "--allow-custom"])
+        try open.waitForLines(1)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let report = try center.postReporting(
+            name: .init("pt"), object: nil, userInfo: ["i": 3, "point": TestPoint(x: 3, y: -3), "when": Date(timeIntervalSince1970: 1)])
+        #expect(report.delivered == 1)
+        #expect(try open.waitForExit() == 0)
+        let line = try #require(open.jsonLines().last)
+        #expect(line["point"] as? String == "3,-3")
+        #expect((line["keys"] as? [String]) == ["i", "point", "when"])
+    }
+
+    @Test("NSNull, a URL, a UUID and a set reach an observer that names no classes, and `wormhole listen`")
+    func everyValueKind() throws {
+        let container = TemporaryContainer()
+        let plain = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "v", "--count", "1"])
+        try plain.waitForLines(1)
+        let tool = try Peer("wormhole", ["listen", "--container", container.path, "--name", "v", "--count", "1"])
+        try tool.waitForError(containing: "listening")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let uuid = UUID()
+        let report = try center.postReporting(name: .init("v"), object: nil, userInfo: [
+            "null": NSNull(), "url": URL(string: "https://example.com/a?b=1")!, "uuid": uuid, "set": Set([3, 1, 2]),
+        ])
+        #expect(report.delivered == 2 && report.failures.isEmpty)
+        #expect(try plain.waitForExit() == 0)
+        let line = try #require(plain.jsonLines().last)
+        #expect(line["null"] as? Bool == true)
+        #expect(line["url"] as? String == "https://example.com/a?b=1")
+        #expect(line["uuid"] as? String == uuid.uuidString)
+        #expect(line["set"] as? [Int] == [1, 2, 3])
+        #expect(try tool.waitForExit() == 0)
+        let printed = try #require(tool.jsonLines().last?["userInfo"] as? [String: Any])
+        #expect(printed["null"] is NSNull)
+        #expect(printed["url"] as? String == "https://example.com/a?b=1")
+        #expect(printed["uuid"] as? String == uuid.uuidString)
+        #expect((printed["set"] as? [Int])?.sorted() == [1, 2, 3])
+        #expect(center.statistics.userInfoRejected == 0)
     }
 
     @Test("in one process, each observer decodes with its own allowed classes")
     func perObserverClasses() throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        let everything = Recorder(), noDates = Recorder()
-        center.addObserver(forName: .init("mixed"), object: nil, queue: nil, using: everything.block)
-        center.addObserver(
-            forName: .init("mixed"), object: nil, allowedClasses: [NSDictionary.self, NSString.self, NSNumber.self],
-            queue: nil, using: noDates.block)
-        center.post(name: .init("mixed"), object: nil, userInfo: ["i": 1, "when": Date(timeIntervalSince1970: 0)])
-        #expect(try everything.wait(for: 1).first?.userInfo?["when"] as? Date == Date(timeIntervalSince1970: 0))
-        #expect(try noDates.wait(for: 1).first?.userInfo == nil)
+        let everything = Recorder(), noPoints = Recorder()
+        center.addObserver(forName: .init("mixed"), object: nil, allowedClasses: [TestPoint.self], queue: nil, using: everything.block)
+        center.addObserver(forName: .init("mixed"), object: nil, queue: nil, using: noPoints.block)
+        center.post(name: .init("mixed"), object: nil, userInfo: ["i": 1, "point": TestPoint(x: 2, y: 3)])
+        #expect((try everything.wait(for: 1).first?.userInfo?["point"] as? TestPoint)?.y == 3)
+        #expect(try noPoints.wait(for: 1).first?.userInfo == nil)
         #expect(center.statistics.userInfoRejected == 1)
     }
 
@@ -121,26 +163,24 @@ struct PayloadTests {
     func repeatedUserInfo() throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        let everything = Recorder(), noDates = Recorder()
+        let everything = Recorder(), noPoints = Recorder()
         // The first delivery holds the receive thread until the poster is done: the rest wait in the socket,
         // and are read together.
         let posted = DispatchSemaphore(value: 0)
         let held = Atomic<Bool>(false)
-        center.addObserver(forName: .init("same"), object: nil, queue: nil) { note in
+        center.addObserver(forName: .init("same"), object: nil, allowedClasses: [TestPoint.self], queue: nil) { note in
             if !held.exchange(true, ordering: .relaxed) { _ = posted.wait(timeout: .now() + 60) }
             everything.block(note)
         }
-        center.addObserver(
-            forName: .init("same"), object: nil, allowedClasses: [NSDictionary.self, NSString.self, NSNumber.self],
-            queue: nil, using: noDates.block)
+        center.addObserver(forName: .init("same"), object: nil, queue: nil, using: noPoints.block)
         let poster = try Peer(
-            "wormhole-test-peer", ["post", "--container", container.path, "--name", "same", "--count", "40", "--same", "--date"])
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "same", "--count", "40", "--same", "--custom"])
         #expect(try poster.waitForExit() == 0)
         posted.signal()
         let dated = try everything.wait(for: 40)
-        #expect(dated.allSatisfy { $0.userInfo?["when"] as? Date == Date(timeIntervalSince1970: 1_000_000) })
+        #expect(dated.allSatisfy { ($0.userInfo?["point"] as? TestPoint)?.x == 0 })
         #expect(Set(dated.compactMap { $0.userInfo?["pid"] as? Int }).count == 1)
-        #expect(try noDates.wait(for: 40).allSatisfy { $0.userInfo == nil })
+        #expect(try noPoints.wait(for: 40).allSatisfy { $0.userInfo == nil })
         #expect(center.statistics.userInfoRejected == 40)
     }
 }

@@ -3,10 +3,26 @@ import Synchronization
 
 /// The classes an observer accepts in a userInfo, as Foundation's `allowedClasses`.
 struct AllowedClasses: Sendable {
-    /// The property-list classes: what an observer accepts unless it says otherwise.
+    /// The property-list classes: what a group value and a typed message hold.
     static let propertyList = AllowedClasses([
         NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self, NSDate.self,
     ])
+
+    /// The value classes: every kind of value a poster may send without a class of its own (property-list
+    /// values, `NSNull`, sets, URLs and UUIDs), which Wormhole's codec reads itself. Every observer accepts them;
+    /// an `allowedClasses` argument adds classes of the user's own to them.
+    static let valueClasses: [AnyClass] = [
+        NSString.self, NSNumber.self, NSData.self, NSDate.self, NSArray.self, NSDictionary.self, NSSet.self,
+        NSNull.self, NSURL.self, NSUUID.self,
+    ]
+
+    /// What an observer accepts when it names no classes: the value classes.
+    static let values = AllowedClasses(valueClasses)
+
+    /// The value classes and `classes`: what an observer that passes `allowedClasses` accepts.
+    static func adding(_ classes: [AnyClass]) -> AllowedClasses {
+        classes.isEmpty ? values : cached(valueClasses + classes)
+    }
 
     /// The classes Wormhole decodes itself, each read as its immutable Foundation class.
     enum Canonical: Int, CaseIterable {
