@@ -7,9 +7,10 @@ import Synchronization
 /// what `UserDefaults(suiteName:)` is used for, with the changes other processes make seen at once.
 ///
 /// ```swift
-/// let count = GroupValue("cart.count", default: 0, in: center, queue: .main)
+/// let count = GroupValue("cart.count", default: 0, in: center, queue: .main, tracksChanges: true)
 /// try count.update { $0 += 1 }           // atomic across processes: no update is ever lost
 /// Text("\(count.value)")                 // SwiftUI redraws when any process changes it
+/// count.value = 0                        // settable, so SwiftUI can bind to it (errors are logged and counted)
 /// for await value in count.values { … } // the current value, then every change
 /// ```
 ///
@@ -31,6 +32,8 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     private let center: GroupNotificationCenter
     private let store: ValueStore
     private let queue: OperationQueue?
+    /// Whether reading ``value`` starts watching for other processes' changes.
+    private let tracksChanges: Bool
     private let registrar = ObservationRegistrar()
     private let watching = Mutex<Watch?>(nil)
     /// The newest damaged version logged, so that each is said once.
@@ -54,11 +57,20 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     ///   - queue: Where changes made by other processes are applied: where observers of ``value`` (Observation,
     ///     SwiftUI) are told, and where ``values`` yields. Pass `.main` for a user interface; nil, the default,
     ///     applies them on the center's receive thread.
-    public init(_ name: String, default defaultValue: Value, in center: GroupNotificationCenter, queue: OperationQueue? = nil) {
+    ///   - tracksChanges: Whether reading ``value`` starts watching for changes other processes make, so that
+    ///     Observation (a SwiftUI view, `withObservationTracking`) is told of them: pass `true` for a value a view
+    ///     shows. Watching makes the process a listener of the container, with a timer that looks for changes
+    ///     every second; a process that reads the value once (a widget's timeline provider) should not. Observation
+    ///     cannot tell a tracked read from another, so this is asked here. ``values`` always watches.
+    public init(
+        _ name: String, default defaultValue: Value, in center: GroupNotificationCenter, queue: OperationQueue? = nil,
+        tracksChanges: Bool = false
+    ) {
         self.name = name
         self.defaultValue = defaultValue
         self.center = center
         self.queue = queue
+        self.tracksChanges = tracksChanges
         store = ValueStore(container: center.endpoint.container, name: name)
     }
 
@@ -79,12 +91,27 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// The current value, read from the container: the default until a process sets it, and when the stored
     /// value does not decode as `Value` (counted in ``WormholeStatistics/valuesRejected`` and logged).
     ///
-    /// Observable: reading it inside `withObservationTracking` (or a SwiftUI view's body) makes a change by any
-    /// process call the tracking's `onChange`, on the queue given at init.
+    /// Observable: reading it inside `withObservationTracking` (or a SwiftUI view's body) makes a change by this
+    /// process call the tracking's `onChange`, and with `tracksChanges` at init a change by any process, on the
+    /// queue given at init. Reading it without `tracksChanges` makes the process no listener.
+    ///
+    /// Settable, so that SwiftUI can bind to it (`$model.unread.value`, with `@Bindable`): setting never throws.
+    /// A value that cannot be written (see ``set(_:)``) is logged and counted in
+    /// ``WormholeStatistics/valueWritesFailed``, and the value stays as it was; call ``set(_:)`` to get the error.
     public var value: Value {
-        registrar.access(self, keyPath: \.value)
-        startWatching()
-        return current().value
+        get {
+            registrar.access(self, keyPath: \.value)
+            if tracksChanges { startWatching() }
+            return current().value
+        }
+        set {
+            do {
+                try set(newValue)
+            } catch {
+                center.endpoint.counters.count { $0.valueWritesFailed += 1 }
+                Log.warning("value \(name) not set: \(error)")
+            }
+        }
     }
 
     /// Replaces the value.
@@ -226,6 +253,8 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         let frame = Frame(poster: endpoint.poster, sequence: version, name: notification, object: nil, userInfo: archive)
         StopPoint.reached("value.publish")
         guard try store.publish(frame.encoded(), version: version) else { return false }
+        // This process's own observers of the value learn of the change at once, watching or not.
+        registrar.withMutation(of: self, keyPath: \.value) {}
         do {
             _ = try endpoint.post(name: notification, object: nil, userInfo: archive ?? (try UserInfoCodec.encode(
                 ["version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)))

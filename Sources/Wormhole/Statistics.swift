@@ -23,6 +23,8 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Reads of a ``GroupValue`` whose stored value did not decode as its type (another process stored another
     /// type): the reader got the default.
     public var valuesRejected = 0
+    /// Writes through ``GroupValue/value``'s setter that failed (the value stayed as it was).
+    public var valueWritesFailed = 0
     /// Dead listeners removed from the registry.
     public var listenersRemoved = 0
 
@@ -33,6 +35,7 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
             + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), values rejected \(valuesRejected), "
+            + "value writes failed \(valueWritesFailed), "
             + "listeners removed \(listenersRemoved)"
     }
 }

@@ -66,7 +66,7 @@ struct GroupValueTests {
     func observed() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        let value = GroupValue("obs", default: 0, in: center)
+        let value = GroupValue("obs", default: 0, in: center, tracksChanges: true)
         let changed = DispatchSemaphore(value: 0)
         #expect(withObservationTracking({ value.value }, onChange: { changed.signal() }) == 0)
         var iterator = value.values.makeAsyncIterator()
@@ -109,5 +109,38 @@ struct GroupValueTests {
         #expect(number.value == 0 && text.value == "none")
         try text.set("three")
         #expect(text.value == "three")
+    }
+
+    @Test("a value set through its property in one process is seen in another; a failed set leaves it as it was")
+    func bindableSetter() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let unread = GroupValue("unread", default: 0, in: center)
+        let changed = DispatchSemaphore(value: 0)
+        _ = withObservationTracking({ unread.value }, onChange: { changed.signal() })
+        unread.value = 9
+        #expect(changed.wait(timeout: .now() + 20) == .success, "this process's observation is told")
+        let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "unread"])
+        #expect(try reader.waitForExit() == 0)
+        #expect(reader.output.last == "9")
+        // A value of another type is not overwritten: the setter logs and counts, and throws nothing.
+        let text = GroupValue("unread", default: "none", in: center)
+        text.value = "nine"
+        #expect(center.statistics.valueWritesFailed == 1)
+        #expect(unread.value == 9)
+    }
+
+    @Test("reading a value once makes the process no listener; tracking changes does")
+    func readOnce() throws {
+        let container = TemporaryContainer()
+        let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "k", "--set", "4"])
+        #expect(try writer.waitForExit() == 0)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(GroupValue("k", default: 0, in: center).value == 4)
+        #expect(center.listenerStatus().isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/listeners").filter { !$0.hasPrefix(".") }.isEmpty)
+        let tracked = GroupValue("k", default: 0, in: center, tracksChanges: true)
+        #expect(tracked.value == 4)
+        #expect(center.listenerStatus().count == 1)
     }
 }
