@@ -7,9 +7,10 @@ extension GroupNotificationCenter {
     /// - Parameters:
     ///   - message: The message; its fields become the userInfo.
     ///   - object: A sender tag observers can filter on, or nil.
-    public func post<Message: GroupMessage>(_ message: Message, object: String? = nil) {
+    ///   - retain: Whether to keep the message as its name's current value (see ``retainedMessage(of:)``).
+    public func post<Message: GroupMessage>(_ message: Message, object: String? = nil, retain: Bool = false) {
         do {
-            try postReporting(message, object: object)
+            try postReporting(message, object: object, retain: retain)
         } catch {
             Log.warning("message \(Message.name.rawValue) not posted: \(error)")
         }
@@ -55,18 +56,44 @@ extension GroupNotificationCenter {
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver<Message: GroupMessage>(
-        of type: Message.Type, object: String? = nil, queue: OperationQueue? = nil,
+        of type: Message.Type, object: String? = nil, queue: OperationQueue?,
         using block: @escaping @Sendable (Message) -> Void
     ) -> any NSObjectProtocol {
         addMessageObserver(of: type, object: object, queue: queue, using: block)
     }
 
+    /// Observes typed messages on the caller's actor: from a `@MainActor` model or view controller the block runs
+    /// on the main actor, and may update its state directly. A notification that does not decode into `Message`
+    /// is logged and counted in ``WormholeStatistics/messagesRejected``.
+    ///
+    /// Messages reach the block in the order received, one after another, through one hop to its actor; none
+    /// starts after ``removeObserver(_:)`` returns on that actor. From a nonisolated caller, the block runs off the
+    /// caller, in order.
+    /// - Parameters:
+    ///   - type: The message type to observe.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - includingRetained: Whether to start with the current retained message (see ``post(_:object:retain:)``).
+    ///   - block: Receives each decoded message, on the caller's actor.
+    /// - Returns: A token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver<Message: GroupMessage>(
+        of type: Message.Type, object: String? = nil, includingRetained: Bool = false,
+        @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Message) -> Void
+    ) -> any NSObjectProtocol {
+        let relay = ActorDelivery.relay(to: block)
+        let observer = addMessageObserver(of: type, object: object, queue: nil, includingRetained: includingRetained, using: relay.feed)
+        relay.start(observer)
+        return observer
+    }
+
     func addMessageObserver<Message: GroupMessage>(
-        of type: Message.Type, object: String?, queue: OperationQueue?,
+        of type: Message.Type, object: String?, queue: OperationQueue?, includingRetained: Bool = false,
         using block: @escaping @Sendable (Message) -> Void
     ) -> Observer {
         let counters = endpoint.counters
-        return addObserver(forName: Message.name, object: object, allowedClasses: .propertyList, queue: queue) { note in
+        return addObserver(
+            forName: Message.name, object: object, allowed: .propertyList, queue: queue, includingRetained: includingRetained
+        ) { note in
             do throws(WormholeError) {
                 block(try MessageCoding.message(Message.self, from: note.userInfo))
             } catch {

@@ -46,6 +46,31 @@ extension GroupNotificationCenter {
         addObserver(forName: name, object: object, allowedClasses: AllowedClasses.adding(allowedClasses), queue: queue, using: block)
     }
 
+    /// Adds an observer whose block runs on the caller's actor: from a `@MainActor` model or view controller,
+    /// on the main actor, so it may update the model's state directly; from another actor, on that actor.
+    ///
+    /// Notifications reach the block in the order received, one after another, through one hop to its actor
+    /// (not a task each); none starts after ``removeObserver(_:)`` returns on that actor. From a nonisolated
+    /// caller, the block runs off the caller, in order. The forms with a `queue:` run the block there instead.
+    /// - Parameters:
+    ///   - name: The name to observe, or nil for every name.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - allowedClasses: Classes of your own a userInfo may hold besides the value classes (see
+    ///     ``addObserver(forName:object:allowedClasses:queue:using:)``); none by default.
+    ///   - block: Receives each notification, on the caller's actor.
+    /// - Returns: A token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(
+        forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass] = [],
+        @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> Void
+    ) -> any NSObjectProtocol {
+        let relay = ActorDelivery.relay(to: block)
+        let observer = addObserver(
+            forName: name, object: object, allowedClasses: AllowedClasses.adding(allowedClasses), queue: nil, using: relay.feed)
+        relay.start(observer)
+        return observer
+    }
+
     func addObserver(
         forName name: Notification.Name?, object: String?, allowedClasses: AllowedClasses, queue: OperationQueue?,
         using block: @escaping @Sendable (Notification) -> Void

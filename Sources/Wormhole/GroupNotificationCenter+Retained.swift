@@ -79,7 +79,39 @@ extension GroupNotificationCenter {
         forName name: Notification.Name, object: String?, queue: OperationQueue?, includingRetained: Bool,
         allowedClasses: [AnyClass]? = nil, using block: @escaping @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
+        addObserver(
+            forName: name, object: object, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values, queue: queue,
+            includingRetained: includingRetained, using: block)
+    }
+
+    /// Adds an observer whose block runs on the caller's actor, and that with `includingRetained` first receives
+    /// the current retained value of `name`, then every later notification, in order, as
+    /// ``addObserver(forName:object:queue:includingRetained:allowedClasses:using:)`` does.
+    /// - Parameters:
+    ///   - name: The name to observe.
+    ///   - object: The sender tag to observe, or nil for any.
+    ///   - includingRetained: Whether to start with the current retained value.
+    ///   - allowedClasses: Classes of your own a userInfo may hold besides the value classes, or nil.
+    ///   - block: Receives the retained notification, then each new one, on the caller's actor (see
+    ///     ``addObserver(forName:object:allowedClasses:using:)``).
+    /// - Returns: A token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addObserver(
+        forName name: Notification.Name, object: String?, includingRetained: Bool, allowedClasses: [AnyClass]? = nil,
+        @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> Void
+    ) -> any NSObjectProtocol {
+        let relay = ActorDelivery.relay(to: block)
+        let observer = addObserver(
+            forName: name, object: object, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values, queue: nil,
+            includingRetained: includingRetained, using: relay.feed)
+        relay.start(observer)
+        return observer
+    }
+
+    func addObserver(
+        forName name: Notification.Name, object: String?, allowed: AllowedClasses, queue: OperationQueue?,
+        includingRetained: Bool, using block: @escaping @Sendable (Notification) -> Void
+    ) -> Observer {
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
             subscription: Subscription(name: name.rawValue, object: object), allowed: allowed,

@@ -72,25 +72,55 @@ public final class WormholeMailbox: Sendable {
     ///   - queue: Where the listener runs, as in
     ///     ``GroupNotificationCenter/addObserver(forName:object:queue:includingRetained:allowedClasses:using:)``.
     ///   - includingCurrent: Whether to start with the current message.
+    ///   - allowedClasses: Classes of your own a message may hold besides the value classes, or nil.
     ///   - listener: Receives each message (nil for a message passed as nil, or one whose userInfo was refused).
     /// - Returns: A token for ``stopListening(_:)``.
     @discardableResult
     public func listenForMessage(
-        withIdentifier identifier: String, queue: OperationQueue? = nil, includingCurrent: Bool = false,
-        listener: @escaping @Sendable (Any?) -> Void
+        withIdentifier identifier: String, queue: OperationQueue?, includingCurrent: Bool = false,
+        allowedClasses: [AnyClass]? = nil, listener: @escaping @Sendable (Any?) -> Void
     ) -> any NSObjectProtocol {
+        listen(identifier, queue: queue, includingCurrent: includingCurrent, allowedClasses: allowedClasses, listener: listener)
+    }
+
+    /// Calls `listener` on the caller's actor (the main actor from UI code, as MMWormhole calls its listeners on
+    /// the main queue) with every message passed under `identifier` from now on; with `includingCurrent`, first
+    /// with the current one. Messages arrive in order, one after another; none after ``stopListening(_:)``
+    /// returns on that actor.
+    /// - Parameters:
+    ///   - identifier: The message identifier.
+    ///   - allowedClasses: Classes of your own a message may hold besides the value classes, or nil.
+    ///   - includingCurrent: Whether to start with the current message.
+    ///   - listener: Receives each message (nil for a message passed as nil, or one whose userInfo was refused).
+    /// - Returns: A token for ``stopListening(_:)``.
+    @discardableResult
+    public func listenForMessage(
+        withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil, includingCurrent: Bool = false,
+        @_inheritActorContext listener: @escaping @isolated(any) @Sendable (Any?) -> Void
+    ) -> any NSObjectProtocol {
+        let relay = ActorDelivery.relay(to: listener)
+        let observer = listen(identifier, queue: nil, includingCurrent: includingCurrent, allowedClasses: allowedClasses, listener: relay.feed)
+        relay.start(observer)
+        return observer
+    }
+
+    private func listen(
+        _ identifier: String, queue: OperationQueue?, includingCurrent: Bool, allowedClasses: [AnyClass]?,
+        listener: @escaping @Sendable (Any?) -> Void
+    ) -> Observer {
         let name = Self.notificationName(forIdentifier: identifier)
-        let token = center.addObserver(forName: name, object: nil, queue: queue, includingRetained: includingCurrent) { note in
+        let observer = center.addObserver(
+            forName: name, object: nil, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values, queue: queue,
+            includingRetained: includingCurrent
+        ) { note in
             listener(note.userInfo?["message"])
         }
-        if let observer = token as? Observer {
-            listeners.withLock { $0[identifier, default: []].append(observer) }
-        }
-        return token
+        listeners.withLock { $0[identifier, default: []].append(observer) }
+        return observer
     }
 
     /// Stops one listener.
-    /// - Parameter listener: A token ``listenForMessage(withIdentifier:queue:includingCurrent:listener:)`` returned.
+    /// - Parameter listener: A token ``listenForMessage(withIdentifier:allowedClasses:includingCurrent:listener:)`` returned.
     public func stopListening(_ listener: any NSObjectProtocol) {
         center.removeObserver(listener)
     }

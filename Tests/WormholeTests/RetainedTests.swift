@@ -109,10 +109,10 @@ struct RetainedTests {
         #expect((wormhole.message(withIdentifier: "button") as? [String: Int])?["buttonNumber"] == 1)
 
         let first = MessageBox<Int>(), second = MessageBox<Int>()
-        let listener = wormhole.listenForMessage(withIdentifier: "button") { message in
+        let listener = wormhole.listenForMessage(withIdentifier: "button", queue: nil) { message in
             first.put((message as? [String: Int])?["buttonNumber"] ?? -1)
         }
-        wormhole.listenForMessage(withIdentifier: "button", includingCurrent: true) { message in
+        wormhole.listenForMessage(withIdentifier: "button", queue: nil, includingCurrent: true) { message in
             second.put((message as? [String: Int])?["buttonNumber"] ?? -1)
         }
         #expect(try second.take() == 1)

@@ -73,9 +73,23 @@ final class Observer: NSObject, Sendable {
         if !isActive { ticket.release() }
     }
 
+    /// What ends a delivery of this observer's own (an actor's task): run once, when it is removed.
+    private let removal = Mutex<(@Sendable () -> Void)?>(nil)
+
+    /// Runs `body` when the observer is removed (at once if it was already).
+    func whenRemoved(_ body: @escaping @Sendable () -> Void) {
+        let now = removal.withLock { removal -> Bool in
+            guard isActive else { return true }
+            removal = body
+            return false
+        }
+        if now { body() }
+    }
+
     /// Stops deliveries, also those already queued.
     func deactivate() {
         active.store(false, ordering: .releasing)
+        removal.withLock { removal in defer { removal = nil }; return removal }?()
         for ticket in tickets.withLock({ tickets in defer { tickets = [] }; return tickets }) { ticket.release() }
     }
 

@@ -1,0 +1,104 @@
+import Foundation
+import Observation
+import Synchronization
+import Testing
+@testable import Wormhole
+
+/// A model of a user interface, as a Swift 6 app writes one: its observers update its state directly, with no
+/// queue and no `MainActor.assumeIsolated`.
+@MainActor @Observable final class CartModel {
+    var count = 0
+    var items: [Int] = []
+    var messages: [String] = []
+    @ObservationIgnored private var tokens: [any NSObjectProtocol] = []
+
+    func start(_ center: GroupNotificationCenter, _ mailbox: WormholeMailbox) {
+        tokens.append(center.addObserver(forName: .init("cart.count"), object: nil) { note in
+            MainActor.assertIsolated()
+            self.count = note.userInfo?["count"] as? Int ?? -1
+        })
+        tokens.append(center.addObserver(of: CartChanged.self) { message in
+            MainActor.assertIsolated()
+            self.items = message.itemIDs
+        })
+        tokens.append(mailbox.listenForMessage(withIdentifier: "status") { message in
+            MainActor.assertIsolated()
+            self.messages.append(message as? String ?? "?")
+        })
+    }
+}
+
+@Suite("Observers on the caller's actor")
+struct ActorObservingTests {
+    @Test("a main-actor model is updated by an untyped, a typed and a mailbox observer, from another process")
+    @MainActor func mainActorModel() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let model = CartModel()
+        model.start(center, WormholeMailbox(center))
+        let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "cart.count", "--user-info", #"{"count": 3}"#])
+        #expect(try poster.waitForExit() == 0)
+        // A typed message (its Date has no JSON form for the tool) and a mailbox message, from this process.
+        center.post(CartChanged(itemIDs: [4, 5], note: nil, at: Date(timeIntervalSince1970: 1)))
+        _ = try WormholeMailbox(center).passMessage("ready", identifier: "status")
+        try await until("the model to be updated") { model.count == 3 && model.items == [4, 5] && model.messages == ["ready"] }
+    }
+
+    @Test("notifications reach an actor's observer in order, and none after removeObserver returns on that actor")
+    @MainActor func orderAndRemoval() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let received = Mutex<[Int]>([])
+        var removed: Int? = nil
+        var token: (any NSObjectProtocol)? = nil
+        token = center.addObserver(forName: .init("n"), object: nil) { note in
+            MainActor.assertIsolated()
+            let i = note.userInfo?["i"] as? Int ?? -1
+            received.withLock { $0.append(i) }
+            if i == 99, let observer = token {
+                center.removeObserver(observer)
+                removed = received.withLock { $0.count }
+            }
+        }
+        let marker = Mutex(false)
+        center.addObserver(forName: .init("end"), object: nil, queue: nil) { _ in marker.withLock { $0 = true } }
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "n", "--count", "300"])
+        #expect(try poster.waitForExit() == 0)
+        let end = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "end"])
+        #expect(try end.waitForExit() == 0)
+        try await until("the marker and the removal") { marker.withLock { $0 } && removed != nil }
+        // The blocks queued for this actor before the removal have had their turn.
+        for _ in 0..<50 { await Task.yield() }
+        let all = received.withLock { $0 }
+        #expect(all == Array(0...99))
+        #expect(removed == 100)
+    }
+
+    @Test("a nonisolated caller's block runs off the caller, in order")
+    func nonisolated() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let received = Mutex<[Int]>([])
+        center.addObserver(forName: .init("n"), object: nil) { note in
+            received.withLock { $0.append(note.userInfo?["i"] as? Int ?? -1) }
+        }
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "n", "--count", "200"])
+        #expect(try poster.waitForExit() == 0)
+        try await until("200 notifications") { received.withLock { $0.count } == 200 }
+        #expect(received.withLock { $0 } == Array(0..<200))
+    }
+}
+
+/// Waits, giving the caller's actor its turns, until `condition` holds; fails the test after `seconds`.
+@MainActor private func until(
+    _ what: String, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+) async throws {
+    let deadline = Date().addingTimeInterval(seconds)
+    while !condition() {
+        guard Date() < deadline else {
+            Issue.record("timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
+            throw Peer.Timeout(description: what)
+        }
+        try await Task.sleep(for: .milliseconds(10))
+    }
+}
