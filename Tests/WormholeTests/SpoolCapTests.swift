@@ -66,7 +66,7 @@ struct SpoolCapTests {
         try plantLease(old, size: Self.cap, modified: Date().addingTimeInterval(-10))
         try plantLease(future, size: Self.cap, modified: Date().addingTimeInterval(60))
         let first = try Peer("wormhole-test-peer", arguments)
-        #expect(try first.waitForExit(timeout: 60) == 0)
+        #expect(try first.waitForExit(timeout: 180) == 0)
         let report = first.jsonLines().first ?? [:]
         #expect(report["spooled"] as? Int ?? 0 > 0, "stale leases blocked the poster: \(report)")
         #expect(report["failed"] as? Int == 0, "\(report)")
@@ -95,7 +95,7 @@ struct SpoolCapTests {
         holders.start()
         defer { holdersDone.store(true, ordering: .releasing) }
         let second = try Peer("wormhole-test-peer", arguments)
-        #expect(try second.waitForExit(timeout: 60) == 0)
+        #expect(try second.waitForExit(timeout: 180) == 0)
         let refused = second.jsonLines().first ?? [:]
         #expect(refused["spooled"] as? Int == 0, "\(refused)")
         #expect(refused["spoolFull"] as? Int ?? 0 > 0, "\(refused)")
