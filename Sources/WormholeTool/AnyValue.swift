@@ -50,6 +50,52 @@ indirect enum AnyValue: Codable, Sendable {
         }
     }
 
+    /// The value `--set` gives: JSON, or with `--type date` an ISO 8601 date and with `--type data` base64, which
+    /// JSON has no form for.
+    init(argument text: String, type: String?) throws {
+        switch type {
+        case nil: self = try AnyValue(json: try JSONValue.parse(text, option: "--set", fragments: true))
+        case "date":
+            guard let date = Self.date(from: text) else { throw UsageError("--set is not an ISO 8601 date: '\(text)'") }
+            self = .date(date)
+        case "data":
+            guard let data = Data(base64Encoded: text) else { throw UsageError("--set is not base64: '\(text)'") }
+            self = .data(data)
+        case let other?: throw UsageError("--type takes date or data, not '\(other)'")
+        }
+    }
+
+    /// A date as printed: ISO 8601 with fractions of a second.
+    static func dateText(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+
+    static func date(from text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        if let date = formatter.date(from: text) { return date }
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.date(from: text)
+    }
+
+    /// The value as one line of JSON: a double keeps its fraction (`1.0`), keys are sorted, `/` is not escaped.
+    var jsonText: String {
+        switch self {
+        case .bool(let value): return value ? "true" : "false"
+        case .integer(let value): return String(value)
+        case .double(let value): return value.isFinite ? "\(value)" : "null"
+        case .string(let value): return JSONValue.string(value)
+        case .date(let value): return JSONValue.string(Self.dateText(value))
+        case .data(let value): return JSONValue.string(value.base64EncodedString())
+        case .array(let array): return "[" + array.map(\.jsonText).joined(separator: ",") + "]"
+        case .dictionary(let dictionary):
+            return "{" + dictionary.keys.sorted().map { JSONValue.string($0) + ":" + (dictionary[$0]?.jsonText ?? "null") }
+                .joined(separator: ",") + "}"
+        }
+    }
+
     /// The value of a JSON document (`JSONSerialization`'s output); null has no property-list counterpart.
     init(json: Any) throws {
         switch json {
@@ -62,7 +108,7 @@ indirect enum AnyValue: Codable, Sendable {
             } else { self = .double(number.doubleValue) }
         case let array as [Any]: self = .array(try array.map(AnyValue.init(json:)))
         case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(json:)))
-        default: throw UsageError("--set holds null or another value a property list cannot hold")
+        default: throw UsageError("--set holds null inside it, which a group value cannot hold (--set null alone resets it)")
         }
     }
 
@@ -73,7 +119,7 @@ indirect enum AnyValue: Codable, Sendable {
         case .integer(let value): return value
         case .double(let value): return value
         case .string(let value): return value
-        case .date(let value): return ISO8601DateFormatter().string(from: value)
+        case .date(let value): return Self.dateText(value)
         case .data(let value): return value.base64EncodedString()
         case .array(let array): return array.map(\.json)
         case .dictionary(let dictionary): return dictionary.mapValues(\.json)

@@ -7,7 +7,9 @@ enum Commands {
     static let containerOptions: Set<String> = ["group", "container"]
 
     /// The center `--group` or `--container` names; durable as `--client ID` when given. With `existing`, for
-    /// commands that only read, the container must exist already: nothing is created.
+    /// commands that only read, the container must exist already: nothing is created. Otherwise a folder that
+    /// does not exist is made only with `--create`, so that a mistyped path or group is an error rather than a new
+    /// empty container nobody listens in; an existing folder is used as it is.
     static func center(_ options: Options, existing: Bool = false) throws -> GroupNotificationCenter {
         let url: URL
         switch (options["group"], options["container"]) {
@@ -19,6 +21,9 @@ enum Commands {
         default: throw UsageError("give exactly one of --group ID and --container DIR")
         }
         if existing { return try GroupNotificationCenter(existingContainerURL: url) }
+        if !options.has("create") && !FileManager.default.fileExists(atPath: url.path) {
+            throw UsageError("container \(url.path) does not exist; pass --create to make it")
+        }
         if let group = options["group"] {
             if let client = options["client"] { return try GroupNotificationCenter(groupIdentifier: group, clientIdentifier: client) }
             return try GroupNotificationCenter(groupIdentifier: group)
@@ -28,34 +33,44 @@ enum Commands {
 
     /// Prints each notification as a JSON line; exits after `--count` of them.
     static func listen(_ arguments: ArraySlice<String>) throws -> Never {
-        let options = try Options(arguments, flags: [])
-        try options.check(allowed: containerOptions.union(["name", "object", "count", "client"]))
+        let options = try Options(arguments, options: containerOptions.union(["name", "object", "count", "client"]), flags: ["create"])
         let limit = try options.integer("count")
-        var center: GroupNotificationCenter? = try center(options)
+        // Held only here: SIGTERM and SIGINT close the center, which takes this process out of the registry, then exit.
+        let open = Mutex<GroupNotificationCenter?>(try center(options))
         if limit == 0 { exit(0) }
+        let signals = [SIGTERM, SIGINT].map { number in
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                open.withLock { $0 = nil }
+                exit(0)
+            }
+            source.resume()
+            return source
+        }
         let received = Counter()
         let done = DispatchSemaphore(value: 0)
-        center?.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: nil) {
+        let path = open.withLock { $0?.containerURL.path } ?? ""
+        open.withLock { $0 }?.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: nil) {
             note in
             let count = received.increment()
             guard limit.map({ count <= $0 }) ?? true else { return }
             Output.line(JSONValue.line(for: note))
             if count == limit { done.signal() }
         }
-        Output.error("wormhole: listening in \(center?.containerURL.path ?? "") (pid \(getpid()))")
+        Output.error("wormhole: listening in \(path) (pid \(getpid()))")
         done.wait()
         // Closing the center lets the listener finish what it is handing over (a durable one then removes it
         // from its spool) before the process ends.
-        center = nil
+        withExtendedLifetime(signals) { open.withLock { $0 = nil } }
         exit(0)
     }
 
     /// Posts one notification and prints what was delivered and spooled.
     static func post(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, flags: ["retain"])
-        try options.check(allowed: containerOptions.union(["name", "object", "user-info"]))
+        let options = try Options(arguments, options: containerOptions.union(["name", "object", "user-info"]), flags: ["retain", "create"])
         guard let name = options["name"] else { throw UsageError("post needs --name") }
-        let userInfo = try options["user-info"].map(JSONValue.userInfo(from:))
+        let userInfo = try options["user-info"].map { try JSONValue.userInfo(from: try JSONValue.text(of: $0)) }
         let center = try center(options)
         let report = try center.postReporting(
             name: Notification.Name(name), object: options["object"], userInfo: userInfo, retain: options.has("retain"))
@@ -65,8 +80,7 @@ enum Commands {
 
     /// Prints the retained notification of `--name` as one JSON line; exits 1 when there is none.
     static func retained(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, flags: ["clear"])
-        try options.check(allowed: containerOptions.union(["name"]))
+        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear"])
         guard let name = options["name"] else { throw UsageError("retained needs --name") }
         let center = try center(options, existing: !options.has("clear"))
         if options.has("clear") {
@@ -81,33 +95,31 @@ enum Commands {
         return 0
     }
 
-    /// Prints the current value of the group value `--name` as JSON (`null` when nobody set it), or sets it.
+    /// Prints the current value of the group value `--name` as JSON (`null` when nobody set it), sets it, or
+    /// resets it.
     static func value(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, flags: [])
-        try options.check(allowed: containerOptions.union(["name", "set"]))
+        let options = try Options(arguments, options: containerOptions.union(["name", "set", "type"]), flags: ["reset", "create"])
         guard let name = options["name"] else { throw UsageError("value needs --name") }
-        let center = try center(options, existing: options["set"] == nil)
+        if options["set"] != nil && options.has("reset") { throw UsageError("give --set or --reset, not both") }
+        if options["type"] != nil && options["set"] == nil { throw UsageError("--type goes with --set") }
+        let writes = options["set"] != nil || options.has("reset")
+        let center = try center(options, existing: !writes)
         let value = GroupValue<AnyValue?>(name, default: nil, in: center)
-        if let text = options["set"] {
-            let parsed: Any
-            do {
-                parsed = try JSONSerialization.jsonObject(with: Data(text.utf8), options: [.fragmentsAllowed])
-            } catch {
-                throw UsageError("--set is not valid JSON: \(error.localizedDescription)")
-            }
-            try value.set(try AnyValue(json: parsed))
+        if options.has("reset") || options["set"] == "null" {
+            try value.reset()
             return 0
         }
-        let current = value.value?.json ?? NSNull()
-        let data = try JSONSerialization.data(withJSONObject: current, options: [.fragmentsAllowed, .sortedKeys])
-        Output.line(String(decoding: data, as: UTF8.self))
+        if let text = options["set"] {
+            try value.set(try AnyValue(argument: text, type: options["type"]))
+            return 0
+        }
+        Output.line(value.value?.jsonText ?? "null")
         return 0
     }
 
     /// Lists every registered listener.
     static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, flags: ["json"])
-        try options.check(allowed: containerOptions)
+        let options = try Options(arguments, options: containerOptions, flags: ["json"])
         let center = try center(options, existing: true)
         let listeners = center.listenerStatus()
         if options.has("json") {
@@ -126,7 +138,9 @@ enum Commands {
         }
         Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)")
         for listener in listeners {
-            let observing = listener.observing.map { "\($0.name ?? "*")/\($0.object ?? "*")" }.joined(separator: ", ")
+            // Every name or object shows as *; a name or object that is literally "*" shows quoted.
+            func shown(_ text: String?) -> String { text.map { $0 == "*" ? "\"*\"" : $0 } ?? "*" }
+            let observing = listener.observing.map { "\(shown($0.name))/\(shown($0.object))" }.joined(separator: ", ")
             let lastSeen = listener.lastSeen.map { " last seen \(ISO8601DateFormatter().string(from: $0))" } ?? ""
             let durable = listener.clientIdentifier.map { "durable \"\($0)\"\(lastSeen)  " } ?? ""
             Output.line(

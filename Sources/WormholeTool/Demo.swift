@@ -75,7 +75,7 @@ enum Demo {
 
     /// The extension's side: observe saves, reply to each, leave when the app says so.
     static func runExtension(_ arguments: ArraySlice<String>) throws -> Never {
-        let options = try Options(arguments, flags: ["widget"])
+        let options = try Options(arguments, options: ["container"], flags: ["widget"])
         guard let container = options["container"] else { throw UsageError("demo-extension needs --container") }
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
         if options.has("widget") {

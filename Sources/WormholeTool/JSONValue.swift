@@ -4,14 +4,42 @@ import Foundation
 enum JSONValue {
     /// A userInfo dictionary from a JSON object; JSON null is `NSNull`.
     static func userInfo(from text: String) throws -> [AnyHashable: Any] {
-        let parsed: Any
-        do {
-            parsed = try JSONSerialization.jsonObject(with: Data(text.utf8))
-        } catch {
-            throw UsageError("--user-info is not valid JSON: \(error.localizedDescription)")
+        guard let object = try parse(text, option: "--user-info") as? [String: Any] else {
+            throw UsageError("--user-info must be a JSON object")
         }
-        guard let object = parsed as? [String: Any] else { throw UsageError("--user-info must be a JSON object") }
         return object
+    }
+
+    /// The text an option names: `@FILE` reads a file, `-` standard input, anything else is the text itself.
+    static func text(of argument: String) throws -> String {
+        if argument == "-" {
+            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        }
+        guard argument.hasPrefix("@") else { return argument }
+        let path = String(argument.dropFirst())
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw UsageError("cannot read \(path)")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// `text` parsed as JSON; a syntax error names its line and column.
+    static func parse(_ text: String, option: String, fragments: Bool = false) throws -> Any {
+        do {
+            return try JSONSerialization.jsonObject(with: Data(text.utf8), options: fragments ? [.fragmentsAllowed] : [])
+        } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            // Foundation says where in characters ("around character 21"): told as a line and a column.
+            if let range = detail.range(of: #"character \d+"#, options: .regularExpression),
+                let offset = Int(detail[range].dropFirst("character ".count))
+            {
+                let before = text.utf8.prefix(offset)
+                let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
+                let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { before.distance(from: before.startIndex, to: $0) + 1 } ?? 0) + 1
+                throw UsageError("\(option) is not valid JSON at line \(line), column \(column): \(detail)")
+            }
+            throw UsageError("\(option) is not valid JSON: \(detail)")
+        }
     }
 
     /// One JSON line for a received notification: name, object, userInfo (Data as base64, Date as ISO 8601, a URL
@@ -24,7 +52,7 @@ enum JSONValue {
     }
 
     static func string(_ object: Any) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else {
+        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed]) else {
             return "{}"
         }
         return String(decoding: data, as: UTF8.self)
@@ -35,7 +63,7 @@ enum JSONValue {
         case let string as String: return string
         case let number as NSNumber: return number
         case let data as Data: return data.base64EncodedString()
-        case let date as Date: return ISO8601DateFormatter().string(from: date)
+        case let date as Date: return AnyValue.dateText(date)
         case let url as URL: return url.absoluteString
         case let uuid as UUID: return uuid.uuidString
         case let set as Set<AnyHashable>: return set.map { jsonCompatible($0.base) }

@@ -1,18 +1,35 @@
-/// The command line after the subcommand: `--key value` options and `--flag`s.
+/// The command line after the command: `--key value` and `--key=value` options, and `--flag`s.
+///
+/// As `git` and `busctl` read theirs: an option's value is the next argument or what follows `=`; an option
+/// followed by another option has no value, which is an error (write `--name=--odd` for a value that starts with
+/// `--`); an option given twice, one the command does not take, and a stray argument are errors that name it.
+/// `-h` or `--help` anywhere asks for the command's help.
 struct Options {
     private var values: [String: String] = [:]
     private var flags: Set<String> = []
 
-    init(_ arguments: some Sequence<String>, flags known: Set<String>) throws(UsageError) {
-        var iterator = arguments.makeIterator()
-        while let argument = iterator.next() {
-            guard argument.hasPrefix("--") else { throw UsageError("unexpected argument \(argument)") }
-            let key = String(argument.dropFirst(2))
+    init(_ arguments: some Sequence<String>, options valued: Set<String>, flags known: Set<String> = []) throws(UsageError) {
+        var remaining = Array(arguments)[...]
+        if remaining.contains(where: { $0 == "-h" || $0 == "--help" }) { throw UsageError.help }
+        while let argument = remaining.popFirst() {
+            guard argument.hasPrefix("--"), argument.count > 2 else { throw UsageError("unexpected argument '\(argument)'") }
+            let body = argument.dropFirst(2)
+            let key = String(body.prefix { $0 != "=" })
+            let inline = body.firstIndex(of: "=").map { String(body[body.index(after: $0)...]) }
             if known.contains(key) {
-                flags.insert(key)
+                guard inline == nil else { throw UsageError("--\(key) takes no value") }
+                guard flags.insert(key).inserted else { throw UsageError("--\(key) is given twice") }
+                continue
+            }
+            guard valued.contains(key) else { throw UsageError("unknown option --\(key)") }
+            guard values[key] == nil else { throw UsageError("--\(key) is given twice") }
+            if let inline {
+                values[key] = inline
+            } else if let next = remaining.first, !(next.hasPrefix("--") && next.count > 2) {
+                values[key] = next
+                remaining = remaining.dropFirst()
             } else {
-                guard let value = iterator.next() else { throw UsageError("\(argument) needs a value") }
-                values[key] = value
+                throw UsageError("--\(key) needs a value")
             }
         }
     }
@@ -23,19 +40,17 @@ struct Options {
 
     func integer(_ key: String) throws(UsageError) -> Int? {
         guard let text = values[key] else { return nil }
-        guard let value = Int(text), value >= 0 else { throw UsageError("--\(key) takes a whole number, not \(text)") }
+        guard let value = Int(text), value >= 0 else { throw UsageError("--\(key) takes a whole number, not '\(text)'") }
         return value
-    }
-
-    /// Rejects any option not in `allowed`.
-    func check(allowed: Set<String>) throws(UsageError) {
-        if let unknown = values.keys.first(where: { !allowed.contains($0) }) {
-            throw UsageError("unknown option --\(unknown)")
-        }
     }
 }
 
+/// A mistake in the command line: exit status 2, one line naming what was wrong.
 struct UsageError: Error, CustomStringConvertible {
     let description: String
     init(_ description: String) { self.description = description }
+
+    /// `-h` or `--help`: the command's help, exit status 0.
+    static let help = UsageError("")
+    var isHelp: Bool { description.isEmpty }
 }

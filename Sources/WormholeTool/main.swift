@@ -1,26 +1,62 @@
 import Foundation
 
+/// What each command does and takes, as `wormhole help COMMAND` prints it.
+let commandHelp: [(name: String, text: String)] = [
+    ("listen", """
+        usage: wormhole listen (--group ID | --container DIR) [--create] [--name N] [--object O] [--count K] [--client ID]
+          print each notification as one JSON line; exit after K; with --client, as a durable listener that
+          receives what was posted for it while it was not running. SIGTERM or SIGINT ends it cleanly.
+        """),
+    ("post", """
+        usage: wormhole post (--group ID | --container DIR) [--create] --name N [--object O] [--user-info JSON] [--retain]
+          post one notification; print how many listeners got it and how many were spooled; with --retain, also
+          keep it as the current value of its name. --user-info is a JSON object (null is NSNull), @FILE reads
+          it from a file, and - from standard input.
+        """),
+    ("retained", """
+        usage: wormhole retained (--group ID | --container DIR) --name N [--clear]
+          print the current retained notification of N as one JSON line (exit 1 if none), or forget it
+        """),
+    ("value", """
+        usage: wormhole value (--group ID | --container DIR) [--create] --name N [--set JSON [--type date|data] | --reset]
+          print the current value of the group value N as JSON (null when unset), set it, or reset it to unset.
+          JSON has no date or data: --type date reads --set as an ISO 8601 date, --type data as base64.
+          Dates print as ISO 8601 with fractions of a second, data as base64.
+        """),
+    ("status", """
+        usage: wormhole status (--group ID | --container DIR) [--json]
+          list the registered listeners: pid, socket, what they observe (a name of * is a pattern: every name),
+          state, spool depth
+        """),
+    ("demo", """
+        usage: wormhole demo
+          an app and an extension process talking through a temporary container
+        """),
+]
+
 let usage = """
-    usage: wormhole <command> [options]
-      listen (--group ID | --container DIR) [--name N] [--object O] [--count K] [--client ID]
-            print each notification as one JSON line; exit after K; with --client, as a durable
-            listener that receives what was posted for it while it was not running
-      post   (--group ID | --container DIR) --name N [--object O] [--user-info '<JSON object>'] [--retain]
-            post one notification; print how many listeners got it and how many were spooled;
-            with --retain, also keep it as the current value of its name
-      retained (--group ID | --container DIR) --name N [--clear]
-            print the current retained notification of N as one JSON line (exit 1 if none), or forget it
-      value  (--group ID | --container DIR) --name N [--set '<JSON>']
-            print the current value of the group value N as JSON (null when unset), or set it
-            (dates print as ISO 8601 strings and data as base64, as listen prints them)
-      status (--group ID | --container DIR) [--json]
-            list the registered listeners: pid, socket, what they observe, state, spool depth
-      demo  an app and an extension process talking through a temporary container
+    usage: wormhole <command> [options]        wormhole help <command> | <command> --help
+
+    commands:
+      listen    print each notification as one JSON line
+      post      post one notification
+      retained  print or clear a retained notification
+      value     print, set or reset a group value
+      status    list the registered listeners
+      demo      an app and an extension process talking through a temporary container
+
+    A command that names a container folder that does not exist refuses it unless given --create.
+    Exit status: 0 success, 1 failure, 2 a mistake in the command line.
     """
 
+let toolVersion = "0.1.0-dev"
+
+func help(for command: String) -> String? { commandHelp.first { $0.name == command }?.text }
+
 let arguments = CommandLine.arguments.dropFirst()
+let command = arguments.first ?? ""
 do {
-    switch arguments.first {
+    switch command {
     case "listen": try Commands.listen(arguments.dropFirst())
     case "post": exit(try Commands.post(arguments.dropFirst()))
     case "status": exit(try Commands.status(arguments.dropFirst()))
@@ -28,16 +64,35 @@ do {
     case "value": exit(try Commands.value(arguments.dropFirst()))
     case "demo": exit(try Demo.run(arguments.dropFirst()))
     case "demo-extension": try Demo.runExtension(arguments.dropFirst())
-    case "help", "--help", "-h": Output.ownText(usage); exit(0)
-    default:
+    case "help", "--help", "-h":
+        guard let topic = arguments.dropFirst().first else {
+            Output.ownText(usage)
+            exit(0)
+        }
+        guard let text = help(for: topic) else {
+            Output.error("wormhole: unknown command '\(topic)' (see 'wormhole help')")
+            exit(2)
+        }
+        Output.ownText(text)
+        exit(0)
+    case "--version", "version":
+        Output.ownText("wormhole \(toolVersion)")
+        exit(0)
+    case "":
         Output.ownText(usage, toError: true)
+        exit(2)
+    default:
+        Output.error("wormhole: unknown command '\(command)' (see 'wormhole help')")
         exit(2)
     }
 } catch let error as UsageError {
-    Output.error("wormhole: \(error)")
-    Output.ownText("\n" + usage, toError: true)
+    if error.isHelp, let text = help(for: command) {
+        Output.ownText(text)
+        exit(0)
+    }
+    Output.error("wormhole \(command): \(error) (see 'wormhole \(command) --help')")
     exit(2)
 } catch {
-    Output.error("wormhole: \(error)")
+    Output.error("wormhole \(command): \(error)")
     exit(1)
 }

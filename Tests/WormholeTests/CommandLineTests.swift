@@ -89,4 +89,118 @@ struct CommandLineTests {
         let unknown = try Peer("wormhole", ["frobnicate"])
         #expect(try unknown.waitForExit() == 2)
     }
+
+    @Test("help: wormhole help COMMAND, COMMAND --help and -h print that command's usage and exit 0; --version")
+    func help() throws {
+        for arguments in [["help", "post"], ["post", "--help"], ["post", "-h"], ["post", "--container", "/nowhere", "-h"]] {
+            let peer = try Peer("wormhole", arguments)
+            #expect(try peer.waitForExit() == 0, "\(arguments)")
+            #expect(peer.output.first?.hasPrefix("usage: wormhole post") == true, "\(arguments): \(peer.output)")
+            #expect(peer.errorOutput.isEmpty)
+        }
+        let all = try Peer("wormhole", ["help"])
+        #expect(try all.waitForExit() == 0)
+        #expect(all.output.contains { $0.contains("Exit status: 0 success, 1 failure, 2") })
+        let version = try Peer("wormhole", ["--version"])
+        #expect(try version.waitForExit() == 0)
+        #expect(version.output.first?.hasPrefix("wormhole ") == true)
+    }
+
+    @Test("mistakes are one line naming what was wrong, pointing to --help, with exit status 2")
+    func mistakes() throws {
+        let container = TemporaryContainer()
+        let cases: [([String], String)] = [
+            (["bogus"], "unknown command 'bogus'"),
+            (["help", "bogus"], "unknown command 'bogus'"),
+            (["post", "--container", container.path, "--name", "--object", "o"], "--name needs a value"),
+            (["post", "--container", container.path, "--name", "a", "--name", "b"], "--name is given twice"),
+            (["post", "--container", container.path, "--name", "a", "--colour", "red"], "unknown option --colour"),
+            (["post", "--container", container.path, "--name", "a", "stray"], "unexpected argument 'stray'"),
+            (["post", "--container", container.path, "--retain=yes", "--name", "a"], "--retain takes no value"),
+            (["post", "--container", container.path, "--name", "a", "--user-info", "{\"a\": 1,\n \"b\": [1,, 2]}"], "line 2, column"),
+            (["value", "--container", container.path, "--name", "v", "--set", "x", "--type", "time"], "--type takes date or data"),
+        ]
+        for (arguments, expected) in cases {
+            let peer = try Peer("wormhole", arguments)
+            #expect(try peer.waitForExit() == 2, "\(arguments)")
+            #expect(peer.errorOutput.count == 1, "\(arguments): \(peer.errorOutput)")
+            #expect(peer.errorOutput.first?.contains(expected) == true, "\(arguments): \(peer.errorOutput)")
+            #expect(peer.output.isEmpty)
+        }
+    }
+
+    @Test("--option=value, --user-info from a file and from standard input, and a name that starts with --")
+    func optionForms() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole", ["listen", "--container=" + container.path, "--name=--odd", "--count=2"])
+        try listener.waitForError(containing: "listening")
+        let file = container.path + "/../wormhole-user-info-\(getpid()).json"
+        let big = String(repeating: "x", count: 200_000)
+        try Data(#"{"text": "\#(big)"}"#.utf8).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let fromFile = try Peer("wormhole", ["post", "--container", container.path, "--name=--odd", "--user-info", "@" + file])
+        #expect(try fromFile.waitForExit() == 0, "\(fromFile.errorOutput)")
+        let fromInput = try Peer("/bin/sh", ["-c", #"echo '{"n": 7}' | "$0" post --container "$1" --name=--odd --user-info -"#,
+            Peer.productsDirectory.appendingPathComponent("wormhole").path, container.path], absolute: true)
+        #expect(try fromInput.waitForExit() == 0, "\(fromInput.errorOutput)")
+        #expect(try listener.waitForExit() == 0)
+        let infos = listener.jsonLines().compactMap { $0["userInfo"] as? [String: Any] }
+        #expect((infos.first?["text"] as? String)?.count == 200_000)
+        #expect(infos.last?["n"] as? Int == 7)
+    }
+
+    @Test("a container folder that does not exist is refused unless --create")
+    func create() throws {
+        let parent = TemporaryContainer()
+        let missing = parent.path + "/typo"
+        for command in [["post", "--name", "x"], ["listen", "--count", "0"], ["value", "--name", "v", "--set", "1"]] {
+            let peer = try Peer("wormhole", [command[0], "--container", missing] + command.dropFirst())
+            #expect(try peer.waitForExit() == 2, "\(command)")
+            #expect(peer.errorOutput.first?.contains("pass --create") == true)
+            #expect(!FileManager.default.fileExists(atPath: missing))
+        }
+        let created = try Peer("wormhole", ["post", "--container", missing, "--create", "--name", "x"])
+        #expect(try created.waitForExit() == 0)
+        #expect(FileManager.default.fileExists(atPath: missing + "/registry"))
+    }
+
+    @Test("value round-trips: a date and data by --type, a double keeps .0, --set null and --reset unset it, no \\/")
+    func valueRoundTrips() throws {
+        let container = TemporaryContainer()
+        func run(_ arguments: [String]) throws -> String? {
+            let peer = try Peer("wormhole", ["value", "--container", container.path, "--name", "v"] + arguments)
+            #expect(try peer.waitForExit() == 0, "\(arguments): \(peer.errorOutput)")
+            return peer.output.last
+        }
+        _ = try run(["--set", "2026-11-25T10:00:00.250Z", "--type", "date"])
+        #expect(try run([]) == #""2026-11-25T10:00:00.250Z""#)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        #expect(GroupValue("v", default: Date.distantPast, in: center).value == formatter.date(from: "2026-11-25T10:00:00.250Z"))
+        _ = try run(["--set", "AAEC/w==", "--type", "data"])
+        #expect(try run([]) == #""AAEC/w==""#)
+        #expect(GroupValue("v", default: Data(), in: center).value == Data([0, 1, 2, 255]))
+        _ = try run(["--set", #"{"path": "a/b", "n": 1}"#])
+        #expect(try run([]) == #"{"n":1,"path":"a/b"}"#)
+        _ = try run(["--set", "null"])
+        #expect(try run([]) == "null")
+        _ = try run(["--set", "3"])
+        _ = try run(["--reset"])
+        #expect(try run([]) == "null")
+    }
+
+    @Test("listen takes its registration away on SIGTERM and on SIGINT")
+    func signals() throws {
+        for number in [SIGTERM, SIGINT] {
+            let container = TemporaryContainer()
+            let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "s"])
+            try listener.waitForError(containing: "listening")
+            let center = try GroupNotificationCenter(containerURL: container.url)
+            #expect(center.listenerStatus().count == 1)
+            listener.signal(number)
+            #expect(try listener.waitForExit() == 0)
+            #expect(center.listenerStatus().isEmpty, "signal \(number)")
+        }
+    }
 }

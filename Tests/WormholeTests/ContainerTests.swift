@@ -72,11 +72,11 @@ struct ContainerTests {
     @Test("the default container follows WORMHOLE_CONTAINER_ROOT, then XDG_RUNTIME_DIR")
     func defaultContainer() throws {
         let root = TemporaryContainer()
-        let listener = try Peer("wormhole", ["listen", "--group", "group.test", "--count", "1"], environment: ["WORMHOLE_CONTAINER_ROOT": root.path])
+        let listener = try Peer("wormhole", ["listen", "--group", "group.test", "--create", "--count", "1"], environment: ["WORMHOLE_CONTAINER_ROOT": root.path])
         try listener.waitForError(containing: "listening")
         #expect(FileManager.default.fileExists(atPath: root.path + "/group.test/registry"))
         let runtime = TemporaryContainer()
-        let poster = try Peer("wormhole", ["post", "--group", "group.test", "--name", "x"], environment: ["XDG_RUNTIME_DIR": runtime.path])
+        let poster = try Peer("wormhole", ["post", "--group", "group.test", "--create", "--name", "x"], environment: ["XDG_RUNTIME_DIR": runtime.path])
         #expect(try poster.waitForExit() == 0)
         #expect(FileManager.default.fileExists(atPath: runtime.path + "/wormhole/group.test"))
         listener.signal(SIGKILL)
