@@ -37,7 +37,7 @@ struct ActorObservingTests {
         let model = CartModel()
         model.start(center, WormholeMailbox(center))
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "cart.count", "--user-info", #"{"count": 3}"#])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await exitStatus(poster) == 0)
         // A typed message (its Date has no JSON form for the tool) and a mailbox message, from this process.
         center.post(CartChanged(itemIDs: [4, 5], note: nil, at: Date(timeIntervalSince1970: 1)))
         _ = try WormholeMailbox(center).passMessage("ready", identifier: "status")
@@ -63,9 +63,9 @@ struct ActorObservingTests {
         let marker = Mutex(false)
         center.addObserver(forName: .init("end"), object: nil, queue: nil) { _ in marker.withLock { $0 = true } }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "n", "--count", "300"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await exitStatus(poster) == 0)
         let end = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "end"])
-        #expect(try end.waitForExit() == 0)
+        #expect(try await exitStatus(end) == 0)
         try await until("the marker and the removal") { marker.withLock { $0 } && removed != nil }
         // The blocks queued for this actor before the removal have had their turn.
         for _ in 0..<50 { await Task.yield() }
@@ -83,15 +83,21 @@ struct ActorObservingTests {
             received.withLock { $0.append(note.userInfo?["i"] as? Int ?? -1) }
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "n", "--count", "200"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await exitStatus(poster) == 0)
         try await until("200 notifications") { received.withLock { $0.count } == 200 }
         #expect(received.withLock { $0 } == Array(0..<200))
     }
 }
 
+/// The exit status of `peer`, waited for off the caller's actor, which stays free to run the observers' blocks
+/// meanwhile (tests run side by side, and a blocked main actor would hold up another test's deliveries).
+private func exitStatus(_ peer: Peer) async throws -> Int32 {
+    try await Task.detached { try peer.waitForExit(timeout: 60) }.value
+}
+
 /// Waits, giving the caller's actor its turns, until `condition` holds; fails the test after `seconds`.
 @MainActor private func until(
-    _ what: String, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+    _ what: String, timeout seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
 ) async throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {
