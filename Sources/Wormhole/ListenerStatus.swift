@@ -41,6 +41,34 @@ public struct ListenerStatus: Sendable, Hashable {
 }
 
 extension GroupNotificationCenter {
+    /// Removes the listeners found dead now (nobody listens on their socket: the process is gone) with their
+    /// socket files and spools, as the next post that reaches them would. A durable identity, a stopped
+    /// listener and one whose backlog is full are never removed. Meant for tools.
+    /// - Returns: How many were removed.
+    @discardableResult
+    public func removeGoneListeners() -> Int {
+        let gone = listenerStatus().filter { $0.state == .dead }.compactMap { RegistryEntry.listener(fromName: $0.identifier) }
+        endpoint.removeListeners(gone)
+        return gone.count
+    }
+
+    /// Forgets the durable identity `clientIdentifier`: its registry entry and its spool, with what is spooled for
+    /// it. Meant for tools.
+    /// - Parameter clientIdentifier: The identity to forget.
+    /// - Returns: Whether there was one.
+    /// - Throws: ``WormholeError/Code/identityInUse`` while a process runs it (or is stopped in it).
+    @discardableResult
+    public func forgetDurableIdentity(_ clientIdentifier: String) throws -> Bool {
+        guard let status = listenerStatus().first(where: { $0.clientIdentifier == clientIdentifier }),
+            let listener = RegistryEntry.listener(fromName: status.identifier)
+        else { return false }
+        guard status.state == .offline else {
+            throw WormholeError(.identityInUse, "client identifier \"\(clientIdentifier)\" is run by process \(status.pid) (\(status.state))")
+        }
+        endpoint.removeListeners([listener])
+        return true
+    }
+
     /// Every listener in the registry, with its state and spool depth. Reads files; meant for tools.
     /// - Returns: One status per registry entry, durable identities that no process runs included.
     public func listenerStatus() -> [ListenerStatus] {

@@ -80,7 +80,8 @@ enum Commands {
 
     /// Prints the retained notification of `--name` as one JSON line; exits 1 when there is none.
     static func retained(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear"])
+        // --json is accepted as status takes it: the output is JSON either way.
+        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear", "json"])
         guard let name = options["name"] else { throw UsageError("retained needs --name") }
         let center = try center(options, existing: !options.has("clear"))
         if options.has("clear") {
@@ -117,10 +118,25 @@ enum Commands {
         return 0
     }
 
+    /// Forgets a durable identity and its spool; refused while a process runs it.
+    static func forget(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Options(arguments, options: containerOptions.union(["client"]))
+        guard let client = options["client"] else { throw UsageError("forget needs --client") }
+        let center = try center(options, existing: true)
+        guard try center.forgetDurableIdentity(client) else {
+            Output.error("wormhole: no durable identity \"\(client)\"")
+            return 1
+        }
+        Output.line("forgot \"\(client)\" and its spool")
+        return 0
+    }
+
     /// Lists every registered listener.
     static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, options: containerOptions, flags: ["json"])
+        let options = try Options(arguments, options: containerOptions, flags: ["json", "no-clean"])
         let center = try center(options, existing: true)
+        // Listeners that are gone are removed, as the next post would; never a durable, stopped or busy one.
+        let removed = options.has("no-clean") ? 0 : center.removeGoneListeners()
         let listeners = center.listenerStatus()
         if options.has("json") {
             let rows: [[String: Any]] = listeners.map { listener in
@@ -133,10 +149,11 @@ enum Commands {
                     "observing": listener.observing.map { ["name": $0.name as Any? ?? NSNull(), "object": $0.object as Any? ?? NSNull()] },
                 ]
             }
-            Output.line(JSONValue.string(["container": center.containerURL.path, "listeners": rows]))
+            Output.line(JSONValue.string(["container": center.containerURL.path, "listeners": rows, "removed": removed]))
             return 0
         }
-        Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)")
+        Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)"
+            + (removed > 0 ? "; removed \(removed) gone" : ""))
         for listener in listeners {
             // Every name or object shows as *; a name or object that is literally "*" shows quoted.
             func shown(_ text: String?) -> String { text.map { $0 == "*" ? "\"*\"" : $0 } ?? "*" }

@@ -14,7 +14,7 @@ let commandHelp: [(name: String, text: String)] = [
           it from a file, and - from standard input.
         """),
     ("retained", """
-        usage: wormhole retained (--group ID | --container DIR) --name N [--clear]
+        usage: wormhole retained (--group ID | --container DIR) --name N [--clear] [--json]
           print the current retained notification of N as one JSON line (exit 1 if none), or forget it
         """),
     ("value", """
@@ -24,9 +24,15 @@ let commandHelp: [(name: String, text: String)] = [
           Dates print as ISO 8601 with fractions of a second, data as base64.
         """),
     ("status", """
-        usage: wormhole status (--group ID | --container DIR) [--json]
+        usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]
           list the registered listeners: pid, socket, what they observe (a name of * is a pattern: every name),
-          state, spool depth
+          state, spool depth; first removes the entries of listeners that are gone (never a durable, stopped or
+          busy one) and says how many, unless --no-clean
+        """),
+    ("forget", """
+        usage: wormhole forget (--group ID | --container DIR) --client ID
+          forget a durable identity: its registry entry and its spool, with what is spooled for it; refused while
+          a process runs it
         """),
     ("demo", """
         usage: wormhole demo
@@ -42,7 +48,8 @@ let usage = """
       post      post one notification
       retained  print or clear a retained notification
       value     print, set or reset a group value
-      status    list the registered listeners
+      status    list the registered listeners, removing those that are gone
+      forget    forget a durable identity and its spool
       demo      an app and an extension process talking through a temporary container
 
     A command that names a container folder that does not exist refuses it unless given --create.
@@ -62,6 +69,7 @@ do {
     case "status": exit(try Commands.status(arguments.dropFirst()))
     case "retained": exit(try Commands.retained(arguments.dropFirst()))
     case "value": exit(try Commands.value(arguments.dropFirst()))
+    case "forget": exit(try Commands.forget(arguments.dropFirst()))
     case "demo": exit(try Demo.run(arguments.dropFirst()))
     case "demo-extension": try Demo.runExtension(arguments.dropFirst())
     case "help", "--help", "-h":

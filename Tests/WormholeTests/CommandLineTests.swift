@@ -203,4 +203,48 @@ struct CommandLineTests {
             #expect(center.listenerStatus().isEmpty, "signal \(number)")
         }
     }
+
+    @Test("status removes listeners that are gone, never a stopped or durable one, and says how many; --no-clean changes nothing")
+    func statusCleans() throws {
+        let container = TemporaryContainer()
+        let dead = try Peer("wormhole", ["listen", "--container", container.path, "--name", "d"])
+        try dead.waitForError(containing: "listening")
+        let stopped = try Peer("wormhole", ["listen", "--container", container.path, "--name", "s"])
+        try stopped.waitForError(containing: "listening")
+        let durable = try Peer("wormhole", ["listen", "--container", container.path, "--client", "w"])
+        try durable.waitForError(containing: "listening")
+        dead.signal(SIGKILL)
+        _ = try? dead.waitForExit()
+        durable.signal(SIGKILL)
+        _ = try? durable.waitForExit()
+        try stopped.suspend()
+        defer { stopped.signal(SIGCONT) }
+        let kept = try Peer("wormhole", ["status", "--container", container.path, "--no-clean"])
+        #expect(try kept.waitForExit() == 0)
+        #expect(kept.output.first?.contains("3 listener(s)") == true, "\(kept.output)")
+        let cleaned = try Peer("wormhole", ["status", "--container", container.path])
+        #expect(try cleaned.waitForExit() == 0)
+        #expect(cleaned.output.first?.contains("2 listener(s); removed 1 gone") == true, "\(cleaned.output)")
+    }
+
+    @Test("forget removes an offline durable identity and its spool, and is refused while a process runs it")
+    func forget() throws {
+        let container = TemporaryContainer()
+        let durable = try Peer("wormhole", ["listen", "--container", container.path, "--client", "w", "--name", "x"])
+        try durable.waitForError(containing: "listening")
+        let refused = try Peer("wormhole", ["forget", "--container", container.path, "--client", "w"])
+        #expect(try refused.waitForExit() == 1)
+        #expect(refused.errorOutput.first?.contains("identity in use") == true, "\(refused.errorOutput)")
+        durable.signal(SIGKILL)
+        _ = try? durable.waitForExit()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        center.post(name: .init("x"), object: nil, userInfo: ["i": 1])
+        #expect(center.listenerStatus().first?.spooledNotifications == 1)
+        let forgot = try Peer("wormhole", ["forget", "--container", container.path, "--client", "w"])
+        #expect(try forgot.waitForExit() == 0, "\(forgot.errorOutput)")
+        #expect(center.listenerStatus().isEmpty)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/spool").isEmpty)
+        let again = try Peer("wormhole", ["forget", "--container", container.path, "--client", "w"])
+        #expect(try again.waitForExit() == 1)
+    }
 }

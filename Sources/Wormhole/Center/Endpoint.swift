@@ -117,6 +117,11 @@ final class Endpoint: Sendable {
         try membership.claim(id)
     }
 
+    /// Removes the registry entries, socket files and spools of `listeners`, found gone.
+    func removeListeners(_ listeners: [UInt64]) {
+        membership.removeDeadListeners(listeners)
+    }
+
     /// This process's own spool folder in the container, once it listens.
     var listenerSpool: SpoolFolder? { listener.withLock { $0?.spool } }
 
