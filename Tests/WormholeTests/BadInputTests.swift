@@ -112,8 +112,13 @@ struct BadInputTests {
         // Record 2, then record 3 cut short, as a writer killed mid-write leaves it.
         var torn = SpoolRecord.segment([try frame(2), try frame(3)])
         torn.removeLast(4)
-        try Data(damaged).write(to: URL(fileURLWithPath: folder + "0000000000000005-0000000000000001.seg"))
-        try Data(torn).write(to: URL(fileURLWithPath: folder + "0000000000000005-0000000000000002.seg"))
+        // Each written whole beside the folder, then renamed in: the listener may look at any moment, and a segment
+        // it took half-written would lose its record here (a poster names a segment only once its record is whole).
+        for (bytes, name) in [(damaged, "0000000000000005-0000000000000001.seg"), (torn, "0000000000000005-0000000000000002.seg")] {
+            let staging = container.path + "/.staging-" + name
+            try Data(bytes).write(to: URL(fileURLWithPath: staging))
+            try #require(rename(staging, folder + name) == 0)
+        }
         // The bell tells the listener to look; a later post from another process arrives too.
         center.endpoint.listenerSpool?.bell.touch()
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "sp", "--start", "4"])
