@@ -39,7 +39,7 @@ enum Demo {
         kill(child.processIdentifier, SIGSTOP)
         guard waitUntilStopped(child.processIdentifier) else { return fail("the extension did not stop") }
         say("app", "extension suspended (SIGSTOP); posting revisions 2 to 4, the last with a 256 KiB attachment")
-        say("app", "small posts wait in the extension's socket buffer, the large one in its spool file")
+        say("app", "small posts wait in the extension's socket buffer; the large one too, as a shared memory file (its spool where the system has none)")
         try post(center, revision: 2)
         try post(center, revision: 3)
         try post(center, revision: 4, attachment: Data(repeating: 0xAB, count: 256 * 1024))
