@@ -3,7 +3,7 @@ import Foundation
 import ObjectiveC
 
 /// `NSCoder`'s keyed methods as Apple's Foundation has them, where it spells them otherwise than
-/// swift-corelibs-foundation, answered through three methods of Wormhole's own (see ``StrictCoder``).
+/// swift-corelibs-foundation, answered through three methods of ``FailingCoder`` (see ``StrictCoder``).
 ///
 /// On Apple platforms any `NSCoder` method a subclass does not override raises an Objective-C exception, which
 /// Swift cannot catch: a class's `init?(coder:)` calling it would crash the receiver. So every keyed and
@@ -26,22 +26,6 @@ import ObjectiveC
 /// - and the unkeyed primitives every other unkeyed method goes through (`encodeValueOfObjCType:at:`,
 ///   `decodeValueOfObjCType:at:size:`, `encodeDataObject:`, `decodeDataObject`, `versionForClassName:`), refused.
 class PlatformCoder: FailingCoder {
-    /// The classes the coder allows, as `allowedClasses` reports them.
-    func allowedClassList() -> [AnyClass]? { nil }
-
-    /// The object at `key` if it is of one of `classes` (any class for nil); nil, with an error recorded, when
-    /// it is not.
-    func decodeObject(ofAnyOf classes: [AnyClass]?, forKey key: String) -> Any? {
-        unserved("decodeObject(of:forKey:)")
-        return nil
-    }
-
-    /// The bytes at `key`; nil when there are none (an error recorded when the field is of another kind).
-    func decodedBytes(forKey key: String) -> [UInt8]? {
-        unserved("decodeBytes(forKey:returnedLength:)")
-        return nil
-    }
-
     /// Bytes handed out by `decodeBytes(forKey:returnedLength:)`, which must stay valid as long as the coder.
     private var lentBytes: [NSData] = []
 

@@ -2,24 +2,8 @@
 import Foundation
 
 /// `NSCoder`'s methods as swift-corelibs-foundation spells them, where Apple's Foundation spells them
-/// otherwise, answered through three methods of Wormhole's own (see ``StrictCoder``).
+/// otherwise, answered through three methods of ``FailingCoder`` (see ``StrictCoder``).
 class PlatformCoder: FailingCoder {
-    /// The classes the coder allows, as `allowedClasses` reports them.
-    func allowedClassList() -> [AnyClass]? { nil }
-
-    /// The object at `key` if it is of one of `classes` (any class for nil); nil, with an error recorded, when
-    /// it is not.
-    func decodeObject(ofAnyOf classes: [AnyClass]?, forKey key: String) -> Any? {
-        unserved("decodeObject(of:forKey:)")
-        return nil
-    }
-
-    /// The bytes at `key`; nil when there are none (an error recorded when the field is of another kind).
-    func decodedBytes(forKey key: String) -> [UInt8]? {
-        unserved("decodeBytes(forKey:)")
-        return nil
-    }
-
     override var allowedClasses: [AnyClass]? { allowedClassList() }
 
     override func decodeObject(of classes: [AnyClass]?, forKey key: String) -> Any? {

@@ -16,6 +16,25 @@ class FailingCoder: NSCoder {
         fail("\(method) is not supported by Wormhole's keyed coders")
     }
 
+    // What the platform's coder (``PlatformCoder``) answers its Foundation's own spellings with; served by
+    // ``KeyedObjectDecoder``.
+
+    /// The classes the coder allows, as `allowedClasses` reports them.
+    func allowedClassList() -> [AnyClass]? { nil }
+
+    /// The object at `key` if it is of one of `classes` (any class for nil); nil, with an error recorded, when
+    /// it is not.
+    func decodeObject(ofAnyOf classes: [AnyClass]?, forKey key: String) -> Any? {
+        unserved("decodeObject(of:forKey:)")
+        return nil
+    }
+
+    /// The bytes at `key`; nil when there are none (an error recorded when the field is of another kind).
+    func decodedBytes(forKey key: String) -> [UInt8]? {
+        unserved("decodeBytes(forKey:)")
+        return nil
+    }
+
     override var decodingFailurePolicy: NSCoder.DecodingFailurePolicy { .setErrorAndReturn }
     override var error: (any Error)? { failure }
 
@@ -33,9 +52,9 @@ class FailingCoder: NSCoder {
 /// `init?(coder:)` or `encode(with:)`; here each one records an error, which the caller turns into a refused
 /// value, and returns an empty result. The methods whose Swift spelling differs between Foundations (allowed
 /// classes, decoding of several classes, raw bytes, and on Apple platforms the top-level, array and dictionary
-/// forms) are answered by ``PlatformCoder``, once per platform, in terms of three methods of its own:
-/// ``PlatformCoder/allowedClassList()``, ``PlatformCoder/decodeObject(ofAnyOf:forKey:)`` and
-/// ``PlatformCoder/decodedBytes(forKey:)``. ``KeyedObjectDecoder`` and ``KeyedObjectEncoder`` override what
+/// forms) are answered by ``PlatformCoder``, once per platform, in terms of three methods of
+/// ``FailingCoder``'s: ``FailingCoder/allowedClassList()``, ``FailingCoder/decodeObject(ofAnyOf:forKey:)`` and
+/// ``FailingCoder/decodedBytes(forKey:)``. ``KeyedObjectDecoder`` and ``KeyedObjectEncoder`` override what
 /// they serve.
 class StrictCoder: PlatformCoder {
     override var allowsKeyedCoding: Bool { true }
