@@ -80,7 +80,8 @@ extension GroupNotificationCenter {
         of type: Message.Type, object: String? = nil, includingRetained: Bool = false,
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Message) -> Void
     ) -> any NSObjectProtocol {
-        let relay = ActorDelivery.relay(to: block)
+        let endpoint = self.endpoint
+        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: { _ in 256 })
         let observer = addMessageObserver(of: type, object: object, queue: nil, includingRetained: includingRetained, using: relay.feed)
         relay.start(observer)
         return observer

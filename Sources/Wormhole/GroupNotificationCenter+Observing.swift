@@ -64,7 +64,8 @@ extension GroupNotificationCenter {
         forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass] = [],
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let relay = ActorDelivery.relay(to: block)
+        let endpoint = self.endpoint
+        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: ActorDelivery.weight(of:))
         let observer = addObserver(
             forName: name, object: object, allowedClasses: AllowedClasses.adding(allowedClasses), queue: nil, using: relay.feed)
         relay.start(observer)

@@ -100,7 +100,8 @@ extension GroupNotificationCenter {
         forName name: Notification.Name, object: String?, includingRetained: Bool, allowedClasses: [AnyClass]? = nil,
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let relay = ActorDelivery.relay(to: block)
+        let endpoint = self.endpoint
+        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: ActorDelivery.weight(of:))
         let observer = addObserver(
             forName: name, object: object, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values, queue: nil,
             includingRetained: includingRetained, using: relay.feed)

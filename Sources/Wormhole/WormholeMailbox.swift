@@ -98,7 +98,8 @@ public final class WormholeMailbox: Sendable {
         withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil, includingCurrent: Bool = false,
         @_inheritActorContext listener: @escaping @isolated(any) @Sendable (Any?) -> Void
     ) -> any NSObjectProtocol {
-        let relay = ActorDelivery.relay(to: listener)
+        let endpoint = center.endpoint
+        let relay = ActorDelivery.relay(to: listener, backlog: { endpoint.deliveryBacklog }, weight: { ($0 as? Data)?.count ?? 256 })
         let observer = listen(identifier, queue: nil, includingCurrent: includingCurrent, allowedClasses: allowedClasses, listener: relay.feed)
         relay.start(observer)
         return observer

@@ -74,6 +74,32 @@ struct ActorObservingTests {
         #expect(removed == 100)
     }
 
+    @Test("what waits for a busy actor counts in the listener's backlog: past it the listener stops reading, and posters spool")
+    func busyActor() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let recipient = Recipient()
+        await recipient.start(center)
+        let released = DispatchSemaphore(value: 0)
+        let holding = Task { await recipient.hold(until: released) }
+        let count = 6000
+        let poster = try Peer("wormhole-test-peer", [
+            "post", "--container", container.path, "--name", "busy", "--count", "\(count)", "--payload", "4096",
+        ])
+        let status = try await exitStatus(poster)
+        let report = poster.jsonLines().first ?? [:]
+        released.signal()
+        await holding.value
+        #expect(status == 0)
+        // 24 MB offered to an actor that ran nothing: the listener stopped at its 16 MiB bound, the rest spooled.
+        #expect((report["spooled"] as? Int ?? 0) > 0, "\(report)")
+        let deadline = Date().addingTimeInterval(60)
+        while await recipient.received.count < count && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        #expect(await recipient.received == Array(0..<count))
+        #expect(await recipient.bytes == count * 4096)
+        await recipient.stop(center)
+    }
+
     @Test("a nonisolated caller's block runs off the caller, in order")
     func nonisolated() async throws {
         let container = TemporaryContainer()
@@ -86,6 +112,30 @@ struct ActorObservingTests {
         #expect(try await exitStatus(poster) == 0)
         try await until("200 notifications") { received.withLock { $0.count } == 200 }
         #expect(received.withLock { $0 } == Array(0..<200))
+    }
+}
+
+/// An actor whose observer records what it gets, and that can be kept busy.
+actor Recipient {
+    private(set) var received: [Int] = []
+    private(set) var bytes = 0
+
+    private var token: (any NSObjectProtocol)?
+
+    func start(_ center: GroupNotificationCenter) {
+        token = center.addObserver(forName: .init("busy"), object: nil) { note in
+            self.received.append(note.userInfo?["i"] as? Int ?? -1)
+            self.bytes += (note.userInfo?["blob"] as? Data)?.count ?? 0
+        }
+    }
+
+    func stop(_ center: GroupNotificationCenter) {
+        if let token { center.removeObserver(token) }
+    }
+
+    /// Holds the actor until `released` is signalled: it runs nothing else meanwhile.
+    func hold(until released: DispatchSemaphore) {
+        _ = released.wait(timeout: .now() + 120)
     }
 }
 

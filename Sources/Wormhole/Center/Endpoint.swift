@@ -125,6 +125,9 @@ final class Endpoint: Sendable {
     /// This process's own spool folder in the container, once it listens.
     var listenerSpool: SpoolFolder? { listener.withLock { $0?.spool } }
 
+    /// What this process's listener has read and not yet delivered, once it listens.
+    var deliveryBacklog: DeliveryBacklog? { listener.withLock { $0?.backlog } }
+
     func makeObserverID() -> UInt64 {
         nextObserverID.add(1, ordering: .relaxed).newValue
     }
