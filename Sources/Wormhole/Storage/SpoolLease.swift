@@ -27,7 +27,8 @@ struct SpoolLease: ~Copyable {
     static let lifetime: Int64 = 5_000_000_000
     /// How far in the future a lease's time may be (clocks differ by a little) and still count.
     static let futureTolerance: Int64 = 1_000_000_000
-    /// The least a renewal asks for, as a fraction of the cap: a flood of small records renews once per this much.
+    /// The most a renewal asks for beyond the record at hand, as a fraction of the cap: a flood of small records
+    /// renews about once per this much.
     static let askDivisor = 32
 
     let name: String
@@ -37,12 +38,16 @@ struct SpoolLease: ~Copyable {
     var remaining = 0
     /// When the lease was last renewed, in uptime nanoseconds; 0 before the first renewal.
     var renewed: UInt64 = 0
+    /// Bytes written under the lease since it was last renewed: the next renewal asks for about twice that, so a
+    /// poster that spools little reserves little, and many posters at once do not refuse each other.
+    var spent = 0
 
     /// Takes `size` bytes out of what is left, when that much is left and the lease was renewed within
     /// ``renewAfter`` before `now` (uptime nanoseconds); false when it must be renewed first.
     mutating func spend(_ size: Int, at now: UInt64) -> Bool {
         guard renewed != 0, now &- renewed <= Self.renewAfter, remaining >= size else { return false }
         remaining -= size
+        spent += size
         return true
     }
 

@@ -199,7 +199,11 @@ final class PeerLink: Sendable {
         let limit = context.maximumSpoolSize
         guard size <= limit else {
             // Never fits: refused without reserving anything, which would only get in others' way.
-            if let lease = state.lease.take() { try? folder.setLease(lease, to: 0); state.lease = consume lease }
+            if var lease = state.lease.take() {
+                try? folder.setLease(lease, to: 0)
+                lease.remaining = 0
+                state.lease = consume lease
+            }
             throw WormholeError(
                 .spoolFull,
                 "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener \(RegistryEntry.hex(listener))")
@@ -211,7 +215,9 @@ final class PeerLink: Sendable {
         } else {
             lease = try folder.openLease(poster: context.poster)
         }
-        var ask = max(size, limit / SpoolLease.askDivisor)
+        // About twice what was written under the last lease, up to 1/32 of the cap: a poster that spools a little
+        // reserves a little, so many of them at once do not refuse each other.
+        var ask = max(size, min(limit / SpoolLease.askDivisor, 2 * lease.spent))
         var refusal: WormholeError?
         do throws(WormholeError) {
             // Reserved before measuring: a poster that measures after this sees it.
@@ -239,6 +245,7 @@ final class PeerLink: Sendable {
         }
         lease.renewed = now
         lease.remaining = refusal == nil ? ask - size : 0
+        lease.spent = refusal == nil ? size : 0
         state.lease = consume lease
         if let refusal { throw refusal }
     }
