@@ -103,9 +103,9 @@ indirect enum AnyValue: Codable, Sendable {
         case let number as NSNumber:
             // JSON's true and false are numbers of Objective-C type `char`.
             if String(cString: number.objCType) == "c" { self = .bool(number.boolValue) }
-            else if let integer = Int(exactly: number.doubleValue), !String(cString: number.objCType).contains("d") {
-                self = .integer(integer)
-            } else { self = .double(number.doubleValue) }
+            // Integers read as integers, not through a double, which would change those past 2^53.
+            else if !"dfD".contains(String(cString: number.objCType)) { self = .integer(number.intValue) }
+            else { self = .double(number.doubleValue) }
         case let array as [Any]: self = .array(try array.map(AnyValue.init(json:)))
         case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(json:)))
         default: throw UsageError("--set holds null inside it, which a group value cannot hold (--set null alone resets it)")

@@ -1,4 +1,5 @@
 import Foundation
+import Wormhole
 
 /// Converts between JSON and userInfo values for the command line.
 enum JSONValue {
@@ -10,16 +11,26 @@ enum JSONValue {
         return object
     }
 
-    /// The text an option names: `@FILE` reads a file, `-` standard input, anything else is the text itself.
+    /// The text an option names: `@FILE` reads a regular file, `-` standard input, anything else is the text
+    /// itself. Neither is read past what a userInfo may hold (as JSON, four times its limit): `/dev/zero` or an
+    /// endless pipe is an error, not a process that fills memory; a FIFO is refused, not waited on.
     static func text(of argument: String) throws -> String {
+        let limit = 4 * GroupNotificationCenter.maximumPayloadSize
         if argument == "-" {
-            return String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+            let data = FileHandle.standardInput.readData(ofLength: limit + 1)
+            guard data.count <= limit else { throw UsageError("standard input holds more than \(limit) bytes") }
+            return String(decoding: data, as: UTF8.self)
         }
         guard argument.hasPrefix("@") else { return argument }
         let path = String(argument.dropFirst())
-        guard let data = FileManager.default.contents(atPath: path) else {
-            throw UsageError("cannot read \(path)")
-        }
+        let fd = open(path, O_RDONLY | O_NONBLOCK)
+        guard fd >= 0 else { throw UsageError("cannot read \(path): \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw UsageError("\(path) is not a regular file") }
+        guard Int(status.st_size) <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
+        let data = FileHandle(fileDescriptor: fd, closeOnDealloc: false).readData(ofLength: limit + 1)
+        guard data.count <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
         return String(decoding: data, as: UTF8.self)
     }
 

@@ -109,7 +109,11 @@ struct CommandLineTests {
     @Test("mistakes are one line naming what was wrong, pointing to --help, with exit status 2")
     func mistakes() throws {
         let container = TemporaryContainer()
+        let fifo = container.path + "/fifo"
+        try #require(mkfifo(fifo, 0o600) == 0)
         let cases: [([String], String)] = [
+            // A FIFO is refused at once, not waited on.
+            (["post", "--container", container.path, "--name", "a", "--user-info", "@" + fifo], "is not a regular file"),
             (["bogus"], "unknown command 'bogus'"),
             (["help", "bogus"], "unknown command 'bogus'"),
             (["post", "--container", container.path, "--name", "--object", "o"], "--name needs a value"),
@@ -185,7 +189,9 @@ struct CommandLineTests {
         #expect(try run([]) == #"{"n":1,"path":"a/b"}"#)
         _ = try run(["--set", "null"])
         #expect(try run([]) == "null")
-        _ = try run(["--set", "3"])
+        // An integer past 2^53 stays itself: it is not read through a double.
+        _ = try run(["--set", "9007199254740993"])
+        #expect(try run([]) == "9007199254740993")
         _ = try run(["--reset"])
         #expect(try run([]) == "null")
     }
