@@ -219,7 +219,9 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         guard let stored = userInfo["value"] else { return defaultValue }
         do {
             let data = try PropertyListSerialization.data(fromPropertyList: ["value": stored], format: .binary, options: 0)
-            return try PropertyListDecoder().decode(Box.self, from: data).value
+            let decoder = PropertyListDecoder()
+            decoder.userInfo[.storedPropertyList] = StoredPropertyList(value: stored)
+            return try decoder.decode(Box.self, from: data).value
         } catch {
             throw WormholeError(.corruptData, "value \(name) (version \(version)) is not a \(Value.self): \(error)")
         }
@@ -341,4 +343,16 @@ public struct GroupValues<Value: Sendable>: AsyncSequence, Sendable {
     public func makeAsyncIterator() -> AsyncStream<Value>.Iterator {
         stream.makeAsyncIterator()
     }
+}
+
+/// The property list a ``GroupValue`` holds, as stored, for a `Decodable` type of this package that must tell
+/// what a decoder cannot: a property list's real `1.0` decodes as the integer `1` as readily as a `Double`.
+package struct StoredPropertyList: @unchecked Sendable {
+    /// A property-list value: never mutated, and made of immutable Foundation values.
+    package let value: Any
+}
+
+extension CodingUserInfoKey {
+    /// Under this key, a ``GroupValue``'s decoder carries the ``StoredPropertyList`` being decoded.
+    package static let storedPropertyList = CodingUserInfoKey(rawValue: "wormhole.storedPropertyList")!
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Wormhole
 
 /// Any value a property list holds, as a `Codable` type: what `wormhole value` reads and writes, whatever type
 /// the processes that share the value use.
@@ -14,7 +15,10 @@ indirect enum AnyValue: Codable, Sendable {
     }
 
     init(from decoder: any Decoder) throws {
-        if let keyed = try? decoder.container(keyedBy: Key.self) {
+        // A group value's decoder carries the stored property list, which alone tells a real `1.0` from `1`.
+        if decoder.codingPath.count == 1, let stored = decoder.userInfo[.storedPropertyList] as? StoredPropertyList {
+            self = try AnyValue(propertyList: stored.value)
+        } else if let keyed = try? decoder.container(keyedBy: Key.self) {
             var dictionary: [String: AnyValue] = [:]
             for key in keyed.allKeys { dictionary[key.stringValue] = try keyed.decode(AnyValue.self, forKey: key) }
             self = .dictionary(dictionary)
@@ -109,6 +113,18 @@ indirect enum AnyValue: Codable, Sendable {
         case let array as [Any]: self = .array(try array.map(AnyValue.init(json:)))
         case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(json:)))
         default: throw UsageError("--set holds null inside it, which a group value cannot hold (--set null alone resets it)")
+        }
+    }
+
+    /// The value of a stored property list, each number as the type it was stored as.
+    init(propertyList: Any) throws {
+        switch propertyList {
+        case let date as Date: self = .date(date)
+        case let data as Data: self = .data(data)
+        case let array as [Any]: self = .array(try array.map(AnyValue.init(propertyList:)))
+        case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(propertyList:)))
+        case is String, is NSNumber: self = try AnyValue(json: propertyList)
+        default: throw UsageError("the stored value holds a \(type(of: propertyList)), which no property list holds")
         }
     }
 

@@ -187,6 +187,11 @@ struct CommandLineTests {
         #expect(GroupValue("v", default: Data(), in: center).value == Data([0, 1, 2, 255]))
         _ = try run(["--set", #"{"path": "a/b", "n": 1}"#])
         #expect(try run([]) == #"{"n":1,"path":"a/b"}"#)
+        _ = try run(["--set", "1.0"])
+        #expect(try run([]) == "1.0")
+        #expect(GroupValue<Double>("v", default: 0.5, in: center).value == 1.0)
+        _ = try run(["--set", #"{"a": [1.0, 2, true]}"#])
+        #expect(try run([]) == #"{"a":[1.0,2,true]}"#)
         _ = try run(["--set", "null"])
         #expect(try run([]) == "null")
         // An integer past 2^53 stays itself: it is not read through a double.
