@@ -83,7 +83,7 @@ enum Commands {
         // --json is accepted as status takes it: the output is JSON either way.
         let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear", "json"])
         guard let name = options["name"] else { throw UsageError("retained needs --name") }
-        let center = try center(options, existing: !options.has("clear"))
+        let center = try center(options, existing: true)
         if options.has("clear") {
             center.clearRetainedNotification(named: Notification.Name(name))
             return 0
@@ -104,7 +104,7 @@ enum Commands {
         if options["set"] != nil && options.has("reset") { throw UsageError("give --set or --reset, not both") }
         if options["type"] != nil && options["set"] == nil { throw UsageError("--type goes with --set") }
         let writes = options["set"] != nil || options.has("reset")
-        let center = try center(options, existing: !writes)
+        let center = try center(options, existing: !writes && !options.has("create"))
         let value = GroupValue<AnyValue?>(name, default: nil, in: center)
         if options.has("reset") || options["set"] == "null" {
             try value.reset()

@@ -52,7 +52,7 @@ let usage = """
       forget    forget a durable identity and its spool
       demo      an app and an extension process talking through a temporary container
 
-    A command that names a container folder that does not exist refuses it unless given --create.
+    post, listen and value refuse a container folder that does not exist unless given --create; the others never make one.
     Exit status: 0 success, 1 failure, 2 a mistake in the command line.
     """
 

@@ -153,7 +153,7 @@ struct CommandLineTests {
         #expect(infos.last?["n"] as? Int == 7)
     }
 
-    @Test("a container folder that does not exist is refused unless --create")
+    @Test("a container folder that does not exist is refused unless --create; commands that only read never make one")
     func create() throws {
         let parent = TemporaryContainer()
         let missing = parent.path + "/typo"
@@ -161,6 +161,13 @@ struct CommandLineTests {
             let peer = try Peer("wormhole", [command[0], "--container", missing] + command.dropFirst())
             #expect(try peer.waitForExit() == 2, "\(command)")
             #expect(peer.errorOutput.first?.contains("pass --create") == true)
+            #expect(!FileManager.default.fileExists(atPath: missing))
+        }
+        // The others never make one, and do not suggest --create, which they do not take.
+        for command in [["retained", "--name", "x", "--clear"], ["status"], ["value", "--name", "v"]] {
+            let peer = try Peer("wormhole", [command[0], "--container", missing] + command.dropFirst())
+            #expect(try peer.waitForExit() == 1, "\(command)")
+            #expect(peer.errorOutput.first?.contains("--create") == false, "\(command): \(peer.errorOutput)")
             #expect(!FileManager.default.fileExists(atPath: missing))
         }
         let created = try Peer("wormhole", ["post", "--container", missing, "--create", "--name", "x"])

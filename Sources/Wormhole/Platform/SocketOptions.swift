@@ -53,7 +53,7 @@ enum SocketOptions {
     /// Sets up a new socket. On Linux SOCK_CLOEXEC is given to socket() and MSG_NOSIGNAL to each send.
     static func prepare(_ fd: CInt, for transport: GroupNotificationCenter.Transport) {
         #if canImport(Darwin)
-        // Darwin has neither SOCK_CLOEXEC nor MSG_NOSIGNAL: set both per socket.
+        // Darwin has no SOCK_CLOEXEC, and MSG_NOSIGNAL only since macOS 11 and iOS 14: both set per socket.
         set(fd, SO_NOSIGPIPE, 1)
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
         if transport == .datagram { set(fd, SO_SNDBUF, CInt(datagramSendBuffer)) }

@@ -12,9 +12,9 @@ import Darwin
 /// ```
 /// The listener takes the file only when it is what the message says: a regular file of exactly `size` bytes
 /// (at most ``maximumSize``) that carries those seals, so a poster can neither change it while it is read nor
-/// truncate it under a mapping; it reads it with `pread` and decodes the frame inside like any other, which
-/// must name the same poster and sequence. The descriptor is closed on every path. It reads the frame's head
-/// first, then maps the file, so that a large userInfo is not copied at all.
+/// truncate it under a mapping; it reads the frame's head with `pread`, then maps the file (reading it with
+/// `pread` where it cannot be mapped), so that a large userInfo is not copied at all, and decodes the frame like
+/// any other, which must name the same poster and sequence. The descriptor is closed on every path.
 ///
 /// Linux only (``isAvailable``): elsewhere large frames go through the spool as before.
 enum SharedFrame {
