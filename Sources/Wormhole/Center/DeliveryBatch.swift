@@ -28,7 +28,7 @@ struct DeliveryBatch {
         for group in groups {
             let items = DeliveryItems(items: group.items)
             guard !group.first.runsOnReceiveThread else {
-                receiveThread { for (observer, note) in items.items { observer.call(note) } }
+                receiveThread { withAutoreleasePool { for (observer, note) in items.items { observer.call(note) } } }
                 continue
             }
             let ticket = backlog?.hold(notifications: group.items.count, bytes: group.bytes)
@@ -37,7 +37,7 @@ struct DeliveryBatch {
                 for (observer, _) in group.items where seen.insert(ObjectIdentifier(observer)).inserted { observer.track(ticket) }
             }
             group.first.schedule {
-                for (observer, note) in items.items { observer.call(note) }
+                withAutoreleasePool { for (observer, note) in items.items { observer.call(note) } }
                 ticket?.release()
             }
         }

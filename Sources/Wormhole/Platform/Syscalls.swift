@@ -220,8 +220,8 @@ extension FileStatus {
     /// future, and never past the ends of `Int64`, whatever time another process set.
     var ageNanoseconds: Int64 { nanosecondsSince(modifiedNanoseconds) }
 
-    /// Which file this is: its device and inode.
-    var identity: FileIdentity { FileIdentity(device: UInt64(st_dev), inode: UInt64(st_ino)) }
+    /// Which file this is: its device and inode. `dev_t` is signed on Darwin: taken by its bit pattern.
+    var identity: FileIdentity { FileIdentity(device: UInt64(truncatingIfNeeded: st_dev), inode: UInt64(truncatingIfNeeded: st_ino)) }
 }
 
 /// The wall clock, in nanoseconds since 1970: what file times are measured in.
