@@ -156,4 +156,40 @@ struct ReceiveThreadTests {
         #expect(try second.waitForExit() == 0)
         try recorder.wait(for: 1)
     }
+
+    @Test("releasing a center never waits for an observer's block on the receive thread, which ends and cleans up on its own")
+    func releaseDoesNotWaitForABlock() throws {
+        let container = TemporaryContainer()
+        let holder = Mutex<GroupNotificationCenter?>(try GroupNotificationCenter(containerURL: container.url))
+        let entered = DispatchSemaphore(value: 0), goOn = DispatchSemaphore(value: 0), ended = Atomic<Bool>(false)
+        _ = holder.withLock { center in
+            center?.addObserver(forName: .init("t"), object: nil, queue: nil) { _ in
+                entered.signal()
+                // Waits for the thread that releases the center: a release that waited for this block would wait
+                // as long as this does.
+                _ = goOn.wait(timeout: .now() + 60)
+                ended.store(true, ordering: .releasing)
+            }
+        }
+        let spools = try FileManager.default.contentsOfDirectory(atPath: container.path + "/spool")
+        #expect(spools.count == 1)
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "1"])
+        #expect(try poster.waitForExit() == 0)
+        #expect(entered.wait(timeout: .now() + 20) == .success)
+        do {
+            let center = holder.withLock { current in defer { current = nil }; return current }
+            withExtendedLifetime(center) {}
+        }
+        // Released while the block still runs: the socket file is gone at once, so posters no longer reach it.
+        let endedBeforeRelease = ended.load(ordering: .acquiring)
+        #expect(!endedBeforeRelease)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/listeners").filter { $0.hasSuffix(".socket") }.isEmpty)
+        goOn.signal()
+        // Once the block returns, the thread ends and takes its spool with it.
+        let deadline = Date().addingTimeInterval(20)
+        while FileManager.default.fileExists(atPath: container.path + "/spool/" + spools[0]) && Date() < deadline { usleep(10_000) }
+        let endedAfter = ended.load(ordering: .acquiring)
+        #expect(endedAfter)
+        #expect(!FileManager.default.fileExists(atPath: container.path + "/spool/" + spools[0]))
+    }
 }

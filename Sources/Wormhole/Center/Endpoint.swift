@@ -99,9 +99,9 @@ final class Endpoint: Sendable {
         if last { close() }
     }
 
-    /// Stops the listener (it first finishes handing over what it has read, so a durable listener's spool holds
-    /// nothing already handed over) and takes this process out of the registry, or marks a durable identity
-    /// offline. Runs once, when the last center goes away.
+    /// Stops the listener without waiting for its receive thread (which finishes handing over what it has read,
+    /// then ends) and takes this process out of the registry, or marks a durable identity offline. Runs once,
+    /// when the last center goes away.
     private func close() {
         centers.withLock { $0 = nil }
         guard let listener = listener.withLock({ current in defer { current = nil }; return current }) else { return }
@@ -146,7 +146,7 @@ final class Endpoint: Sendable {
         var (report, gone) = fanout.send(
             outgoing, to: registry.snapshot(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
-            deliver([frame], onReceiveThread: false)
+            deliver([frame], receivedBy: nil)
             report.delivered += 1
         }
         if !gone.isEmpty {
@@ -214,7 +214,7 @@ final class Endpoint: Sendable {
         try listener.withLock { (current) throws(WormholeError) -> Bool in
             guard current == nil else { return false }
             let handlers = Listener.Handlers(
-                frames: { [weak self] frames in self?.deliver(frames, onReceiveThread: true) },
+                frames: { [weak self] frames, listener in self?.deliver(frames, receivedBy: listener) },
                 housekeeping: { [weak self] in self?.housekeeping() },
                 dropped: { [weak self] count, reason in
                     self?.counters.count { $0.dropped += count }
@@ -242,11 +242,12 @@ final class Endpoint: Sendable {
 
     /// Hands frames to the matching observers. Observers without a queue run on the receive thread: at once when
     /// called there, else once it wakes.
-    func deliver(_ frames: [Frame], onReceiveThread: Bool) {
-        let listener = self.listener.withLock { $0 }
+    /// `receiver` is the listener whose receive thread calls, or nil from elsewhere.
+    func deliver(_ frames: [Frame], receivedBy receiver: Listener?) {
+        let listener = receiver ?? self.listener.withLock { $0 }
         delivery.deliver(frames, backlog: listener?.backlog) { work in
-            if onReceiveThread {
-                work()
+            if let receiver {
+                receiver.runObserverCode(work)
             } else if let listener {
                 listener.perform(work)
             }

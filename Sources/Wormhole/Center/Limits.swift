@@ -17,6 +17,9 @@ enum Limits {
     /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
     /// its sockets and its spool: ``DeliveryBacklog``.
     static let deliveryBacklog = DeliveryBacklog.Bound(notifications: 4096, bytes: 16 << 20)
+    /// How long a durable identity's new listener waits for the receive thread of the one this process stopped
+    /// before it (which may be running an observer's block) to end, in seconds; then the identity is in use.
+    static let endingListenerWait = 10
 }
 
 extension GroupNotificationCenter {

@@ -175,13 +175,18 @@ enum Sys {
     }
 
     /// A non-blocking, close-on-exec pipe: `[read end, write end]` as raw descriptors the caller must own.
-    static func makePipe() throws(WormholeError) -> (CInt, CInt) {
+    /// A non-blocking, close-on-exec pipe. On Darwin a write with no reader fails with EPIPE instead of raising
+    /// SIGPIPE (`F_SETNOSIGPIPE`); elsewhere the caller closes the write end first.
+    static func makePipe() throws(WormholeError) -> (read: CInt, write: CInt) {
         var fds: [CInt] = [-1, -1]
         _ = try valueOrErrno("pipe") { pipe(&fds) }
         for fd in fds {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         }
+        #if canImport(Darwin)
+        _ = fcntl(fds[1], F_SETNOSIGPIPE, 1)
+        #endif
         return (fds[0], fds[1])
     }
 

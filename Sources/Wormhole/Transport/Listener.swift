@@ -12,7 +12,8 @@ import Synchronization
 final class Listener: Sendable {
     /// What the receive thread reports.
     struct Handlers: Sendable {
-        var frames: @Sendable ([Frame]) -> Void
+        /// Frames read, to hand to observers; called on the receive thread of the listener given.
+        var frames: @Sendable (_ frames: [Frame], _ by: Listener) -> Void
         var housekeeping: @Sendable () -> Void
         var dropped: @Sendable (_ count: Int, _ reason: String) -> Void
         /// For a durable listener: whether a spooled frame must stay in the spool because nothing in this
@@ -30,24 +31,29 @@ final class Listener: Sendable {
     /// The socket file's identity, to notice when it is removed or replaced.
     let socketFile = Mutex<FileIdentity?>(nil)
     let wakeRead: CInt
-    private let wakeWrite: CInt
+    /// The wake pipe's write end; nil once closed. A wake writes while holding it, so nothing is written to the
+    /// descriptor after it closed (its number may be another file's by then), and the write end closes before
+    /// the read end (a write with no reader raises SIGPIPE).
+    private let wakeWrite: Mutex<CInt?>
     let spool: SpoolFolder
     let handlers: Handlers
     let stopping = Atomic<Bool>(false)
     /// What it has read and its observers have not yet run: past its bound, the receive thread reads no more.
     let backlog = DeliveryBacklog()
-    private let finished = DispatchSemaphore(value: 0)
+    /// Entered while the receive thread runs.
+    private let running = DispatchGroup()
     /// Set when an observer was added: frames held back in a durable spool may now have one.
     let recheck = Atomic<Bool>(true)
     /// Work handed to the receive thread from others: deliveries of this process's own posts.
     let pending = Mutex<[@Sendable () -> Void]>([])
     /// The receive thread, once it runs.
     private let thread = Mutex<ObjectIdentifier?>(nil)
-    /// Set when an observer's block on the receive thread stopped the listener: the thread removes the files and
-    /// closes the wake pipe as it ends.
-    private let stoppedByItself = Atomic<Bool>(false)
-    /// Set when the receive thread did not end in time: it closes the wake pipe as it ends.
-    private let closesOnExit = Atomic<Bool>(false)
+    /// Set while the receive thread runs observers' code (the blocks of observers that run on it, work handed
+    /// to it): a stop never waits for that.
+    private let runsObserverCode = Atomic<Bool>(false)
+    /// The receive threads of durable identities this process stopped and that have not ended yet: a listener
+    /// that claims one of them waits for its thread, which may still be handing over the identity's spool.
+    private static let ending = Mutex<[String: DispatchGroup]>([:])
 
     /// Opens the listener's spool folder and a socket of `transport`. A durable listener (`identity` not nil)
     /// claims its identity's socket, and reuses its spool folder.
@@ -60,6 +66,9 @@ final class Listener: Sendable {
         self.container = container
         self.transport = transport
         self.handlers = handlers
+        if let identity, let previous = Self.ending.withLock({ $0[identity] }) {
+            _ = previous.wait(timeout: .now() + .seconds(Limits.endingListenerWait))
+        }
         spool = try SpoolFolder(listener: id, in: container, create: true)
         let bound: OwnedDescriptor
         do throws(WormholeError) {
@@ -69,7 +78,9 @@ final class Listener: Sendable {
             throw error
         }
         do throws(WormholeError) {
-            (wakeRead, wakeWrite) = try Sys.makePipe()
+            let pipe = try Sys.makePipe()
+            wakeRead = pipe.read
+            wakeWrite = Mutex(pipe.write)
         } catch {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
             throw error
@@ -163,59 +174,87 @@ final class Listener: Sendable {
     }
 
     private func wake() {
-        guard !wakePipeClosed.load(ordering: .acquiring) else { return }
-        var byte: UInt8 = 1
-        _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(wakeWrite, $0) }
+        wakeWrite.withLock { fd in
+            guard let fd else { return }
+            var byte: UInt8 = 1
+            // Non-blocking: a full pipe already wakes the thread.
+            _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
+        }
     }
 
     /// Starts the receive thread.
     func start() {
+        running.enter()
         let receiver = Thread { [self] in
             let current = ObjectIdentifier(Thread.current)
             thread.withLock { $0 = current }
             run()
-            let stoppedItself = stoppedByItself.load(ordering: .acquiring)
-            if stoppedItself { removeFiles() }
-            finished.signal()
-            if stoppedItself || closesOnExit.load(ordering: .acquiring) { closeWakePipe() }
+            // The sockets closed as `run` returned; a socket file bound anew meanwhile goes too.
+            removeSocketFile()
+            // A durable listener's spool stays, to collect what is posted until its identity runs again.
+            if identity == nil { SpoolFolder.remove(listener: id, in: container) }
+            closeWakePipe()
+            running.leave()
+            if let identity {
+                Self.ending.withLock { ending in
+                    if ending[identity] === running { ending[identity] = nil }
+                }
+            }
         }
         receiver.name = "Wormhole listener"
         receiver.stackSize = 4 << 20
         receiver.start()
     }
 
-    /// Stops the receive thread, waits for it (at most five seconds), and removes the socket file and spool.
-    /// The thread closes its sockets as it ends. When an observer's block on the receive thread is what stops it,
-    /// or the thread does not end in time, it closes the wake pipe too once the block returns.
+    /// Stops the listener: removes the socket file at once, so posters find it gone (or, for a durable identity,
+    /// spool), and tells the receive thread to end. The thread finishes what it is doing (a batch it hands over
+    /// included, so that a durable spool keeps nothing already handed over), then closes its sockets and wake
+    /// pipe and removes an ephemeral listener's spool. Waits for that, at most five seconds, but never while the
+    /// thread runs observers' code (which may be waiting for the caller): then the thread ends on its own.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if isReceiveThread {
-            stoppedByItself.store(true, ordering: .releasing)
-            return
-        }
+        if let identity { Self.ending.withLock { $0[identity] = running } }
+        removeSocketFile()
+        guard !isReceiveThread else { return }
         wake()
-        let ended = finished.wait(timeout: .now() + 5) == .success
-        removeFiles()
-        if ended { closeWakePipe() } else { closesOnExit.store(true, ordering: .releasing) }
+        let deadline = DispatchTime.now() + .seconds(5)
+        while running.wait(timeout: .now() + .milliseconds(5)) == .timedOut {
+            if runsObserverCode.load(ordering: .acquiring) || DispatchTime.now() >= deadline { return }
+        }
     }
 
-    private func removeFiles() {
-        // Only our own socket file: a durable identity's name may already be another process's.
+    /// Runs observers' code on the receive thread (``stop()`` does not wait for it).
+    func runObserverCode(_ work: () -> Void) {
+        runsObserverCode.store(true, ordering: .releasing)
+        defer { runsObserverCode.store(false, ordering: .releasing) }
+        work()
+    }
+
+    /// Runs the work handed to the receive thread (``perform(_:)``).
+    func runPendingWork() {
+        let work = pending.withLock { work in defer { work = [] }; return work }
+        guard !work.isEmpty else { return }
+        runObserverCode { for item in work { item() } }
+    }
+
+    /// Removes the socket file, if it is still this listener's own: a durable identity's name may already be
+    /// another process's.
+    private func removeSocketFile() {
         if currentSocketFile() == socketFile.withLock({ $0 }) {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
         }
-        // A durable listener's spool stays, to collect what is posted until its identity runs again.
-        if identity == nil { SpoolFolder.remove(listener: id, in: container) }
     }
 
-    /// Closes the wake pipe once, whoever asks first.
+    /// Closes the wake pipe once, whoever asks first: its write end, then its read end.
     private func closeWakePipe() {
-        guard !wakePipeClosed.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        Sys.close(wakeRead)
-        Sys.close(wakeWrite)
+        let closed = wakeWrite.withLock { fd -> Bool in
+            guard let write = fd else { return false }
+            Sys.close(write)
+            fd = nil
+            return true
+        }
+        if closed { Sys.close(wakeRead) }
     }
-
-    private let wakePipeClosed = Atomic<Bool>(false)
 
     deinit {
         closeWakePipe()

@@ -21,71 +21,76 @@ extension Listener {
         /// A look at the bell is owed at once: a nudge came after the last look.
         var bellOwedNow = false
         var events: [pollfd] = []
+        // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !stopping.load(ordering: .acquiring) {
-            // Observers' queues hold too much of what was read: read nothing more until they have worked it down
-            // (they wake this thread), and posters fill the sockets, then the spool.
-            let paused = backlog.isOver
-            events.removeAll(keepingCapacity: true)
-            events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
-            if !paused { inbox.addPollDescriptors(to: &events) }
-            let fullTimeout = paused ? Limits.housekeepingInterval : inbox.pollTimeout ?? Limits.housekeepingInterval
-            let timeout = paused ? fullTimeout
-                : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
-            let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
-            if stopping.load(ordering: .acquiring) { break }
+            let goesOn = withAutoreleasePool { () -> Bool in
+                // Observers' queues hold too much of what was read: read nothing more until they have worked it down
+                // (they wake this thread), and posters fill the sockets, then the spool.
+                let paused = backlog.isOver
+                events.removeAll(keepingCapacity: true)
+                events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
+                if !paused { inbox.addPollDescriptors(to: &events) }
+                let fullTimeout = paused ? Limits.housekeepingInterval : inbox.pollTimeout ?? Limits.housekeepingInterval
+                let timeout = paused ? fullTimeout
+                    : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
+                let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
+                if stopping.load(ordering: .acquiring) { return false }
 
-            if ready > 0 {
-                if events[0].revents != 0 {
-                    drainWakePipe()
-                    for work in pending.withLock({ work in defer { work = [] }; return work }) { work() }
-                    if stopping.load(ordering: .acquiring) { break }
+                if ready > 0 {
+                    if events[0].revents != 0 {
+                        drainWakePipe()
+                        runPendingWork()
+                        if stopping.load(ordering: .acquiring) { return false }
+                    }
+                    var frames: [Frame] = []
+                    inbox.receiveReady(events.dropFirst(), into: &frames)
+                    if !frames.isEmpty { handlers.frames(frames, self) }
+                    if stopping.load(ordering: .acquiring) { return false }
                 }
-                var frames: [Frame] = []
-                inbox.receiveReady(events.dropFirst(), into: &frames)
-                if !frames.isEmpty { handlers.frames(frames) }
-                if stopping.load(ordering: .acquiring) { break }
-            }
-            let now = DispatchTime.now().uptimeNanoseconds
-            // A wait shortened for the bell that ends is no reason for housekeeping.
-            let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > 1_000_000_000
-            if backlog.isOver {
-                // The spool waits too; it is looked at as soon as there is room.
-                bellOwed = true
-                if housekeepingDue {
-                    lastHousekeeping = now
-                    _ = keepSocketFile(inbox)
-                    handlers.housekeeping()
+                let now = DispatchTime.now().uptimeNanoseconds
+                // A wait shortened for the bell that ends is no reason for housekeeping.
+                let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > 1_000_000_000
+                if backlog.isOver {
+                    // The spool waits too; it is looked at as soon as there is room.
+                    bellOwed = true
+                    if housekeepingDue {
+                        lastHousekeeping = now
+                        _ = keepSocketFile(inbox)
+                        handlers.housekeeping()
+                    }
+                    return true
                 }
-                continue
-            }
-            let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
-            // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
-            // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
-            // full could not nudge).
-            let looksAtBell = ready == 0 || bellOwedNow || housekeepingDue || recheckHeld || inbox.suggestsSpooling
-                || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
-            bellOwed = !looksAtBell
-            bellOwedNow = false
-            if looksAtBell {
-                lastBellLook = now
-                let bell = spool.bell.value
-                if bell != lastBell || recheckHeld || housekeepingDue {
-                    lastBell = bell
-                    // The drain reads the sockets after the bell: what it read there came after this look. A nudge
-                    // among it rang the bell after the look; a poster whose nudge found the socket full may have.
-                    if drainSpool(inbox, &reader, includingHeld: recheckHeld) {
-                        bellOwedNow = inbox.suggestsSpooling
-                        bellOwed = !bellOwedNow
+                let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
+                // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
+                // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
+                // full could not nudge).
+                let looksAtBell = ready == 0 || bellOwedNow || housekeepingDue || recheckHeld || inbox.suggestsSpooling
+                    || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
+                bellOwed = !looksAtBell
+                bellOwedNow = false
+                if looksAtBell {
+                    lastBellLook = now
+                    let bell = spool.bell.value
+                    if bell != lastBell || recheckHeld || housekeepingDue {
+                        lastBell = bell
+                        // The drain reads the sockets after the bell: what it read there came after this look. A nudge
+                        // among it rang the bell after the look; a poster whose nudge found the socket full may have.
+                        if drainSpool(inbox, &reader, includingHeld: recheckHeld) {
+                            bellOwedNow = inbox.suggestsSpooling
+                            bellOwed = !bellOwedNow
+                        }
                     }
                 }
+                if stopping.load(ordering: .acquiring) { return false }
+                if housekeepingDue {
+                    lastHousekeeping = now
+                    // A rebind reads the old socket after this round's look: one more is owed.
+                    if keepSocketFile(inbox) { bellOwed = true }
+                    handlers.housekeeping()
+                }
+                return true
             }
-            if stopping.load(ordering: .acquiring) { break }
-            if housekeepingDue {
-                lastHousekeeping = now
-                // A rebind reads the old socket after this round's look: one more is owed.
-                if keepSocketFile(inbox) { bellOwed = true }
-                handlers.housekeeping()
-            }
+            if !goesOn { break }
         }
     }
 
@@ -98,7 +103,7 @@ extension Listener {
         StopPoint.reached("spool.drain")
         var direct: [Frame] = []
         guard inbox.receiveAll(into: &direct) else {
-            if !direct.isEmpty { handlers.frames(direct) }
+            if !direct.isEmpty { handlers.frames(direct, self) }
             return true
         }
         let hadAnything = inbox.readAny
@@ -107,7 +112,7 @@ extension Listener {
             taken, direct: direct,
             SpoolReader.Handlers(
                 deliver: { [self] frames in
-                    handlers.frames(frames)
+                    handlers.frames(frames, self)
                     waitForRoom()
                 },
                 holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },
@@ -127,7 +132,7 @@ extension Listener {
             let fresh = try Self.bind(id, identity: identity, transport: transport, in: container)
             var frames: [Frame] = []
             inbox.rebind(fresh, into: &frames)
-            if !frames.isEmpty { handlers.frames(frames) }
+            if !frames.isEmpty { handlers.frames(frames, self) }
             socketFile.withLock { $0 = currentSocketFile() }
             handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) was removed or replaced; bound it again")
             return true
@@ -148,7 +153,7 @@ extension Listener {
             let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)) ?? 0
             if ready > 0 {
                 drainWakePipe()
-                for work in pending.withLock({ work in defer { work = [] }; return work }) { work() }
+                runPendingWork()
             }
             let now = DispatchTime.now().uptimeNanoseconds
             if now &- lastHousekeeping >= UInt64(Limits.housekeepingInterval) * 1_000_000 {
