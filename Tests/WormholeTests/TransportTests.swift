@@ -91,8 +91,8 @@ struct TransportTests {
     }
 
     @Test(
-        "send errors Linux never returns (Darwin's ENOBUFS on a full datagram socket) and peers closing mid-send lose nothing",
-        arguments: Transport.allCases, ["ENOBUFS/3", "EMSGSIZE/5", "ECONNRESET/4", "EDESTADDRREQ/6", "EPROTOTYPE/7"])
+        "send errors Linux never returns (Darwin's ENOBUFS on a full datagram socket, EINVAL on a socket gone bad) and peers closing mid-send lose nothing",
+        arguments: Transport.allCases, ["ENOBUFS/3", "EMSGSIZE/5", "ECONNRESET/4", "EDESTADDRREQ/6", "EPROTOTYPE/7", "EINVAL/3"])
     func injectedSendErrors(transport: Transport, fault: String) throws {
         let container = TemporaryContainer()
         let listener = try Peer(
@@ -116,7 +116,7 @@ struct TransportTests {
     private static func errno(named fault: String) -> CInt {
         let names: [String: CInt] = [
             "ENOBUFS": ENOBUFS, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET, "EDESTADDRREQ": EDESTADDRREQ,
-            "EPROTOTYPE": EPROTOTYPE,
+            "EPROTOTYPE": EPROTOTYPE, "EINVAL": EINVAL,
         ]
         return names[String(fault.prefix { $0 != "/" })] ?? 0
     }

@@ -18,7 +18,7 @@ enum InjectedFault {
         let parts = text.split(separator: "/")
         let names: [Substring: CInt] = [
             "ENOBUFS": ENOBUFS, "EAGAIN": EAGAIN, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET,
-            "EDESTADDRREQ": EDESTADDRREQ, "EPROTOTYPE": EPROTOTYPE,
+            "EDESTADDRREQ": EDESTADDRREQ, "EPROTOTYPE": EPROTOTYPE, "EINVAL": EINVAL,
         ]
         guard let name = parts.first, let value = names[name] else { return nil }
         let every = parts.count > 1 ? Int(parts[1]) ?? 1 : 1

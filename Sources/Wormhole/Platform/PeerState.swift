@@ -16,6 +16,10 @@ enum PeerState: Equatable, Sendable {
     /// Nobody listens there: no socket file (`ENOENT`), nothing bound to it (`ECONNREFUSED`), or the peer of a
     /// connection closed (`ECONNRESET`, `EPIPE`, `ENOTCONN`, `EDESTADDRREQ`).
     case gone
+    /// This socket to it went bad, though its listener may live (`EINVAL`: what xnu returns for a socket that was
+    /// made defunct, or shut down under it). The message is spooled, and the next one connects anew; only a
+    /// refused connection says a listener is gone.
+    case unusable
     /// A live socket of the other transport is bound there (`EPROTOTYPE`): its listener restarted with another
     /// transport, and the registry is about to say so. The message is spooled.
     case otherTransport
@@ -27,12 +31,13 @@ enum PeerState: Equatable, Sendable {
         case EAGAIN?, EWOULDBLOCK?, ENOBUFS?, EMSGSIZE?: self = .busy
         case ECONNREFUSED?, ENOENT?, ECONNRESET?, EPIPE?, ENOTCONN?, EDESTADDRREQ?: self = .gone
         case EPROTOTYPE?: self = .otherTransport
+        case EINVAL?: self = .unusable
         default: self = .failed
         }
     }
 
-    /// Whether a listener is there: busy, or of the other transport, is alive.
-    var isAlive: Bool { self == .busy || self == .otherTransport }
+    /// Whether a listener is there: busy, of the other transport, or with a socket gone bad, is alive.
+    var isAlive: Bool { self == .busy || self == .otherTransport || self == .unusable }
 }
 
 extension WormholeError {

@@ -22,7 +22,7 @@ enum ListenerProbe {
             switch error.peerState {
             case .busy, .otherTransport: return .busy
             case .gone: return .gone
-            case .failed: return .unknown
+            case .unusable, .failed: return .unknown
             }
         }
     }

@@ -279,7 +279,7 @@ final class PeerLink: Sendable {
                     state.sharedUnread = 0
                 } catch {
                     switch error.peerState {
-                    case .busy, .otherTransport: return .full
+                    case .busy, .otherTransport, .unusable: return .full
                     case .gone: return durable ? .full : .gone
                     case .failed: throw error
                     }
@@ -299,6 +299,10 @@ final class PeerLink: Sendable {
                 // A shared frame's memory file could not be made (out of memory or descriptors): spooled.
                 case .failed where frame.count > Limits.maximumDirectFrameSize: return .full
                 case .busy, .otherTransport: return .full
+                // This socket went bad: spooled, and the next post connects anew.
+                case .unusable:
+                    state.socket = nil
+                    return .full
                 // The listener closed this connection after reading all of it, or its socket was bound anew,
                 // or it died: connect again.
                 case .gone: state.socket = nil
