@@ -113,6 +113,28 @@ struct TransportTests {
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<500), "each once, in order")
     }
 
+    @Test("a send buffer smaller than asked lowers the largest direct frame, said once, and loses nothing", arguments: Transport.allCases)
+    func smallSendBuffer(transport: Transport) throws {
+        let container = TemporaryContainer()
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "b", "--count", "40"],
+            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
+        try listener.waitForLines(1)
+        // 16 KiB asked: Linux grants twice that, far under a 60 KiB frame.
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "b", "--count", "40", "--payload", "60000"],
+            environment: ["WORMHOLE_INJECT_SEND_BUFFER": "16384", "WORMHOLE_TRANSPORT": transport.rawValue])
+        #expect(try poster.waitForExit() == 0)
+        let summary = try #require(poster.jsonLines().first)
+        #expect(summary["failed"] as? Int == 0)
+        let warnings = poster.errorOutput.filter { $0.contains("send buffer of") && $0.contains("granted") }
+        #expect(warnings.count == 1, "\(poster.errorOutput)")
+        #expect(try listener.waitForExit(timeout: 30) == 0)
+        let lines = listener.jsonLines().filter { $0["i"] != nil }
+        #expect(lines.compactMap { $0["i"] as? Int } == Array(0..<40), "each once, in order")
+        #expect(lines.allSatisfy { $0["blobBytes"] as? Int == 60000 })
+    }
+
     private static func errno(named fault: String) -> CInt {
         let names: [String: CInt] = [
             "ENOBUFS": ENOBUFS, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET, "EDESTADDRREQ": EDESTADDRREQ,

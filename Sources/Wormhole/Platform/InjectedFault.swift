@@ -28,6 +28,19 @@ enum InjectedFault {
     private static let memoryFilesFail = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_MEMORY_FILE"] == "1"
     #endif
 
+    /// The send buffer to ask for instead of the usual (`WORMHOLE_INJECT_SEND_BUFFER=BYTES`): as if the system
+    /// granted less than asked.
+    static var sendBufferAsk: CInt? {
+        #if DEBUG
+        return sendBuffer
+        #else
+        return nil
+        #endif
+    }
+    #if DEBUG
+    private static let sendBuffer = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_SEND_BUFFER"].flatMap { CInt($0) }
+    #endif
+
     /// Throws `EMFILE` for every memory file, when injected.
     @inline(__always)
     static func failMemoryFile() throws(WormholeError) {

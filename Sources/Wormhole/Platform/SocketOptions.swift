@@ -5,6 +5,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 enum SocketOptions {
     /// The socket type of `transport`.
@@ -23,10 +24,11 @@ enum SocketOptions {
         #endif
     }
 
-    #if canImport(Darwin)
-    /// The send buffer of a Darwin datagram socket bounds the largest datagram it sends (2,048 bytes by
-    /// default, `net.local.dgram.maxdgram`): raised so that every frame the socket path takes fits.
+    /// The send buffer of a datagram socket bounds the largest datagram it sends (on Darwin 2,048 bytes by
+    /// default, `net.local.dgram.maxdgram`): raised so that every frame the socket path takes fits. Set on Linux
+    /// too (whose default is already larger), so that the same path runs here.
     static let datagramSendBuffer = Limits.maximumDirectFrameSize + 4096
+    #if canImport(Darwin)
     /// The receive buffer of a Darwin datagram socket (4,096 bytes by default, `net.local.dgram.recvspace`)
     /// holds what posters sent until the listener reads it; a datagram that does not fit fails with ENOBUFS and
     /// is spooled. 1 MiB: eight of the largest frames, far under `kern.ipc.maxsockbuf` (8 MiB).
@@ -51,14 +53,18 @@ enum SocketOptions {
     static let sequencedPacketSendBuffer: CInt = 1 << 20
 
     /// Sets up a new socket. On Linux SOCK_CLOEXEC is given to socket() and MSG_NOSIGNAL to each send.
-    static func prepare(_ fd: CInt, for transport: GroupNotificationCenter.Transport) {
+    /// - Throws: when a socket that would raise SIGPIPE cannot be made not to.
+    static func prepare(_ fd: CInt, for transport: GroupNotificationCenter.Transport) throws(WormholeError) {
         #if canImport(Darwin)
         // Darwin has no SOCK_CLOEXEC, and MSG_NOSIGNAL only since macOS 11 and iOS 14: both set per socket.
-        set(fd, SO_NOSIGPIPE, 1)
+        guard set(fd, SO_NOSIGPIPE, 1) else { throw WormholeError(.system, "setsockopt SO_NOSIGPIPE", errno: currentErrno()) }
         _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-        if transport == .datagram { set(fd, SO_SNDBUF, CInt(datagramSendBuffer)) }
+        if transport == .datagram { sizeSendBuffer(fd, asking: CInt(datagramSendBuffer), transport) }
         #else
-        if transport == .sequencedPacket { set(fd, SO_SNDBUF, sequencedPacketSendBuffer) }
+        switch transport {
+        case .sequencedPacket: sizeSendBuffer(fd, asking: sequencedPacketSendBuffer, transport)
+        case .datagram: sizeSendBuffer(fd, asking: CInt(datagramSendBuffer), transport)
+        }
         #endif
     }
 
@@ -66,12 +72,74 @@ enum SocketOptions {
     /// (`net.unix.max_dgram_qlen`), not by its buffer, so there is nothing to set.
     static func prepareReceiving(_ fd: CInt, for transport: GroupNotificationCenter.Transport) {
         #if canImport(Darwin)
-        if transport == .datagram { set(fd, SO_RCVBUF, CInt(datagramReceiveBuffer)) }
+        if transport == .datagram {
+            let granted = set(fd, SO_RCVBUF, CInt(datagramReceiveBuffer)) ? get(fd, SO_RCVBUF) ?? 0 : 0
+            if granted < datagramReceiveBuffer {
+                receiveBufferWarning.once {
+                    "datagram receive buffer of \(granted) bytes granted, \(datagramReceiveBuffer) asked: posters spool sooner"
+                }
+            }
+        }
         #endif
     }
 
-    private static func set(_ fd: CInt, _ option: CInt, _ value: CInt) {
+    /// The largest frame a socket of `transport` sends whole: ``Limits/maximumDirectFrameSize``, or less when the
+    /// system granted a smaller send buffer than asked (larger frames then go as shared frames or through the
+    /// spool, rather than each failing a send first).
+    static func directFrameLimit(_ transport: GroupNotificationCenter.Transport) -> Int {
+        switch transport {
+        case .sequencedPacket: return grantedLimits.sequencedPacket.load(ordering: .relaxed)
+        case .datagram: return grantedLimits.datagram.load(ordering: .relaxed)
+        }
+    }
+
+    /// Room a message needs in a send buffer beyond its bytes (the kernel's bookkeeping, an address).
+    private static let sendOverhead = 4096
+
+    /// Asks for a send buffer of `asked` bytes and reads back what was granted; a grant too small for the
+    /// largest direct frame lowers ``directFrameLimit(_:)`` for the process, said once.
+    private static func sizeSendBuffer(_ fd: CInt, asking asked: CInt, _ transport: GroupNotificationCenter.Transport) {
+        let asked = InjectedFault.sendBufferAsk ?? asked
+        let granted = set(fd, SO_SNDBUF, asked) ? get(fd, SO_SNDBUF) ?? 0 : 0
+        let limit = max(0, min(Limits.maximumDirectFrameSize, Int(granted) - sendOverhead))
+        guard limit < Limits.maximumDirectFrameSize else { return }
+        let previous = transport == .datagram
+            ? grantedLimits.datagram.min(limit, ordering: .relaxed).oldValue
+            : grantedLimits.sequencedPacket.min(limit, ordering: .relaxed).oldValue
+        if previous > limit {
+            Log.warning("\(transport.rawValue) send buffer of \(granted) bytes granted, \(asked) asked: "
+                + "frames over \(limit) bytes are shared or spooled")
+        }
+    }
+
+    private final class GrantedLimits: Sendable {
+        let sequencedPacket = Atomic(Limits.maximumDirectFrameSize)
+        let datagram = Atomic(Limits.maximumDirectFrameSize)
+    }
+    private static let grantedLimits = GrantedLimits()
+    #if canImport(Darwin)
+    private static let receiveBufferWarning = OnceWarning()
+    #endif
+
+    /// Sets an integer option; false when the system refused it.
+    private static func set(_ fd: CInt, _ option: CInt, _ value: CInt) -> Bool {
         var value = value
-        _ = setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<CInt>.size))
+        return setsockopt(fd, SOL_SOCKET, option, &value, socklen_t(MemoryLayout<CInt>.size)) == 0
+    }
+
+    /// An integer option's value, or nil when it cannot be read.
+    private static func get(_ fd: CInt, _ option: CInt) -> CInt? {
+        var value: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        return getsockopt(fd, SOL_SOCKET, option, &value, &length) == 0 ? value : nil
+    }
+}
+
+/// A warning logged the first time only.
+final class OnceWarning: Sendable {
+    private let said = Atomic<Bool>(false)
+
+    func once(_ message: () -> String) {
+        if !said.exchange(true, ordering: .relaxed) { Log.warning(message()) }
     }
 }

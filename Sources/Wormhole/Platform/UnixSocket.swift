@@ -14,7 +14,7 @@ enum UnixSocket {
     static func make(_ transport: GroupNotificationCenter.Transport) throws(WormholeError) -> OwnedDescriptor {
         let fd = try valueOrErrno("socket") { socket(AF_UNIX, SocketOptions.type(of: transport) | Sys.cloexec, 0) }
         let descriptor = OwnedDescriptor(rawValue: fd)
-        SocketOptions.prepare(fd, for: transport)
+        try SocketOptions.prepare(fd, for: transport)
         _ = try valueOrErrno("fcntl") { fcntl(fd, F_SETFL, O_NONBLOCK) }
         return descriptor
     }

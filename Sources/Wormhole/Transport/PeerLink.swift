@@ -94,7 +94,7 @@ final class PeerLink: Sendable {
                     state.spooling = false
                     releaseLease(&state)
                 }
-                if state.spooling == false && (frame.count <= Limits.maximumDirectFrameSize || canShare(frame, &state)) {
+                if state.spooling == false && (frame.count <= SocketOptions.directFrameLimit(transport) || canShare(frame, &state)) {
                     switch try sendDirect(frame, &state) {
                     case .sent: return .direct
                     case .gone: return .gone
@@ -287,7 +287,7 @@ final class PeerLink: Sendable {
             }
             guard let fd = state.socket?.rawValue else { return .full }
             do throws(WormholeError) {
-                if frame.count > Limits.maximumDirectFrameSize {
+                if frame.count > SocketOptions.directFrameLimit(transport) {
                     try SharedFrame.send(frame, over: fd)
                     state.sharedUnread += frame.count
                 } else {
@@ -297,7 +297,7 @@ final class PeerLink: Sendable {
             } catch {
                 switch error.peerState {
                 // A shared frame's memory file could not be made (out of memory or descriptors): spooled.
-                case .failed where frame.count > Limits.maximumDirectFrameSize: return .full
+                case .failed where frame.count > SocketOptions.directFrameLimit(transport): return .full
                 case .busy, .otherTransport: return .full
                 // This socket went bad: spooled, and the next post connects anew.
                 case .unusable:
