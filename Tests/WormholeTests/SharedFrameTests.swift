@@ -150,8 +150,15 @@ struct SharedFrameTests {
     /// Sends `messages` to the listener of the test process over one connection, as a hostile peer would, each
     /// with the descriptor given, if any.
     private func hostileSend(_ center: GroupNotificationCenter, _ messages: [(message: [UInt8], descriptor: CInt?)]) throws {
-        let status = try #require(center.listenerStatus().first { $0.pid == getpid() })
-        let transport = GroupNotificationCenter.Transport.processDefault
+        try hostileSend(center, to: getpid(), transport: .processDefault, messages)
+    }
+
+    /// Sends `messages` to the listener of process `pid` over one connection of `transport`.
+    private func hostileSend(
+        _ center: GroupNotificationCenter, to pid: pid_t, transport: GroupNotificationCenter.Transport,
+        _ messages: [(message: [UInt8], descriptor: CInt?)]
+    ) throws {
+        let status = try #require(center.listenerStatus().first { $0.pid == pid })
         let folder = (status.socketPath as NSString).deletingLastPathComponent
         let directory = try Sys.open(folder, O_RDONLY | O_DIRECTORY)
         let connected = try UnixSocket.connect(
@@ -260,6 +267,40 @@ struct SharedFrameTests {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
         return names.filter { (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + $0)) == target }
             .count
+    }
+
+    @Test("descriptors passed to a listener that reads one message at a time (as on Apple platforms) are all closed")
+    func descriptorsToOneMessageReads() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "ok", "--count", "3"],
+            environment: ["WORMHOLE_TRANSPORT": "datagram", "WORMHOLE_APPLE_PATHS": "1"])
+        try listener.waitForLines(1)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        var pipeEnds: [Int32] = [-1, -1]
+        try #require(pipe(&pipeEnds) == 0)
+        defer { pipeEnds.forEach { close($0) } }
+        let stray = Frame(poster: 9, sequence: 1, name: "ok", object: nil, userInfo: nil).encoded()
+        // Far more than a listener has descriptors to spare, were they kept.
+        try hostileSend(center, to: listener.pid, transport: .datagram, Array(repeating: (stray, pipeEnds[0]), count: 300))
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"],
+            environment: ["WORMHOLE_TRANSPORT": "datagram"])
+        #expect(try poster.waitForExit() == 0)
+        // Both posts arrive after the 300 stray messages, all dropped: the listener read past them. It still runs.
+        try listener.waitForLines(3)
+        let pipeName = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(pipeEnds[0])")
+        let held = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(listener.pid)/fd")) ?? []).filter {
+            (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(listener.pid)/fd/" + $0)) == pipeName
+        }
+        let last = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--start", "2"],
+            environment: ["WORMHOLE_TRANSPORT": "datagram"])
+        #expect(try last.waitForExit() == 0)
+        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [0, 1, 2])
+        #expect(listener.errorOutput.filter { $0.contains("carried 1 descriptors") }.count >= 1)
+        #expect(held.count <= DescriptorPassing.maximumPendingCloses, "closed as they came, not kept")
     }
 
     @Test("forged shared frames and stray descriptors are dropped and counted, every descriptor closed; later posts arrive")

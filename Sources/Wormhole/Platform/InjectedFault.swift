@@ -41,6 +41,19 @@ enum InjectedFault {
     private static let sendBuffer = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_SEND_BUFFER"].flatMap { CInt($0) }
     #endif
 
+    /// Whether this process takes the paths Apple platforms take (`WORMHOLE_APPLE_PATHS=1`): one message per
+    /// receive (`recvmsg(2)`, no `recvmmsg(2)`), and no memory files (large frames through the spool).
+    static var takesApplePaths: Bool {
+        #if DEBUG
+        return applePaths
+        #else
+        return false
+        #endif
+    }
+    #if DEBUG
+    private static let applePaths = ProcessInfo.processInfo.environment["WORMHOLE_APPLE_PATHS"] == "1"
+    #endif
+
     /// Throws `EMFILE` for every memory file, when injected.
     @inline(__always)
     static func failMemoryFile() throws(WormholeError) {

@@ -1,6 +1,7 @@
 // Receiving several messages with one system call. On Linux one `recvmmsg(2)` fills every slot, with the
-// descriptors each message carried; elsewhere `recv(2)` fills them one at a time and no descriptor is taken
-// (the kernel discards any that were sent). Darwin's branch is not compiled on this Linux machine.
+// descriptors each message carried; elsewhere `recvmsg(2)` fills one at a time, with a control buffer too: xnu
+// installs the descriptors a sender passed even for a plain `recv(2)`, and only a control buffer hands them
+// over to be closed. Darwin's branch is not compiled on this Linux machine.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -26,10 +27,13 @@ final class MessageBatch {
     let messageCapacity: Int
     private let buffers: UnsafeMutableRawBufferPointer
     private var lengths: [Int]
+    /// Each slot's control data: its length, and whether it was cut (`MSG_CTRUNC`).
+    private var controlLengths: [Int]
+    private var controlsCut: [Bool]
     private(set) var count = 0
-    #if canImport(Glibc)
     private let controlSpace = DescriptorPassing.controlSpace(descriptors: 1)
     private let controls: UnsafeMutableRawBufferPointer
+    #if canImport(Glibc)
     private let vector: UnsafeMutableBufferPointer<LinuxCalls.MessageVectorEntry>
     private let pieces: UnsafeMutableBufferPointer<iovec>
     #endif
@@ -37,15 +41,17 @@ final class MessageBatch {
     /// Untouched pages cost nothing: a slot's pages are mapped in as messages reach them.
     init(capacity: Int, messageCapacity: Int) {
         #if canImport(Glibc)
-        self.capacity = LinuxCalls.canReceiveMessages ? capacity : 1
+        self.capacity = LinuxCalls.canReceiveMessages && !InjectedFault.takesApplePaths ? capacity : 1
         #else
         self.capacity = 1
         #endif
         self.messageCapacity = messageCapacity
         buffers = .allocate(byteCount: self.capacity * messageCapacity, alignment: 16)
         lengths = Array(repeating: 0, count: self.capacity)
-        #if canImport(Glibc)
+        controlLengths = Array(repeating: 0, count: self.capacity)
+        controlsCut = Array(repeating: false, count: self.capacity)
         controls = .allocate(byteCount: self.capacity * controlSpace, alignment: MemoryLayout<Int>.alignment)
+        #if canImport(Glibc)
         vector = .allocate(capacity: self.capacity)
         vector.initialize(repeating: LinuxCalls.MessageVectorEntry())
         pieces = .allocate(capacity: self.capacity)
@@ -55,8 +61,8 @@ final class MessageBatch {
 
     deinit {
         buffers.deallocate()
-        #if canImport(Glibc)
         controls.deallocate()
+        #if canImport(Glibc)
         vector.deallocate()
         pieces.deallocate()
         #endif
@@ -96,7 +102,11 @@ final class MessageBatch {
             vector[0].header.msg_flags = 0
         }
         guard let received else { return nil }
-        for index in 0..<received { lengths[index] = Int(vector[index].length) }
+        for index in 0..<received {
+            lengths[index] = Int(vector[index].length)
+            controlLengths[index] = Int(vector[index].header.msg_controllen)
+            controlsCut[index] = vector[index].header.msg_flags & CInt(MSG_CTRUNC) != 0
+        }
         count = received
         return received
         #else
@@ -104,28 +114,34 @@ final class MessageBatch {
         #endif
     }
 
-    /// The message in slot `index` (below the last ``receive(_:)``'s count). Takes its descriptors: call it once
-    /// per message.
+    /// The message in slot `index` (below the last ``receive(_:upTo:)``'s count). Takes its descriptors: call it
+    /// once per message.
     func message(_ index: Int) -> Message {
         let length = lengths[index]
         let bytes = UnsafeRawBufferPointer(rebasing: slot(index)[0..<min(length, messageCapacity)])
-        #if canImport(Glibc)
-        guard capacity > 1 else { return Message(bytes: bytes, length: length, controlTruncated: false, descriptors: []) }
-        let header = vector[index].header
         let control = UnsafeRawBufferPointer(
             start: controls.baseAddress.map { $0 + index * controlSpace }, count: controlSpace)
         return Message(
-            bytes: bytes, length: length, controlTruncated: header.msg_flags & CInt(MSG_CTRUNC) != 0,
-            descriptors: DescriptorPassing.descriptors(in: control, length: Int(header.msg_controllen)))
-        #else
-        return Message(bytes: bytes, length: length, controlTruncated: false, descriptors: [])
-        #endif
+            bytes: bytes, length: length, controlTruncated: controlsCut[index],
+            descriptors: DescriptorPassing.descriptors(in: control, length: controlLengths[index]))
     }
 
-    /// One `recv(2)` into the first slot.
+    /// One `recvmsg(2)` into the first slot, with room for the one descriptor a message may carry.
     private func receiveOne(_ fd: CInt) throws(WormholeError) -> Int? {
-        guard let length = try UnixSocket.receive(fd, into: slot(0)) else { return nil }
+        let buffer = slot(0)
+        var piece = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
+        var header = msghdr()
+        header.msg_control = controls.baseAddress
+        header.msg_controllen = .init(DescriptorPassing.controlLength(descriptors: 1))
+        let length: Int? = try withUnsafeMutablePointer(to: &piece) { (piece) throws(WormholeError) -> Int? in
+            header.msg_iov = piece
+            header.msg_iovlen = 1
+            return try UnixSocket.receiveMessage(fd, &header)
+        }
+        guard let length else { return nil }
         lengths[0] = length
+        controlLengths[0] = length == 0 ? 0 : Int(header.msg_controllen)
+        controlsCut[0] = header.msg_flags & CInt(MSG_CTRUNC) != 0
         count = 1
         return 1
     }

@@ -76,16 +76,18 @@ enum UnixSocket {
         _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, Sys.sendFlags) }
     }
 
-    /// Receives one message into `buffer`. Returns its real length (larger than the buffer when it was cut),
-    /// 0 when the peer closed the connection, or nil when nothing is waiting.
-    static func receive(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int? {
+    /// Receives one message as `header` describes, with the descriptors it carried when `header` has control
+    /// space (close-on-exec where the platform can say so at once). Returns its real length where the platform
+    /// tells it (Linux: larger than the buffer when it was cut; elsewhere a cut message fills the buffer), 0 when
+    /// the peer closed the connection, or nil when nothing is waiting.
+    static func receiveMessage(_ fd: CInt, _ header: inout msghdr) throws(WormholeError) -> Int? {
         #if canImport(Glibc)
-        let flags = CInt(MSG_DONTWAIT) | CInt(MSG_TRUNC)
+        let flags = CInt(MSG_DONTWAIT) | CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec
         #else
         let flags = MSG_DONTWAIT
         #endif
         while true {
-            let n = recv(fd, buffer.baseAddress, buffer.count, flags)
+            let n = recvmsg(fd, &header, flags)
             if n >= 0 { return n }
             let error = currentErrno()
             if error == EINTR { continue }

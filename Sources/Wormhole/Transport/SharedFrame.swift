@@ -30,7 +30,7 @@ enum SharedFrame {
 
     static var isAvailable: Bool {
         #if canImport(Glibc)
-        return LinuxCalls.canMakeMemoryFiles
+        return LinuxCalls.canMakeMemoryFiles && !InjectedFault.takesApplePaths
         #else
         return false
         #endif
