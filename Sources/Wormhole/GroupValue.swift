@@ -345,14 +345,17 @@ public struct GroupValues<Value: Sendable>: AsyncSequence, Sendable {
     }
 }
 
-/// The property list a ``GroupValue`` holds, as stored, for a `Decodable` type of this package that must tell
-/// what a decoder cannot: a property list's real `1.0` decodes as the integer `1` as readily as a `Double`.
-package struct StoredPropertyList: @unchecked Sendable {
-    /// A property-list value: never mutated, and made of immutable Foundation values.
-    package let value: Any
+/// The property list a ``GroupValue`` holds, as stored. A decoder reads a stored real `1.0` as the integer `1` as
+/// readily as a `Double`, so a `Decodable` value type that must tell them apart (one that holds any property list,
+/// as the `wormhole` tool's does) finds the stored value in its decoder's `userInfo` under
+/// `CodingUserInfoKey.storedPropertyList`, when it is the group value itself (a coding path of one key).
+public struct StoredPropertyList: @unchecked Sendable {
+    /// A property-list value (`String`, `NSNumber`, `Date`, `Data`, arrays and dictionaries of them): immutable
+    /// Foundation values, never mutated.
+    public let value: Any
 }
 
 extension CodingUserInfoKey {
     /// Under this key, a ``GroupValue``'s decoder carries the ``StoredPropertyList`` being decoded.
-    package static let storedPropertyList = CodingUserInfoKey(rawValue: "wormhole.storedPropertyList")!
+    public static let storedPropertyList = CodingUserInfoKey(rawValue: "wormhole.storedPropertyList")!
 }
