@@ -135,6 +135,19 @@ struct TransportTests {
         #expect(lines.allSatisfy { $0["blobBytes"] as? Int == 60000 })
     }
 
+    @Test("no source sets SO_DEFUNCTOK, which would let xnu make a suspended app's sockets defunct")
+    func noDefunctOK() throws {
+        let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources")
+        let files = try #require(FileManager.default.enumerator(atPath: sources.path)).compactMap { $0 as? String }
+            .filter { $0.hasSuffix(".swift") || $0.hasSuffix(".c") || $0.hasSuffix(".h") }
+        #expect(files.count > 50, "the sources were found")
+        for file in files {
+            let text = try String(contentsOf: sources.appendingPathComponent(file), encoding: .utf8)
+            #expect(!text.contains("DEFUNCTOK"), "\(file)")
+        }
+    }
+
     private static func errno(named fault: String) -> CInt {
         let names: [String: CInt] = [
             "ENOBUFS": ENOBUFS, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET, "EDESTADDRREQ": EDESTADDRREQ,
