@@ -11,9 +11,15 @@ enum Limits {
     /// anyway, in milliseconds: the longest a spooled frame waits when its poster found the socket full and
     /// could not nudge.
     static let bellLookMilliseconds: Int32 = 10
-    /// The most links (a connected socket and a spool segment each) a posting process keeps open per
-    /// container; past it, the link used least recently is closed.
+    /// The most links a posting process keeps open per container; past it, the link used least recently is
+    /// closed. A link holds up to five descriptors while it spools (its socket, the listener's spool folder and
+    /// bell, its segment and its lease): on Apple platforms, whose default soft limit is 256 open files, 32 links
+    /// take at most 160 of them; Linux's default is 1,024.
+    #if canImport(Darwin)
+    static let maximumLinks = 32
+    #else
     static let maximumLinks = 64
+    #endif
     /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
     /// its sockets and its spool: ``DeliveryBacklog``.
     static let deliveryBacklog = DeliveryBacklog.Bound(notifications: 4096, bytes: 16 << 20)
