@@ -27,6 +27,9 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     public var valueWritesFailed = 0
     /// Dead listeners removed from the registry.
     public var listenersRemoved = 0
+    /// Failures of this process's receive path itself, each logged: a wait for its sockets, an accept, or a
+    /// read of the socket posters reach. While one persists, the listener binds its socket again once a second.
+    public var receiveErrors = 0
 
     /// Statistics with every count at zero.
     public init() {}
@@ -36,6 +39,6 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
         "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
             + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), values rejected \(valuesRejected), "
             + "value writes failed \(valueWritesFailed), "
-            + "listeners removed \(listenersRemoved)"
+            + "listeners removed \(listenersRemoved), receive errors \(receiveErrors)"
     }
 }

@@ -135,6 +135,50 @@ struct TransportTests {
         #expect(lines.allSatisfy { $0["blobBytes"] as? Int == 60000 })
     }
 
+    @Test(
+        "a socket whose reads (datagrams) or accepts (sequenced packets) keep failing is bound again, once a second, without spinning; nothing is lost",
+        arguments: Transport.allCases)
+    func failingSocketIsBoundAgain(transport: Transport) throws {
+        let container = TemporaryContainer()
+        // The failure lasts through the first rebind, on the socket bound then too.
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "f", "--count", "300"],
+            environment: ["WORMHOLE_TRANSPORT": transport.rawValue, "WORMHOLE_INJECT_RECEIVE": "EINVAL/2"])
+        try listener.waitForLines(1)
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "f", "--count", "300"],
+            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
+        #expect(try poster.waitForExit() == 0)
+        let summary = try #require(poster.jsonLines().first)
+        #expect(summary["failed"] as? Int == 0)
+        #expect(summary["removedDeadListeners"] as? Int ?? 0 == 0)
+        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<300), "each once, in order")
+        // One line per rebind (the second socket fails only if it is read or accepted on before the posts end):
+        // a receive thread that spun on a failed socket would say far more.
+        let rebinds = listener.errorOutput.filter { $0.contains("binding it again") }
+        #expect((1...4).contains(rebinds.count), "\(listener.errorOutput.suffix(10))")
+        #expect(rebinds.allSatisfy { $0.contains("EINVAL") || $0.contains("Invalid argument") }, "\(rebinds)")
+    }
+
+    @Test("a wait for the sockets that fails is counted and said, paused on, and then the listener goes on", arguments: Transport.allCases)
+    func failingWait(transport: Transport) throws {
+        let container = TemporaryContainer()
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "w", "--count", "50"],
+            environment: ["WORMHOLE_TRANSPORT": transport.rawValue, "WORMHOLE_INJECT_POLL": "ENOMEM/20"])
+        try listener.waitForLines(1)
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "w", "--count", "50"],
+            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
+        #expect(try poster.waitForExit() == 0)
+        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<50))
+        let said = listener.errorOutput.filter { $0.contains("failed: ") && $0.contains("poll (injected)") }
+        // Twenty failures, 10 ms apart: said at most once a second.
+        #expect((1...2).contains(said.count), "\(listener.errorOutput.suffix(5))")
+    }
+
     @Test("no source sets SO_DEFUNCTOK, which would let xnu make a suspended app's sockets defunct")
     func noDefunctOK() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -220,6 +220,10 @@ final class Endpoint: Sendable {
                     self?.counters.count { $0.dropped += count }
                     Log.warning(reason)
                 },
+                receiveError: { [weak self] reason, says in
+                    self?.counters.count { $0.receiveErrors += 1 }
+                    if says { Log.warning(reason) }
+                },
                 holdBack: { [weak self] frame in
                     self.map { endpoint in !endpoint.delivery.hasMatch(name: frame.name, object: frame.object) } ?? false
                 })

@@ -13,18 +13,24 @@ import Synchronization
 /// no memory file. Release builds compile it to nothing.
 enum InjectedFault {
     #if DEBUG
-    private static let sendFailure: (errno: CInt, every: Int)? = {
-        guard let text = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_SEND"] else { return nil }
+    /// An errno and a count, from `NAME/COUNT` in the environment variable `variable`.
+    private static func failure(_ variable: String) -> (errno: CInt, every: Int)? {
+        guard let text = ProcessInfo.processInfo.environment[variable] else { return nil }
         let parts = text.split(separator: "/")
         let names: [Substring: CInt] = [
             "ENOBUFS": ENOBUFS, "EAGAIN": EAGAIN, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET,
-            "EDESTADDRREQ": EDESTADDRREQ, "EPROTOTYPE": EPROTOTYPE, "EINVAL": EINVAL,
+            "EDESTADDRREQ": EDESTADDRREQ, "EPROTOTYPE": EPROTOTYPE, "EINVAL": EINVAL, "ENOMEM": ENOMEM,
         ]
         guard let name = parts.first, let value = names[name] else { return nil }
         let every = parts.count > 1 ? Int(parts[1]) ?? 1 : 1
         return (value, max(1, every))
-    }()
+    }
+    private static let sendFailure = failure("WORMHOLE_INJECT_SEND")
     private static let sends = Atomic<Int>(0)
+    private static let boundSocketFailure = failure("WORMHOLE_INJECT_RECEIVE")
+    private static let rebinds = Atomic<Int>(0)
+    private static let pollFailure = failure("WORMHOLE_INJECT_POLL")
+    private static let polls = Atomic<Int>(0)
     private static let memoryFilesFail = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_MEMORY_FILE"] == "1"
     #endif
 
@@ -40,6 +46,33 @@ enum InjectedFault {
     #if DEBUG
     private static let sendBuffer = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_SEND_BUFFER"].flatMap { CInt($0) }
     #endif
+
+    /// Throws the injected error for a read (datagrams) or an accept (sequenced packets) of the socket posters
+    /// reach, as a socket gone bad does, while fewer than K rebinds happened (`WORMHOLE_INJECT_RECEIVE=EINVAL/K`):
+    /// what was sent to it stays there, so that a poll keeps finding it ready.
+    @inline(__always)
+    static func failBoundSocket() throws(WormholeError) {
+        #if DEBUG
+        guard let failure = boundSocketFailure, rebinds.load(ordering: .relaxed) < failure.every else { return }
+        throw WormholeError(.system, "receive (injected)", errno: failure.errno)
+        #endif
+    }
+
+    /// Counts a rebind of a listener's socket, which ends an injected receive failure after K of them.
+    static func rebound() {
+        #if DEBUG
+        rebinds.add(1, ordering: .relaxed)
+        #endif
+    }
+
+    /// Throws the injected error for each of the first K waits (`WORMHOLE_INJECT_POLL=ENOMEM/K`).
+    @inline(__always)
+    static func failPoll() throws(WormholeError) {
+        #if DEBUG
+        guard let failure = pollFailure, polls.add(1, ordering: .relaxed).newValue <= failure.every else { return }
+        throw WormholeError(.system, "poll (injected)", errno: failure.errno)
+        #endif
+    }
 
     /// Whether this process takes the paths Apple platforms take (`WORMHOLE_APPLE_PATHS=1`): one message per
     /// receive (`recvmsg(2)`, no `recvmmsg(2)`), and no memory files (large frames through the spool).

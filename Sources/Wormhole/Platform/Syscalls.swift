@@ -174,7 +174,6 @@ enum Sys {
         })
     }
 
-    /// A non-blocking, close-on-exec pipe: `[read end, write end]` as raw descriptors the caller must own.
     /// A non-blocking, close-on-exec pipe. On Darwin a write with no reader fails with EPIPE instead of raising
     /// SIGPIPE (`F_SETNOSIGPIPE`); elsewhere the caller closes the write end first.
     static func makePipe() throws(WormholeError) -> (read: CInt, write: CInt) {

@@ -118,8 +118,9 @@ final class SpoolFolder: Sendable {
     // MARK: The listener
 
     /// Takes every segment posters have written (renaming it), and returns the names of all taken ones, in
-    /// the order they were made. Taken ones left by a run that died come along.
-    func takeSegments() -> [String] {
+    /// the order they were made. Taken ones left by a run that died come along. With `renaming` false, only the
+    /// segments taken already.
+    func takeSegments(renaming: Bool = true) -> [String] {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
         var taken: [String] = []
         for name in names {
@@ -127,7 +128,7 @@ final class SpoolFolder: Sendable {
                 taken.append(name)
             } else if name.hasSuffix(Self.unnamedSuffix) {
                 removeIfAbandoned(name)
-            } else if name.hasSuffix(Self.segmentSuffix) {
+            } else if renaming && name.hasSuffix(Self.segmentSuffix) {
                 let newName = String(name.dropLast(Self.segmentSuffix.count)) + Self.takenSuffix
                 if (try? Sys.renameFile(name, newName, in: descriptor)) != nil { taken.append(newName) }
             }

@@ -46,11 +46,14 @@ struct SpoolReader: ~Copyable {
     }
 
     /// Takes every segment posters wrote (so they write no more into them). With `includingHeld`, held frames
-    /// are offered again too (an observer was added).
-    func take(includingHeld: Bool) -> Taken {
-        guard includingHeld else { return Taken(names: folder.takeSegments(), held: []) }
+    /// are offered again too (an observer was added). With `newSegments` false, only what was taken before:
+    /// a poster whose segment was taken goes back to its socket, and what it sends there is placed after *all*
+    /// of its taken frames, so a second take before the first was handed over could put it after later ones.
+    func take(includingHeld: Bool, newSegments: Bool = true) -> Taken {
+        let names = folder.takeSegments(renaming: newSegments)
+        guard includingHeld else { return Taken(names: names, held: []) }
         let held = folder.heldFiles()
-        return Taken(names: folder.takeSegments(), held: held.files, planted: held.planted)
+        return Taken(names: names, held: held.files, planted: held.planted)
     }
 
     /// Hands over `direct` (what the listener read from its connections after the take) and what

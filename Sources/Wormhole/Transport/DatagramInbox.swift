@@ -14,6 +14,7 @@ final class DatagramInbox: Inbox {
     /// bound to before, oldest first.
     private var socket: CInt
     private var retired: [CInt] = []
+    private(set) var boundSocketFailure: String?
     private let reader: MessageReader
     /// How many messages the next read of `socket` asks for; the retired ones are read in batches.
     private var pace = ReadPace()
@@ -34,11 +35,10 @@ final class DatagramInbox: Inbox {
 
     var readAny: Bool { reader.readAny }
 
+    /// A failed socket is polled as -1, which a wait passes over.
     func addPollDescriptors(to events: inout [pollfd]) {
-        events.append(pollfd(fd: socket, events: Int16(POLLIN), revents: 0))
-        for index in retired.indices {
-            events.append(pollfd(fd: retired[index], events: Int16(POLLIN), revents: 0))
-        }
+        events.append(pollfd(fd: boundSocketFailure == nil ? socket : -1, events: Int16(POLLIN), revents: 0))
+        for old in retired { events.append(pollfd(fd: old, events: Int16(POLLIN), revents: 0)) }
     }
 
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
@@ -46,19 +46,45 @@ final class DatagramInbox: Inbox {
         reader.beginRound()
         let paced = ReadPace.applies(to: events)
         for event in events where event.revents != 0 {
-            if paced && event.fd == socket {
-                _ = reader.read(event.fd, into: &frames, limit: 512, pace: &pace)
-            } else {
-                _ = reader.read(event.fd, into: &frames, limit: 512)
+            if event.fd == socket {
+                readBound(event.revents, into: &frames, paced: paced)
+            } else if !reader.read(event.fd, into: &frames, limit: 512) {
+                closeRetired(event.fd)
             }
         }
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
         reader.beginRound()
-        _ = reader.read(socket, into: &frames, limit: 100_000)
-        for index in retired.indices { _ = reader.read(retired[index], into: &frames, limit: 100_000) }
-        return !reader.isOverBudget
+        readBound(0, into: &frames, paced: false, limit: 100_000)
+        for old in retired where !reader.read(old, into: &frames, limit: 100_000) { closeRetired(old) }
+        // What waits in a failed socket may precede what its posters spooled: the spool waits for the rebind.
+        return !reader.isOverBudget && boundSocketFailure == nil
+    }
+
+    /// Closes an old socket whose read failed: its posters' sends then fail, and they connect to the new one.
+    private func closeRetired(_ fd: CInt) {
+        retired.removeAll { $0 == fd }
+        Sys.close(fd)
+    }
+
+    /// Reads the socket posters reach, unless it failed; a failure of its read, or an error a wait reported on
+    /// it (`revents`), marks it failed.
+    private func readBound(_ revents: Int16, into frames: inout [Frame], paced: Bool, limit: Int = 512) {
+        guard boundSocketFailure == nil else { return }
+        if revents & Int16(POLLERR | POLLNVAL) != 0 {
+            boundSocketFailure = "a wait reported an error on it"
+            return
+        }
+        do throws(WormholeError) {
+            try InjectedFault.failBoundSocket()
+        } catch {
+            boundSocketFailure = "\(error)"
+            return
+        }
+        let open = paced
+            ? reader.read(socket, into: &frames, limit: limit, pace: &pace) : reader.read(socket, into: &frames, limit: limit)
+        if !open { boundSocketFailure = reader.lastFailure.map { "\($0)" } ?? "its read failed" }
     }
 
     /// Keeps the old socket, read like the new one: posters connected to it keep sending there until their
@@ -66,10 +92,20 @@ final class DatagramInbox: Inbox {
     /// (``SocketOptions/shutdownStopsDatagramSenders``), the oldest is shut for reading first (its posters' sends
     /// then fail, and they connect anew) and read dry before it closes, so nothing sent to it is lost. Elsewhere
     /// the old sockets stay open until the listener stops (a rebind happens at most once a second).
+    ///
+    /// A socket replaced because it failed is read once more, and kept like the others if that read works;
+    /// otherwise it is closed (what it held cannot be read).
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
-        retired.append(socket)
+        let old = socket
+        let failed = boundSocketFailure != nil
+        boundSocketFailure = nil
         socket = fresh.release()
         pace = ReadPace()
+        if failed && !reader.read(old, into: &frames, limit: 1_000_000) {
+            Sys.close(old)
+            return
+        }
+        retired.append(old)
         guard retired.count > Self.maximumRetired, SocketOptions.shutdownStopsDatagramSenders else { return }
         let oldest = retired.removeFirst()
         Sys.shutdownReading(oldest)

@@ -22,8 +22,13 @@ protocol Inbox: AnyObject {
     /// a connection, or the round's byte budget is spent).
     func receiveAll(into frames: inout [Frame]) -> Bool
     /// Takes `fresh`, bound anew under the socket's name, as the socket posters reach; what was sent to the old
-    /// one is still read.
+    /// one is still read, as far as it can be. Clears ``boundSocketFailure``.
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame])
+    /// Why the socket posters reach stopped working, or nil: a read or an accept of it failed with an error that
+    /// does not pass (anything but would-block, an interruption, or this process's lack of descriptors), or a
+    /// wait reported an error on it. From then on it is not polled, so the receive thread does not spin on it; the
+    /// receive thread binds the socket anew.
+    var boundSocketFailure: String? { get }
 }
 
 extension GroupNotificationCenter.Transport {

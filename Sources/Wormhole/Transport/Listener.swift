@@ -16,6 +16,8 @@ final class Listener: Sendable {
         var frames: @Sendable (_ frames: [Frame], _ by: Listener) -> Void
         var housekeeping: @Sendable () -> Void
         var dropped: @Sendable (_ count: Int, _ reason: String) -> Void
+        /// A failure of the receive path itself (``WormholeStatistics/receiveErrors``), logged when `says`.
+        var receiveError: @Sendable (_ reason: String, _ says: Bool) -> Void = { _, _ in }
         /// For a durable listener: whether a spooled frame must stay in the spool because nothing in this
         /// process observes it yet.
         var holdBack: @Sendable (Frame) -> Bool = { _ in false }
@@ -239,7 +241,7 @@ final class Listener: Sendable {
 
     /// Removes the socket file, if it is still this listener's own: a durable identity's name may already be
     /// another process's.
-    private func removeSocketFile() {
+    func removeSocketFile() {
         if currentSocketFile() == socketFile.withLock({ $0 }) {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
         }

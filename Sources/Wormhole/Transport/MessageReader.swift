@@ -14,6 +14,8 @@ final class MessageReader {
     /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
     /// so this bounds what posters can make the listener hold at once.
     static let roundBudget = 64 << 20
+    /// The error of the last read that failed.
+    private(set) var lastFailure: WormholeError?
     private var roundBytes = 0
     private var roundMessages = 0
     private var roundSawNudge = false
@@ -70,7 +72,8 @@ final class MessageReader {
             do throws(WormholeError) {
                 received = try batch.receive(fd, upTo: asked)
             } catch {
-                dropped(0, "connection failed: \(error)")
+                lastFailure = error
+                dropped(0, "receive failed: \(error)")
                 return false
             }
             guard let received else { return true }

@@ -21,6 +21,18 @@ extension Listener {
         /// A look at the bell is owed at once: a nudge came after the last look.
         var bellOwedNow = false
         var events: [pollfd] = []
+        /// When the socket was last bound anew because it failed, in uptime nanoseconds.
+        var lastForcedRebind: UInt64 = 0
+        var lastWaitWarning: UInt64 = 0
+        /// Set while segments taken from the spool wait for the inbox to be read whole: what is read meanwhile
+        /// gathers here, to be handed over with them in order, since posters whose segment was taken went back
+        /// to their sockets.
+        var waiting: [Frame]? = nil
+        /// Hands over frames read from the sockets, or keeps them with what waits.
+        func route(_ frames: [Frame]) {
+            guard !frames.isEmpty else { return }
+            if waiting != nil { waiting?.append(contentsOf: frames) } else { handlers.frames(frames, self) }
+        }
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !stopping.load(ordering: .acquiring) {
             let goesOn = withAutoreleasePool { () -> Bool in
@@ -33,7 +45,19 @@ extension Listener {
                 let fullTimeout = paused ? Limits.housekeepingInterval : inbox.pollTimeout ?? Limits.housekeepingInterval
                 let timeout = paused ? fullTimeout
                     : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
-                let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: timeout)) ?? 0
+                let ready: Int
+                do throws(WormholeError) {
+                    try InjectedFault.failPoll()
+                    ready = try Sys.waitForEvents(&events, timeoutMilliseconds: timeout)
+                } catch {
+                    // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
+                    let now = DispatchTime.now().uptimeNanoseconds
+                    let says = now &- lastWaitWarning >= 1_000_000_000
+                    if says { lastWaitWarning = now }
+                    handlers.receiveError("waiting for the sockets of listener \(RegistryEntry.hex(id)) failed: \(error)", says)
+                    usleep(UInt32(Limits.bellLookMilliseconds) * 1000)
+                    return true
+                }
                 if stopping.load(ordering: .acquiring) { return false }
 
                 if ready > 0 {
@@ -44,7 +68,7 @@ extension Listener {
                     }
                     var frames: [Frame] = []
                     inbox.receiveReady(events.dropFirst(), into: &frames)
-                    if !frames.isEmpty { handlers.frames(frames, self) }
+                    route(frames)
                     if stopping.load(ordering: .acquiring) { return false }
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -55,7 +79,9 @@ extension Listener {
                     bellOwed = true
                     if housekeepingDue {
                         lastHousekeeping = now
-                        _ = keepSocketFile(inbox)
+                        var frames: [Frame] = []
+                        _ = keepSocketFile(inbox, into: &frames)
+                        route(frames)
                         handlers.housekeeping()
                     }
                     return true
@@ -65,48 +91,77 @@ extension Listener {
                 // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
                 // full could not nudge).
                 let looksAtBell = ready == 0 || bellOwedNow || housekeepingDue || recheckHeld || inbox.suggestsSpooling
-                    || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
+                    || waiting != nil || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
                 bellOwed = !looksAtBell
                 bellOwedNow = false
                 if looksAtBell {
                     lastBellLook = now
                     let bell = spool.bell.value
-                    if bell != lastBell || recheckHeld || housekeepingDue {
+                    if bell != lastBell || recheckHeld || housekeepingDue || waiting != nil {
                         lastBell = bell
                         // The drain reads the sockets after the bell: what it read there came after this look. A nudge
                         // among it rang the bell after the look; a poster whose nudge found the socket full may have.
-                        if drainSpool(inbox, &reader, includingHeld: recheckHeld) {
+                        // While taken segments wait, the next round tries again at its usual pace, not at once.
+                        if drainSpool(inbox, &reader, includingHeld: recheckHeld, waiting: &waiting), waiting == nil {
                             bellOwedNow = inbox.suggestsSpooling
                             bellOwed = !bellOwedNow
                         }
                     }
                 }
                 if stopping.load(ordering: .acquiring) { return false }
+                // The socket posters reach failed (it is no longer polled): bound anew, at most once a second
+                // while the failure persists.
+                if let failure = inbox.boundSocketFailure, lastForcedRebind == 0 || now &- lastForcedRebind >= 1_000_000_000 {
+                    lastForcedRebind = now
+                    handlers.receiveError("socket of listener \(RegistryEntry.hex(id)) failed: \(failure); binding it again", true)
+                    var frames: [Frame] = []
+                    if keepSocketFile(inbox, force: true, into: &frames) { bellOwed = true }
+                    route(frames)
+                }
                 if housekeepingDue {
                     lastHousekeeping = now
                     // A rebind reads the old socket after this round's look: one more is owed.
-                    if keepSocketFile(inbox) { bellOwed = true }
+                    var frames: [Frame] = []
+                    if keepSocketFile(inbox, into: &frames) { bellOwed = true }
+                    route(frames)
                     handlers.housekeeping()
                 }
                 return true
             }
             if !goesOn { break }
         }
+        // Stopping while taken segments wait: what was read is handed over with them, in order, rather than lost.
+        if let waiting { handOver(reader.take(includingHeld: false, newSegments: false), direct: waiting, &reader) }
     }
 
     /// Takes what posters spooled, then reads everything the inbox holds, and hands both over in the order
     /// posted (``SpoolReader/handOver(_:direct:_:)``). If the inbox cannot read everything now (connections
-    /// not accepted for want of descriptors), the segments taken wait for the next round. Returns whether the
-    /// sockets had any message, taken or dropped.
-    private func drainSpool(_ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool) -> Bool {
-        let taken = reader.take(includingHeld: includingHeld)
+    /// not accepted for want of descriptors, a socket that failed), the segments taken wait for a later round,
+    /// and what was read gathers in `waiting` until then: a poster whose segment was taken goes back to its
+    /// socket, and what it sends there must not overtake what it spooled. Returns whether the sockets had any
+    /// message, taken or dropped.
+    private func drainSpool(
+        _ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool, waiting: inout [Frame]?
+    ) -> Bool {
+        // Its socket failed and nothing was taken yet: what waits there may precede what was spooled. Nothing is
+        // taken until the socket is bound again, so posters keep spooling.
+        if inbox.boundSocketFailure != nil && waiting == nil { return false }
+        // Taken before and not handed over yet: nothing new is taken until it is.
+        let taken = reader.take(includingHeld: includingHeld, newSegments: waiting == nil)
         StopPoint.reached("spool.drain")
-        var direct: [Frame] = []
+        var direct = waiting ?? []
+        waiting = nil
         guard inbox.receiveAll(into: &direct) else {
-            if !direct.isEmpty { handlers.frames(direct, self) }
+            waiting = direct
             return true
         }
         let hadAnything = inbox.readAny
+        handOver(taken, direct: direct, &reader)
+        return hadAnything
+    }
+
+    /// Hands over what was taken from the spool and what was read from the sockets, in the order posted.
+    private func handOver(_ taken: SpoolReader.Taken, direct: [Frame], _ reader: inout SpoolReader) {
         let handlers = self.handlers
         reader.handOver(
             taken, direct: direct,
@@ -117,24 +172,26 @@ extension Listener {
                 },
                 holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },
                 dropped: { handlers.dropped($0, $1) }))
-        return hadAnything
     }
 
-    /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files): binds a new
-    /// socket under the name, and keeps reading what posters sent to the old one.
-    /// Returns whether it bound anew.
-    private func keepSocketFile(_ inbox: any Inbox) -> Bool {
+    /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
+    /// replaces the socket because it failed: binds a new socket under the name, and keeps reading what posters
+    /// sent to the old one. Returns whether it bound anew.
+    private func keepSocketFile(_ inbox: any Inbox, force: Bool = false, into frames: inout [Frame]) -> Bool {
         let expected = socketFile.withLock { $0 }
-        guard currentSocketFile() != expected || expected == nil else { return false }
+        guard force || currentSocketFile() != expected || expected == nil else { return false }
         // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
         guard container.isAtItsPath else { return false }
+        // Its own file first, so that a durable identity's name is free to claim again.
+        if force { removeSocketFile() }
+        InjectedFault.rebound()
         do throws(WormholeError) {
             let fresh = try Self.bind(id, identity: identity, transport: transport, in: container)
-            var frames: [Frame] = []
             inbox.rebind(fresh, into: &frames)
-            if !frames.isEmpty { handlers.frames(frames, self) }
             socketFile.withLock { $0 = currentSocketFile() }
-            handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) was removed or replaced; bound it again")
+            if !force {
+                handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) was removed or replaced; bound it again")
+            }
             return true
         } catch {
             handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) is gone and cannot be bound again: \(error)")
@@ -150,7 +207,14 @@ extension Listener {
         var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
         while backlog.isOver && !stopping.load(ordering: .acquiring) {
             events = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
-            let ready = (try? Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)) ?? 0
+            let ready: Int
+            do throws(WormholeError) {
+                ready = try Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)
+            } catch {
+                handlers.receiveError("waiting for the wake pipe of listener \(RegistryEntry.hex(id)) failed: \(error)", true)
+                usleep(UInt32(Limits.bellLookMilliseconds) * 1000)
+                ready = 0
+            }
             if ready > 0 {
                 drainWakePipe()
                 runPendingWork()

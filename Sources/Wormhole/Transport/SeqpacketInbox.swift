@@ -25,6 +25,7 @@ final class SeqpacketInbox: Inbox {
     /// While accept fails for want of descriptors, the listening socket is left alone until then.
     private var acceptPausedUntil: UInt64 = 0
     private var lastDescriptorWarning: UInt64 = 0
+    private(set) var boundSocketFailure: String?
 
     init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
         listening = socket.release()
@@ -36,7 +37,9 @@ final class SeqpacketInbox: Inbox {
         connections.forEach { Sys.close($0.fd) }
     }
 
-    private var isAccepting: Bool { DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil }
+    private var isAccepting: Bool {
+        boundSocketFailure == nil && DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil
+    }
 
     var pollTimeout: Int32? { isAccepting ? nil : 100 }
 
@@ -68,7 +71,11 @@ final class SeqpacketInbox: Inbox {
             connections[index].lastRead = now
         }
         close(closed)
-        if first.revents != 0 { _ = acceptAll(&frames) }
+        if first.revents & Int16(POLLERR | POLLNVAL) != 0 && boundSocketFailure == nil {
+            boundSocketFailure = "a wait reported an error on it"
+        } else if first.revents != 0 {
+            _ = acceptAll(&frames)
+        }
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
@@ -86,7 +93,8 @@ final class SeqpacketInbox: Inbox {
     /// Accepts what waits on the old listening socket, then listens on the fresh one; the connections stay.
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
         acceptPausedUntil = 0
-        _ = acceptAll(&frames)
+        boundSocketFailure = nil
+        _ = acceptAll(&frames, rebinding: true)
         Sys.close(listening)
         listening = fresh.release()
     }
@@ -94,10 +102,13 @@ final class SeqpacketInbox: Inbox {
     /// Accepts every pending connection. Past ``maximumConnections``, or when the process is out of
     /// descriptors, closes the connections read least recently, gracefully (their frames go into `frames`).
     /// Returns false when connections may still be pending.
-    private func acceptAll(_ frames: inout [Frame]) -> Bool {
+    private func acceptAll(_ frames: inout [Frame], rebinding: Bool = false) -> Bool {
+        // Connections may wait unaccepted: what they hold may precede what their posters spooled.
+        guard boundSocketFailure == nil else { return false }
         while true {
             let accepted: OwnedDescriptor?
             do throws(WormholeError) {
+                if !rebinding { try InjectedFault.failBoundSocket() }
                 accepted = try UnixSocket.accept(listening)
             } catch where error.errno == EMFILE || error.errno == ENFILE || error.errno == ENOBUFS || error.errno == ENOMEM {
                 // Out of descriptors: make room, and leave the listening socket alone for a moment rather than
@@ -112,7 +123,8 @@ final class SeqpacketInbox: Inbox {
                 }
                 return false
             } catch {
-                reader.warn("accept failed: \(error)")
+                // Its pending connections wait for the rebind, which accepts them before closing it.
+                if !rebinding { boundSocketFailure = "accept failed: \(error)" }
                 return false
             }
             guard let connection = accepted else { return true }
