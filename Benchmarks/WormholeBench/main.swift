@@ -8,7 +8,9 @@
 // against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
-//         [--cpu N]
+//         [--cpu N] [--spool-memory]
+//
+// `--spool-memory` measures only what a large post through the spool costs each side in memory (SpoolMemory).
 //
 // `--only raw` keeps both raw sockets, `--only wormhole` both of Wormhole's transports. The benchmark's own
 // centers name their transport in their Configuration; the processes it starts get theirs through
@@ -18,7 +20,10 @@ import Foundation
 
 // The other sides, each started by the benchmark as a process of its own, and gone within a second of the
 // process that started them, however that one ended.
-let roles: Set = ["wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out"]
+let roles: Set = [
+    "wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out", "spool-listener",
+    "spool-poster",
+]
 if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
 case "wormhole-peer": try WormholeWay.peer(container: option("--container") ?? "")
@@ -30,6 +35,8 @@ case "dbus-sink": DBusWay.peer(address: option("--bus") ?? "", members: ["Fan"])
 case "crowd":
     try RegistryGrowth.crowd(container: option("--container") ?? "", count: option("--count").flatMap(Int.init) ?? 0)
 case "fan-out": try FanOut.child()
+case "spool-listener": try SpoolMemory.listen(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
+case "spool-poster": try SpoolMemory.post(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
 default: break
 }
 
@@ -43,6 +50,21 @@ var template = Array((temporary + "wormhole-bench-XXXXXX").utf8CString)
 guard let made = mkdtemp(&template) else { throw BenchError("cannot create a temporary folder") }
 let folder = String(cString: made)
 defer { try? FileManager.default.removeItem(atPath: folder) }
+
+/// What a large post through the spool costs each side in memory, as on Apple platforms.
+func spoolMemoryReport() throws -> [(size: Int, poster: Double, listener: Double)] {
+    let results = try SpoolMemory.measure(folder: folder)
+    print("memory of a post through the spool (no memory file, as on Apple platforms): peak resident growth, × the payload")
+    for result in results {
+        print(String(format: "  %8.2f MiB Data: poster %.2f×, listener %.2f×", Double(result.size) / 1_048_576, result.poster, result.listener))
+    }
+    return results
+}
+if CommandLine.arguments.contains("--spool-memory") {
+    _ = try spoolMemoryReport()
+    try? FileManager.default.removeItem(atPath: folder)
+    exit(0)
+}
 
 // The codec alone.
 /// The fastest of five runs of `count` calls, in microseconds per call.

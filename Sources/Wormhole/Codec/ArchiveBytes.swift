@@ -1,14 +1,20 @@
-/// The bytes of a userInfo archive: in an array, or read-only in a mapped sealed memory file
-/// (``SharedFrame``), whose large `Data` values the decoder shares instead of copying.
+/// The bytes of a userInfo archive: in an array (or part of one: the frame or record it was read with, which
+/// then is not copied again), or read-only in a mapped sealed memory file (``SharedFrame``), whose large `Data`
+/// values the decoder shares instead of copying.
 struct ArchiveBytes: Sendable {
     private enum Storage {
-        case array([UInt8])
+        case array(ArraySlice<UInt8>)
         case mapped(FileMapping, offset: Int, count: Int)
     }
 
     private let storage: Storage
 
     init(_ bytes: [UInt8]) {
+        storage = .array(bytes[...])
+    }
+
+    /// Part of a larger array, which it keeps alive.
+    init(_ bytes: ArraySlice<UInt8>) {
         storage = .array(bytes)
     }
 
@@ -44,10 +50,10 @@ struct ArchiveBytes: Sendable {
     /// Whether the bytes are a ``CompactArchive`` rather than a keyed archive.
     var isCompact: Bool { withBytes(CompactArchive.isCompact) }
 
-    /// The bytes in an array: themselves, or a copy of the mapped ones.
+    /// The bytes in an array of their own: themselves, or a copy of part of an array or of the mapped ones.
     var array: [UInt8] {
         switch storage {
-        case .array(let bytes): bytes
+        case .array(let bytes): Array(bytes)
         case .mapped: withBytes { [UInt8]($0) }
         }
     }

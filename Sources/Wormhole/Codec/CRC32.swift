@@ -26,9 +26,10 @@ enum CRC32 {
         return Array(bytes).withUnsafeBytes { checksum($0) }
     }
 
-    static func checksum(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+    /// The checksum of bytes that continue those whose checksum is `previous` (the checksum of both together).
+    static func checksum(_ bytes: UnsafeRawBufferPointer, continuing previous: UInt32 = 0) -> UInt32 {
         tables.withUnsafeBufferPointer { table in
-            var crc: UInt32 = 0xFFFF_FFFF
+            var crc: UInt32 = previous ^ 0xFFFF_FFFF
             var index = 0
             let count = bytes.count
             while index + 8 <= count {

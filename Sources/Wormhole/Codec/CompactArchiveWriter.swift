@@ -100,6 +100,9 @@ struct CompactArchiveWriter {
 
     private mutating func write(_ data: Data) {
         write(tag: .data, length: data.count)
+        // A large one with room to spare for what may follow it, so that the array is not grown by doubling
+        // (a second copy of everything) after it; room never written to is never made resident.
+        if data.count >= 1 << 20 { bytes.reserveCapacity(bytes.count + data.count + (1 << 20)) }
         // Through a typed buffer: Array's memcpy path.
         data.withUnsafeBytes { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }

@@ -22,12 +22,12 @@ enum UserInfoCodec {
         })
     }
 
-    /// Decodes `archive` as the bytes it holds are decoded above; the large `Data` values of a mapped one may
-    /// use its pages in place (``FileMapping/lend()``).
+    /// Decodes `archive` as the bytes it holds are decoded above, without copying them first; the large `Data`
+    /// values of a mapped one may use its pages in place (``FileMapping/lend()``).
     static func decode(_ archive: ArchiveBytes, allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
-        guard let mapping = archive.mapping, archive.isCompact else { return try decode(archive.array, allowed: allowed) }
+        guard archive.isCompact else { return try KeyedArchiveDecoder.decodeUserInfo(archive.array, allowed: allowed) }
         return try dictionary(archive.withBytes { raw throws(WormholeError) in
-            try CompactArchiveReader.decodeRoot(raw, lent: mapping.lend(), allowed: allowed)
+            try CompactArchiveReader.decodeRoot(raw, lent: archive.mapping?.lend(), allowed: allowed)
         })
     }
 

@@ -74,6 +74,17 @@ final class SpoolFolder: Sendable {
     /// after an earlier one's. Returns nil when a listener removed the unnamed file first (this poster was
     /// stopped past ``unnamedLifetime``): write the record again. A missing folder throws `ENOENT`.
     func createSegment(poster: UInt64, stamp: UInt64, holding frame: [UInt8]) throws(WormholeError) -> SpoolSegment? {
+        var made: SpoolSegment? = nil
+        try frame.withRawBytes { (raw) throws(WormholeError) in
+            made = try createSegment(poster: poster, stamp: stamp, holding: raw, UnsafeRawBufferPointer(start: nil, count: 0))
+        }
+        return made
+    }
+
+    /// ``createSegment(poster:stamp:holding:)`` for a frame given in two parts, its head and its userInfo.
+    func createSegment(
+        poster: UInt64, stamp: UInt64, holding head: UnsafeRawBufferPointer, _ rest: UnsafeRawBufferPointer
+    ) throws(WormholeError) -> SpoolSegment? {
         let name = RegistryEntry.hex(stamp) + "-" + RegistryEntry.hex(poster)
         let unnamed = name + Self.unnamedSuffix
         let file = try Sys.open(unnamed, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: descriptor)
@@ -81,7 +92,7 @@ final class SpoolFolder: Sendable {
         var segment = SpoolSegment(
             name: name + Self.segmentSuffix, file: file, identity: identity, key: UInt64.random(in: 0...UInt64.max))
         do throws(WormholeError) {
-            try append(frame, to: &segment)
+            try append(head, rest, to: &segment)
             StopPoint.reached("spool.name")
             try Sys.renameFile(unnamed, segment.name, in: descriptor)
         } catch {
@@ -96,17 +107,35 @@ final class SpoolFolder: Sendable {
     /// Appends one record to `segment`, with the segment's header before the first. A failed or short write
     /// leaves `segment` unusable (``SpoolSegment/isBroken``): its torn end is never taken for a record.
     func append(_ frame: [UInt8], to segment: inout SpoolSegment) throws(WormholeError) {
+        try frame.withRawBytes { (raw) throws(WormholeError) in
+            try append(raw, UnsafeRawBufferPointer(start: nil, count: 0), to: &segment)
+        }
+    }
+
+    /// Appends one record holding a frame given in two parts, its head and its userInfo. A large userInfo is
+    /// written where it is, after the rest, rather than copied behind them: a reader takes the record only once
+    /// its length and check hold, so two writes tear no differently than one.
+    func append(_ head: UnsafeRawBufferPointer, _ rest: UnsafeRawBufferPointer, to segment: inout SpoolSegment)
+        throws(WormholeError)
+    {
         var bytes = segment.offset == 0 ? SpoolRecord.header(key: segment.key) : []
-        bytes += SpoolRecord.encode(frame, key: segment.key)
+        bytes += SpoolRecord.header(head: head, rest: rest, key: segment.key)
+        bytes.append(contentsOf: head)
+        let separate = rest.count > Self.separateWriteSize
+        if !separate { bytes.append(contentsOf: rest) }
         do throws(WormholeError) {
             let fd = segment.file.rawValue
             try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: segment.offset) }
-            segment.offset += bytes.count
+            if separate { try Sys.pwriteAll(fd, rest, at: segment.offset + bytes.count) }
+            segment.offset += bytes.count + (separate ? rest.count : 0)
         } catch {
             segment.isBroken = true
             throw error
         }
     }
+
+    /// A userInfo larger than this is written on its own rather than copied behind its record's header.
+    static let separateWriteSize = 64 << 10
 
     /// Whether `segment` still has its name: nobody has taken it yet.
     func holds(_ segment: borrowing SpoolSegment) -> Bool {
@@ -225,13 +254,18 @@ final class SpoolFolder: Sendable {
                 return .damaged("record at byte \(offset) claims \(length) bytes")
             }
             let end = offset + SpoolRecord.recordHeaderSize + Int(length)
-            guard end <= window.size, let frame = window.bytes(at: offset + SpoolRecord.recordHeaderSize, count: Int(length))
+            // A record larger than the window is read into an array of its own, handed over as it is: the frame
+            // decoded from it keeps it instead of a copy.
+            guard end <= window.size,
+                let frame = Int(length) > SegmentWindow.capacity
+                    ? window.ownBytes(at: offset + SpoolRecord.recordHeaderSize, count: Int(length))
+                    : window.bytes(at: offset + SpoolRecord.recordHeaderSize, count: Int(length)).map(Array.init)
             else { return .torn }
-            guard SpoolRecord.check(frame, key: key) == check else {
+            guard SpoolRecord.check(frame[...], key: key) == check else {
                 // The last record may still be being copied in by its writer, who will write it again.
                 return end == window.size ? .torn : .damaged("record at byte \(offset) fails its check")
             }
-            body(Array(frame))
+            body(frame)
             offset = end
         }
         return .whole
@@ -289,6 +323,21 @@ private struct SegmentWindow {
     init(fd: CInt, size: Int) {
         self.fd = fd
         self.size = size
+    }
+
+    /// `count` bytes at `offset` in an array of their own, read past the window (which stays as it was), or nil
+    /// when the file holds fewer.
+    func ownBytes(at offset: Int, count: Int) -> [UInt8]? {
+        guard offset >= 0, count >= 0, offset + count <= size else { return nil }
+        var complete = true
+        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
+            let got = (try? Sys.preadAll(fd, into: UnsafeMutableRawBufferPointer(buffer), at: offset)) ?? 0
+            // A file cut short meanwhile: what was read is zero-filled and the record refused as torn.
+            if got < count { UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[got...]).initializeMemory(as: UInt8.self, repeating: 0) }
+            complete = got >= count
+            initialized = count
+        }
+        return complete ? bytes : nil
     }
 
     /// `count` bytes at `offset`, or nil when the file holds fewer.

@@ -97,7 +97,7 @@ struct SpoolReader: ~Copyable {
                     if keeper == nil { keeperFailed = true }
                 }
                 // Nowhere to keep it (a full disk): hand it over rather than lose it.
-                if keeper?.append(frame.encoded()) == true { return }
+                if keeper?.append(frame) == true { return }
             }
             chunk.append(frame)
             chunkBytes += size
@@ -188,14 +188,22 @@ private struct HeldWriter {
         offset = SpoolRecord.headerSize
     }
 
-    mutating func append(_ frame: [UInt8]) -> Bool {
-        let record = SpoolRecord.encode(frame, key: key)
-        let fd = file
-        let at = offset
-        guard (try? record.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: at) }) != nil else {
-            return false
+    /// Appends `frame`'s record: its header and head, then its userInfo as it is (not copied behind them).
+    mutating func append(_ frame: Frame) -> Bool {
+        let head = frame.encodedHead()
+        let (fd, at, key) = (file, offset, key)
+        let written = try? head.withRawBytes { (head) throws(WormholeError) -> Int in
+            func write(_ archive: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
+                let prefix = SpoolRecord.header(head: head, rest: archive, key: key) + Array(head)
+                try prefix.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: at) }
+                try Sys.pwriteAll(fd, archive, at: at + prefix.count)
+                return prefix.count + archive.count
+            }
+            guard let userInfo = frame.userInfo else { return try write(UnsafeRawBufferPointer(start: nil, count: 0)) }
+            return try userInfo.withBytes { (archive) throws(WormholeError) in try write(archive) }
         }
-        offset += record.count
+        guard let written else { return false }
+        offset += written
         return true
     }
 

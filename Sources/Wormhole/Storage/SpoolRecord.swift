@@ -30,6 +30,17 @@ enum SpoolRecord {
         return writer.bytes
     }
 
+    /// A record's header for a frame given in two parts (its head, then its userInfo), which follow it as they
+    /// are: a large frame is never copied into one buffer to be spooled.
+    static func header(head: UnsafeRawBufferPointer, rest: UnsafeRawBufferPointer, key: UInt64) -> [UInt8] {
+        let count = head.count + rest.count
+        let crc = CRC32.checksum(rest, continuing: CRC32.checksum(head))
+        var writer = ByteWriter(capacity: recordHeaderSize)
+        writer.write(UInt32(count))
+        writer.write(crc ^ mix(key, count))
+        return writer.bytes
+    }
+
     /// A whole segment holding `frames`, under a fresh key.
     static func segment(_ frames: [[UInt8]]) -> [UInt8] {
         let key = UInt64.random(in: 0...UInt64.max)
@@ -41,8 +52,12 @@ enum SpoolRecord {
     /// The frame's CRC-32 mixed with the segment's key and the length: without the key, no writer of a payload
     /// can make bytes that pass.
     static func check(_ frame: ArraySlice<UInt8>, key: UInt64) -> UInt32 {
-        let mixed = (key ^ UInt64(frame.count)) &* 0x9E37_79B9_7F4A_7C15
-        return CRC32.checksum(frame) ^ UInt32(truncatingIfNeeded: mixed >> 32)
+        CRC32.checksum(frame) ^ mix(key, frame.count)
+    }
+
+    private static func mix(_ key: UInt64, _ count: Int) -> UInt32 {
+        let mixed = (key ^ UInt64(count)) &* 0x9E37_79B9_7F4A_7C15
+        return UInt32(truncatingIfNeeded: mixed >> 32)
     }
 
     /// The key of a segment's header, or nil when the header is not one.

@@ -119,7 +119,8 @@ struct Frame: Sendable {
         try self.init(head: &reader)
         guard kind == .notification else { return }
         let archive = try reader.readBytes(try Self.userInfoLength(&reader), "userInfo")
-        userInfo = archive.isEmpty ? nil : ArchiveBytes(Array(archive))
+        // Not copied: the frame keeps the bytes it was read from (a message, or a spool record) alive instead.
+        userInfo = archive.isEmpty ? nil : ArchiveBytes(archive)
         guard reader.remaining == 0 else {
             throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
         }

@@ -8,6 +8,7 @@ final class OutgoingFrame {
     /// The encoded frame's size.
     let count: Int
     private var whole: [UInt8]?
+    private var head: [UInt8]?
     private var sharedFile: OwnedDescriptor?
     /// Why the memory file could not be made, so that it is not tried again for every listener of the post.
     private var sharedFailure: WormholeError?
@@ -23,6 +24,24 @@ final class OutgoingFrame {
         let encoded = frame.encoded()
         whole = encoded
         return encoded
+    }
+
+    /// The encoded frame in two parts, its head and its userInfo, for writing it without building it whole
+    /// (the spool takes a large frame this way); the whole frame alone when it was built already.
+    func withParts(_ body: (UnsafeRawBufferPointer, UnsafeRawBufferPointer) throws(WormholeError) -> Void)
+        throws(WormholeError)
+    {
+        let empty = UnsafeRawBufferPointer(start: nil, count: 0)
+        if let whole {
+            try whole.withRawBytes { (raw) throws(WormholeError) in try body(raw, empty) }
+            return
+        }
+        let head = self.head ?? frame.encodedHead()
+        self.head = head
+        try head.withRawBytes { (head) throws(WormholeError) in
+            guard let userInfo = frame.userInfo else { return try body(head, empty) }
+            try userInfo.withBytes { (archive) throws(WormholeError) in try body(head, archive) }
+        }
     }
 
     /// The sealed memory file that holds the frame, made on first use (its head, then the userInfo as it is).

@@ -153,7 +153,12 @@ final class PeerLink: Sendable {
             guard var segment = state.segment.take() else {
                 let made: SpoolSegment?
                 do throws(WormholeError) {
-                    made = try folder.createSegment(poster: context.poster, stamp: context.nextSegmentStamp(), holding: frame.bytes)
+                    let stamp = context.nextSegmentStamp()
+                    var created: SpoolSegment? = nil
+                    try frame.withParts { (head, archive) throws(WormholeError) in
+                        created = try folder.createSegment(poster: context.poster, stamp: stamp, holding: head, archive)
+                    }
+                    made = created.take()
                 } catch where error.errno == ENOENT {
                     return nil
                 }
@@ -163,7 +168,7 @@ final class PeerLink: Sendable {
                 keep(made, size, &state)
                 return true
             }
-            try folder.append(frame.bytes, to: &segment)
+            try frame.withParts { (head, archive) throws(WormholeError) in try folder.append(head, archive, to: &segment) }
             StopPoint.reached("spool.append")
             if folder.holds(segment) {
                 keep(segment, size, &state)
