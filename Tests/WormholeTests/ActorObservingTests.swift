@@ -93,7 +93,7 @@ struct ActorObservingTests {
         #expect(status == 0)
         // 24 MB offered to an actor that ran nothing: the listener stopped at its 16 MiB bound, the rest spooled.
         #expect((report["spooled"] as? Int ?? 0) > 0, "\(report)")
-        let deadline = Date().addingTimeInterval(60)
+        let deadline = Date().addingTimeInterval(180)
         while await recipient.received.count < count && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }
         #expect(await recipient.received == Array(0..<count))
         #expect(await recipient.bytes == count * 4096)

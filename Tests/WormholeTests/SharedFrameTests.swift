@@ -281,8 +281,10 @@ struct SharedFrameTests {
         try #require(pipe(&pipeEnds) == 0)
         defer { pipeEnds.forEach { close($0) } }
         let stray = Frame(poster: 9, sequence: 1, name: "ok", object: nil, userInfo: nil).encoded()
-        // Far more than a listener has descriptors to spare, were they kept.
-        try hostileSend(center, to: listener.pid, transport: .datagram, Array(repeating: (stray, pipeEnds[0]), count: 300))
+        // Far more than a listener has descriptors to spare, were they kept; some in messages of no bytes.
+        try hostileSend(
+            center, to: listener.pid, transport: .datagram,
+            Array(repeating: (stray, pipeEnds[0]), count: 150) + Array(repeating: ([], pipeEnds[0]), count: 150))
         let poster = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"],
             environment: ["WORMHOLE_TRANSPORT": "datagram"])

@@ -102,7 +102,11 @@ struct CompactArchiveWriter {
         write(tag: .data, length: data.count)
         // A large one with room to spare for what may follow it, so that the array is not grown by doubling
         // (a second copy of everything) after it; room never written to is never made resident.
-        if data.count >= 1 << 20 { bytes.reserveCapacity(bytes.count + data.count + (1 << 20)) }
+        // Grown geometrically still, so that many large values are not each copied again.
+        let needed = bytes.count + data.count
+        if data.count >= 1 << 20 && needed > bytes.capacity {
+            bytes.reserveCapacity(max(needed + (1 << 20), 2 * bytes.capacity))
+        }
         // Through a typed buffer: Array's memcpy path.
         data.withUnsafeBytes { bytes.append(contentsOf: $0.assumingMemoryBound(to: UInt8.self)) }
     }

@@ -140,7 +140,8 @@ final class MessageBatch {
         }
         guard let length else { return nil }
         lengths[0] = length
-        controlLengths[0] = length == 0 ? 0 : Int(header.msg_controllen)
+        // A message of no bytes may still carry descriptors: they are taken, to be closed.
+        controlLengths[0] = Int(header.msg_controllen)
         controlsCut[0] = header.msg_flags & CInt(MSG_CTRUNC) != 0
         count = 1
         return 1

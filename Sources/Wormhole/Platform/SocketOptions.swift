@@ -73,7 +73,8 @@ enum SocketOptions {
     static func prepareReceiving(_ fd: CInt, for transport: GroupNotificationCenter.Transport) {
         #if canImport(Darwin)
         if transport == .datagram {
-            let granted = set(fd, SO_RCVBUF, CInt(datagramReceiveBuffer)) ? get(fd, SO_RCVBUF) ?? 0 : 0
+            _ = set(fd, SO_RCVBUF, CInt(datagramReceiveBuffer))
+            let granted = get(fd, SO_RCVBUF) ?? 0
             if granted < datagramReceiveBuffer {
                 receiveBufferWarning.once {
                     "datagram receive buffer of \(granted) bytes granted, \(datagramReceiveBuffer) asked: posters spool sooner"
@@ -100,7 +101,12 @@ enum SocketOptions {
     /// largest direct frame lowers ``directFrameLimit(_:)`` for the process, said once.
     private static func sizeSendBuffer(_ fd: CInt, asking asked: CInt, _ transport: GroupNotificationCenter.Transport) {
         let asked = InjectedFault.sendBufferAsk ?? asked
-        let granted = set(fd, SO_SNDBUF, asked) ? get(fd, SO_SNDBUF) ?? 0 : 0
+        let refusal = set(fd, SO_SNDBUF, asked) ? nil : currentErrno()
+        // Refused, the socket keeps the buffer it had; unreadable, nothing is known, and nothing is lowered.
+        guard let granted = get(fd, SO_SNDBUF) else { return }
+        if let refusal {
+            sendBufferRefusal.once { "setsockopt SO_SNDBUF \(asked) refused (errno \(refusal)); sockets keep \(granted) bytes" }
+        }
         let limit = max(0, min(Limits.maximumDirectFrameSize, Int(granted) - sendOverhead))
         guard limit < Limits.maximumDirectFrameSize else { return }
         let previous = transport == .datagram
@@ -117,6 +123,7 @@ enum SocketOptions {
         let datagram = Atomic(Limits.maximumDirectFrameSize)
     }
     private static let grantedLimits = GrantedLimits()
+    private static let sendBufferRefusal = OnceWarning()
     #if canImport(Darwin)
     private static let receiveBufferWarning = OnceWarning()
     #endif

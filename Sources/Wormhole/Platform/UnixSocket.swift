@@ -92,8 +92,13 @@ enum UnixSocket {
             let error = currentErrno()
             if error == EINTR { continue }
             if error == EAGAIN || error == EWOULDBLOCK { return nil }
-            if error == ECONNRESET { return 0 }
-            throw WormholeError(.system, "recv", errno: error)
+            if error == ECONNRESET {
+                // Nothing was received: no control data either.
+                header.msg_controllen = 0
+                header.msg_flags = 0
+                return 0
+            }
+            throw WormholeError(.system, "recvmsg", errno: error)
         }
     }
 }

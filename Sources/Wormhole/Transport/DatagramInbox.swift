@@ -102,6 +102,7 @@ final class DatagramInbox: Inbox {
         socket = fresh.release()
         pace = ReadPace()
         if failed && !reader.read(old, into: &frames, limit: 1_000_000) {
+            reader.warn("a failed socket could not be read again and is closed: what it still held is lost")
             Sys.close(old)
             return
         }

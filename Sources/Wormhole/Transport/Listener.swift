@@ -53,9 +53,14 @@ final class Listener: Sendable {
     /// Set while the receive thread runs observers' code (the blocks of observers that run on it, work handed
     /// to it): a stop never waits for that.
     private let runsObserverCode = Atomic<Bool>(false)
-    /// The receive threads of durable identities this process stopped and that have not ended yet: a listener
-    /// that claims one of them waits for its thread, which may still be handing over the identity's spool.
-    private static let ending = Mutex<[String: DispatchGroup]>([:])
+    /// The receive threads of durable identities this process stopped and that have not ended yet, by container
+    /// and identity: a listener that claims one of them waits for its thread, which may still be handing over
+    /// the identity's spool.
+    private static let ending = Mutex<[String: (running: DispatchGroup, thread: ObjectIdentifier?)]>([:])
+
+    private static func endingKey(_ identity: String, _ container: Container) -> String {
+        container.listenersPath + "\u{0}" + identity
+    }
 
     /// Opens the listener's spool folder and a socket of `transport`. A durable listener (`identity` not nil)
     /// claims its identity's socket, and reuses its spool folder.
@@ -68,8 +73,13 @@ final class Listener: Sendable {
         self.container = container
         self.transport = transport
         self.handlers = handlers
-        if let identity, let previous = Self.ending.withLock({ $0[identity] }) {
-            _ = previous.wait(timeout: .now() + .seconds(Limits.endingListenerWait))
+        if let identity, let previous = Self.ending.withLock({ $0[Self.endingKey(identity, container)] }) {
+            // Never on that thread itself (a block of its observers), which would wait for itself.
+            let onIt = previous.thread == ObjectIdentifier(Thread.current)
+            guard !onIt, previous.running.wait(timeout: .now() + .seconds(Limits.endingListenerWait)) == .success else {
+                throw WormholeError(
+                    .identityInUse, "client identifier \"\(identity)\" is still in use by a listener of this process that is ending")
+            }
         }
         spool = try SpoolFolder(listener: id, in: container, create: true)
         let bound: OwnedDescriptor
@@ -198,8 +208,9 @@ final class Listener: Sendable {
             closeWakePipe()
             running.leave()
             if let identity {
+                let key = Self.endingKey(identity, container)
                 Self.ending.withLock { ending in
-                    if ending[identity] === running { ending[identity] = nil }
+                    if ending[key]?.running === running { ending[key] = nil }
                 }
             }
         }
@@ -208,15 +219,21 @@ final class Listener: Sendable {
         receiver.start()
     }
 
-    /// Stops the listener: removes the socket file at once, so posters find it gone (or, for a durable identity,
-    /// spool), and tells the receive thread to end. The thread finishes what it is doing (a batch it hands over
+    /// Stops the listener: removes an ephemeral listener's socket file at once, so posters find it gone (a durable
+    /// one's goes as its thread ends), and tells the receive thread to end. The thread finishes what it is doing (a batch it hands over
     /// included, so that a durable spool keeps nothing already handed over), then closes its sockets and wake
     /// pipe and removes an ephemeral listener's spool. Waits for that, at most five seconds, but never while the
     /// thread runs observers' code (which may be waiting for the caller): then the thread ends on its own.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if let identity { Self.ending.withLock { $0[identity] = running } }
-        removeSocketFile()
+        if let identity {
+            // A durable identity's socket stays until the thread ends: while it hands over the identity's spool,
+            // the identity is still in use, and no other process may claim it.
+            let thread = thread.withLock { $0 }
+            Self.ending.withLock { $0[Self.endingKey(identity, container)] = (running, thread) }
+        } else {
+            removeSocketFile()
+        }
         guard !isReceiveThread else { return }
         wake()
         let deadline = DispatchTime.now() + .seconds(5)
@@ -237,6 +254,26 @@ final class Listener: Sendable {
         let work = pending.withLock { work in defer { work = [] }; return work }
         guard !work.isEmpty else { return }
         runObserverCode { for item in work { item() } }
+    }
+
+    /// A fresh socket for a listener whose socket failed, put in place of its own without the name going missing
+    /// for a moment (a poster that found no socket would take the listener for gone): bound under a temporary
+    /// name, then renamed over this listener's own file, or linked into place where there is none.
+    /// - Throws: ``WormholeError/Code/identityInUse`` when the name is another's now.
+    func bindAnew() throws(WormholeError) -> OwnedDescriptor {
+        let directory = container.listenersDescriptor, name = RegistryEntry.socketName(id)
+        let temporary = ".rebind-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
+        let socket = try UnixSocket.bind(transport, directory: directory, directoryPath: container.listenersPath, name: temporary)
+        defer { try? Sys.removeFile(temporary, relativeTo: directory) }
+        let current = currentSocketFile()
+        if current == nil {
+            try Sys.link(temporary, name, in: directory)
+        } else if current == socketFile.withLock({ $0 }) {
+            try Sys.renameFile(temporary, name, in: directory)
+        } else {
+            throw WormholeError(.identityInUse, "socket file of listener \(RegistryEntry.hex(id)) is another's now")
+        }
+        return socket
     }
 
     /// Removes the socket file, if it is still this listener's own: a durable identity's name may already be

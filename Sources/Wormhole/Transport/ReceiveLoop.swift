@@ -98,7 +98,8 @@ extension Listener {
                     lastBellLook = now
                     let bell = spool.bell.value
                     if bell != lastBell || recheckHeld || housekeepingDue || waiting != nil {
-                        lastBell = bell
+                        // Not taken as seen while a failed socket keeps the drain from taking anything.
+                        if inbox.boundSocketFailure == nil || waiting != nil { lastBell = bell }
                         // The drain reads the sockets after the bell: what it read there came after this look. A nudge
                         // among it rang the bell after the look; a poster whose nudge found the socket full may have.
                         // While taken segments wait, the next round tries again at its usual pace, not at once.
@@ -144,15 +145,27 @@ extension Listener {
         _ inbox: any Inbox, _ reader: inout SpoolReader, includingHeld: Bool, waiting: inout [Frame]?
     ) -> Bool {
         // Its socket failed and nothing was taken yet: what waits there may precede what was spooled. Nothing is
-        // taken until the socket is bound again, so posters keep spooling.
-        if inbox.boundSocketFailure != nil && waiting == nil { return false }
+        // taken until the socket is bound again, so posters keep spooling. Held frames are offered then.
+        if inbox.boundSocketFailure != nil && waiting == nil {
+            if includingHeld { recheck.store(true, ordering: .releasing) }
+            return false
+        }
         // Taken before and not handed over yet: nothing new is taken until it is.
         let taken = reader.take(includingHeld: includingHeld, newSegments: waiting == nil)
         StopPoint.reached("spool.drain")
         var direct = waiting ?? []
         waiting = nil
         guard inbox.receiveAll(into: &direct) else {
-            waiting = direct
+            if includingHeld { recheck.store(true, ordering: .releasing) }
+            // Held in memory up to the backlog's bound; past it, handed over with what was taken as it is (what
+            // waits unread in a socket may then come after what its poster spooled), rather than grow without end.
+            let bound = Limits.deliveryBacklog
+            if direct.count < bound.notifications && direct.reduce(0, { $0 + $1.byteCount }) < bound.bytes {
+                waiting = direct
+                return true
+            }
+            handlers.dropped(0, "listener \(RegistryEntry.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
+            handOver(taken, direct: direct, &reader)
             return true
         }
         let hadAnything = inbox.readAny
@@ -182,11 +195,9 @@ extension Listener {
         guard force || currentSocketFile() != expected || expected == nil else { return false }
         // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
         guard container.isAtItsPath else { return false }
-        // Its own file first, so that a durable identity's name is free to claim again.
-        if force { removeSocketFile() }
         InjectedFault.rebound()
         do throws(WormholeError) {
-            let fresh = try Self.bind(id, identity: identity, transport: transport, in: container)
+            let fresh = force ? try bindAnew() : try Self.bind(id, identity: identity, transport: transport, in: container)
             inbox.rebind(fresh, into: &frames)
             socketFile.withLock { $0 = currentSocketFile() }
             if !force {

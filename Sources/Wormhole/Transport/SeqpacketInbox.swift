@@ -93,8 +93,11 @@ final class SeqpacketInbox: Inbox {
     /// Accepts what waits on the old listening socket, then listens on the fresh one; the connections stay.
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
         acceptPausedUntil = 0
+        let failed = boundSocketFailure != nil
         boundSocketFailure = nil
-        _ = acceptAll(&frames, rebinding: true)
+        if !acceptAll(&frames, rebinding: true) && failed {
+            reader.warn("connections still pending on a failed socket are lost as it closes; their posters connect again")
+        }
         Sys.close(listening)
         listening = fresh.release()
     }
