@@ -147,7 +147,7 @@ private func exitStatus(_ peer: Peer) async throws -> Int32 {
 
 /// Waits, giving the caller's actor its turns, until `condition` holds; fails the test after `seconds`.
 @MainActor private func until(
-    _ what: String, timeout seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
+    _ what: String, timeout seconds: Double = 180, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
 ) async throws {
     let deadline = Date().addingTimeInterval(seconds)
     while !condition() {

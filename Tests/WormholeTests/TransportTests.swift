@@ -94,66 +94,59 @@ struct TransportTests {
         "send errors Linux never returns (Darwin's ENOBUFS on a full datagram socket, EINVAL on a socket gone bad) and peers closing mid-send lose nothing",
         arguments: Transport.allCases, ["ENOBUFS/3", "EMSGSIZE/5", "ECONNRESET/4", "EDESTADDRREQ/6", "EPROTOTYPE/7", "EINVAL/3"])
     func injectedSendErrors(transport: Transport, fault: String) throws {
-        let container = TemporaryContainer()
-        let listener = try Peer(
-            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "x", "--count", "500"],
-            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
-        try listener.waitForLines(1)
-        let poster = try Peer(
-            "wormhole-test-peer", ["post", "--container", container.path, "--name", "x", "--count", "500"],
-            environment: ["WORMHOLE_INJECT_SEND": fault])
-        #expect(try poster.waitForExit() == 0)
-        let summary = try #require(poster.jsonLines().first)
-        #expect(summary["failed"] as? Int == 0)
+        let (_, summary) = try postThroughFault(transport, count: 500, posterFaults: ["WORMHOLE_INJECT_SEND": fault])
         #expect((summary["delivered"] as? Int ?? 0) + (summary["spooled"] as? Int ?? 0) == 500)
         if PeerState(errno: Self.errno(named: fault)) != .gone {
             #expect(summary["spooled"] as? Int ?? 0 > 0, "a send the listener cannot take now goes to the spool")
         }
-        #expect(try listener.waitForExit(timeout: 30) == 0)
-        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<500), "each once, in order")
     }
 
     @Test("a send buffer smaller than asked lowers the largest direct frame, said once, and loses nothing", arguments: Transport.allCases)
     func smallSendBuffer(transport: Transport) throws {
-        let container = TemporaryContainer()
-        let listener = try Peer(
-            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "b", "--count", "40"],
-            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
-        try listener.waitForLines(1)
         // 16 KiB asked: Linux grants twice that, far under a 60 KiB frame.
+        let (run, _) = try postThroughFault(
+            transport, count: 40, posterFaults: ["WORMHOLE_INJECT_SEND_BUFFER": "16384"], posterArguments: ["--payload", "60000"])
+        let warnings = run.poster.errorOutput.filter { $0.contains("send buffer of") && $0.contains("granted") }
+        #expect(warnings.count == 1, "\(run.poster.errorOutput)")
+        #expect(run.listener.jsonLines().filter { $0["i"] != nil }.allSatisfy { $0["blobBytes"] as? Int == 60000 })
+    }
+
+    /// The two processes of ``postThroughFault(_:count:listenerFaults:posterFaults:posterArguments:)``.
+    struct FaultRun {
+        let listener: Peer
+        let poster: Peer
+    }
+
+    /// A listener of `transport` and a poster of `count` notifications to it, each with the faults given; returns
+    /// both, and the poster's summary, once the listener got them all, each once and in order, and exited.
+    private func postThroughFault(
+        _ transport: Transport, count: Int, listenerFaults: [String: String] = [:], posterFaults: [String: String] = [:],
+        posterArguments: [String] = []
+    ) throws -> (FaultRun, [String: Any]) {
+        let container = TemporaryContainer()
+        let environment = ["WORMHOLE_TRANSPORT": transport.rawValue]
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "f", "--count", "\(count)"],
+            environment: listenerFaults.merging(environment) { $1 })
+        try listener.waitForLines(1)
         let poster = try Peer(
-            "wormhole-test-peer", ["post", "--container", container.path, "--name", "b", "--count", "40", "--payload", "60000"],
-            environment: ["WORMHOLE_INJECT_SEND_BUFFER": "16384", "WORMHOLE_TRANSPORT": transport.rawValue])
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "f", "--count", "\(count)"] + posterArguments,
+            environment: posterFaults.merging(environment) { $1 })
         #expect(try poster.waitForExit() == 0)
         let summary = try #require(poster.jsonLines().first)
         #expect(summary["failed"] as? Int == 0)
-        let warnings = poster.errorOutput.filter { $0.contains("send buffer of") && $0.contains("granted") }
-        #expect(warnings.count == 1, "\(poster.errorOutput)")
+        #expect(summary["removedDeadListeners"] as? Int ?? 0 == 0)
         #expect(try listener.waitForExit(timeout: 30) == 0)
-        let lines = listener.jsonLines().filter { $0["i"] != nil }
-        #expect(lines.compactMap { $0["i"] as? Int } == Array(0..<40), "each once, in order")
-        #expect(lines.allSatisfy { $0["blobBytes"] as? Int == 60000 })
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<count), "each once, in order")
+        return (FaultRun(listener: listener, poster: poster), summary)
     }
 
     @Test(
         "a socket whose reads (datagrams) or accepts (sequenced packets) keep failing is bound again, once a second, without spinning; nothing is lost",
         arguments: Transport.allCases)
     func failingSocketIsBoundAgain(transport: Transport) throws {
-        let container = TemporaryContainer()
         // The failure lasts through the first rebind, on the socket bound then too.
-        let listener = try Peer(
-            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "f", "--count", "300"],
-            environment: ["WORMHOLE_TRANSPORT": transport.rawValue, "WORMHOLE_INJECT_RECEIVE": "EINVAL/2"])
-        try listener.waitForLines(1)
-        let poster = try Peer(
-            "wormhole-test-peer", ["post", "--container", container.path, "--name", "f", "--count", "300"],
-            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
-        #expect(try poster.waitForExit() == 0)
-        let summary = try #require(poster.jsonLines().first)
-        #expect(summary["failed"] as? Int == 0)
-        #expect(summary["removedDeadListeners"] as? Int ?? 0 == 0)
-        #expect(try listener.waitForExit(timeout: 30) == 0)
-        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<300), "each once, in order")
+        let listener = try postThroughFault(transport, count: 300, listenerFaults: ["WORMHOLE_INJECT_RECEIVE": "EINVAL/2"]).0.listener
         // One line per rebind (the second socket fails only if it is read or accepted on before the posts end):
         // a receive thread that spun on a failed socket would say far more.
         let rebinds = listener.errorOutput.filter { $0.contains("binding it again") }
@@ -163,17 +156,7 @@ struct TransportTests {
 
     @Test("a wait for the sockets that fails is counted and said, paused on, and then the listener goes on", arguments: Transport.allCases)
     func failingWait(transport: Transport) throws {
-        let container = TemporaryContainer()
-        let listener = try Peer(
-            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "w", "--count", "50"],
-            environment: ["WORMHOLE_TRANSPORT": transport.rawValue, "WORMHOLE_INJECT_POLL": "ENOMEM/20"])
-        try listener.waitForLines(1)
-        let poster = try Peer(
-            "wormhole-test-peer", ["post", "--container", container.path, "--name", "w", "--count", "50"],
-            environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
-        #expect(try poster.waitForExit() == 0)
-        #expect(try listener.waitForExit(timeout: 30) == 0)
-        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<50))
+        let listener = try postThroughFault(transport, count: 50, listenerFaults: ["WORMHOLE_INJECT_POLL": "ENOMEM/20"]).0.listener
         let said = listener.errorOutput.filter { $0.contains("failed: ") && $0.contains("poll (injected)") }
         // Twenty failures, 10 ms apart: said at most once a second.
         #expect((1...2).contains(said.count), "\(listener.errorOutput.suffix(5))")
