@@ -230,7 +230,14 @@ final class Listener: Sendable {
             // A durable identity's socket stays until the thread ends: while it hands over the identity's spool,
             // the identity is still in use, and no other process may claim it.
             let thread = thread.withLock { $0 }
-            Self.ending.withLock { $0[Self.endingKey(identity, container)] = (running, thread) }
+            let key = Self.endingKey(identity, container)
+            Self.ending.withLock { $0[key] = (running, thread) }
+            // Ended already (it saw `stopping` first): its own removal of the entry came before this one.
+            if running.wait(timeout: .now()) == .success {
+                Self.ending.withLock { ending in
+                    if ending[key]?.running === running { ending[key] = nil }
+                }
+            }
         } else {
             removeSocketFile()
         }
@@ -258,11 +265,12 @@ final class Listener: Sendable {
 
     /// A fresh socket for a listener whose socket failed, put in place of its own without the name going missing
     /// for a moment (a poster that found no socket would take the listener for gone): bound under a temporary
-    /// name, then renamed over this listener's own file, or linked into place where there is none.
+    /// name (a `.claim-` one, which housekeeping removes if this process dies first), then renamed over this
+    /// listener's own file, or linked into place where there is none.
     /// - Throws: ``WormholeError/Code/identityInUse`` when the name is another's now.
     func bindAnew() throws(WormholeError) -> OwnedDescriptor {
         let directory = container.listenersDescriptor, name = RegistryEntry.socketName(id)
-        let temporary = ".rebind-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
+        let temporary = ".claim-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
         let socket = try UnixSocket.bind(transport, directory: directory, directoryPath: container.listenersPath, name: temporary)
         defer { try? Sys.removeFile(temporary, relativeTo: directory) }
         let current = currentSocketFile()

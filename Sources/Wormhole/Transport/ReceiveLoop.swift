@@ -131,8 +131,20 @@ extension Listener {
             }
             if !goesOn { break }
         }
-        // Stopping while taken segments wait: what was read is handed over with them, in order, rather than lost.
-        if let waiting { handOver(reader.take(includingHeld: false, newSegments: false), direct: waiting, &reader) }
+        // A durable listener's socket stayed in place while it ended (no other process may claim the identity
+        // meanwhile): its name goes now, and what posters sent to it until then is read once more and handed over
+        // (or held for the identity's next run), with what was read while taken segments waited, in order.
+        if identity != nil {
+            removeSocketFile()
+            var last = waiting ?? []
+            _ = inbox.receiveAll(into: &last)
+            if !last.isEmpty || waiting != nil {
+                handOver(reader.take(includingHeld: false, newSegments: false), direct: last, &reader)
+            }
+        } else if let waiting {
+            // Stopping while taken segments wait: what was read is handed over with them, rather than lost.
+            handOver(reader.take(includingHeld: false, newSegments: false), direct: waiting, &reader)
+        }
     }
 
     /// Takes what posters spooled, then reads everything the inbox holds, and hands both over in the order
