@@ -154,6 +154,35 @@ struct TransportTests {
         #expect(rebinds.allSatisfy { $0.contains("EINVAL") || $0.contains("Invalid argument") }, "\(rebinds)")
     }
 
+    @Test("a socket bound anew leaves none of the old ones open, and what posters sent across the rebinds arrives in order", arguments: Transport.allCases)
+    func reboundSocketsAreClosed(transport: Transport) throws {
+        let container = TemporaryContainer()
+        let environment = ["WORMHOLE_TRANSPORT": transport.rawValue]
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "r"],
+            environment: environment.merging(["WORMHOLE_INJECT_RECEIVE": "EINVAL/3"]) { $1 })
+        try listener.waitForLines(1)
+        let center = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: transport))
+        // Each batch fails the socket it reaches first, which is then bound anew: three rebinds, then none.
+        for batch in 0..<4 {
+            for i in batch * 50..<(batch + 1) * 50 { try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": i]) }
+            try listener.waitForLines(1 + (batch + 1) * 50, timeout: 30)
+            if batch < 3 { try listener.waitForError(containing: "binding it again", count: batch + 1, timeout: 30) }
+        }
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<200), "each once, in order")
+        #expect(listener.errorOutput.count { $0.contains("binding it again") } == 3)
+        // The kernel's table of bound local sockets: the listener's, under the container, is one.
+        let table = try String(contentsOfFile: "/proc/net/unix", encoding: .utf8).split(separator: "\n")
+        let bound = table.filter { row in
+            let fields = row.split(separator: " ")
+            guard fields.count >= 8, fields[7].hasPrefix(container.path) else { return false }
+            // A sequenced-packet listener's accepted connections carry its address too: only the listening one counts.
+            return fields[4] == "0002" || (Int(fields[3], radix: 16) ?? 0) & 0x10000 != 0
+        }
+        #expect(bound.count == 1, "\(bound)")
+        listener.signal(SIGKILL)
+    }
+
     @Test("a wait for the sockets that fails is counted and said, paused on, and then the listener goes on", arguments: Transport.allCases)
     func failingWait(transport: Transport) throws {
         let listener = try postThroughFault(transport, count: 50, listenerFaults: ["WORMHOLE_INJECT_POLL": "ENOMEM/20"]).0.listener

@@ -35,14 +35,17 @@ enum SocketOptions {
     static let datagramReceiveBuffer = 1 << 20
     #endif
 
-    /// Whether `shutdown(SHUT_RD)` on a bound datagram socket makes the sends of those connected to it fail
-    /// (Linux: EPIPE). Darwin refuses to shut down a socket that is not connected (ENOTCONN) and changes nothing,
-    /// so a datagram socket there cannot be closed without losing what is sent to it meanwhile.
-    static var shutdownStopsDatagramSenders: Bool {
+    /// Stops posters' datagrams from reaching the bound datagram socket `fd`, leaving what they sent before
+    /// readable: their sends then fail at once, and they spool or connect anew, so the socket can be read dry and
+    /// closed without losing what is sent meanwhile. Linux: `shutdown(SHUT_RD)` (their sends fail with EPIPE).
+    /// Darwin refuses to shut down a socket that is not connected (ENOTCONN), so its receive buffer is shrunk to
+    /// one byte instead: xnu checks each datagram against the receiver's free space under the receiver's lock, so
+    /// every later one fails (ENOBUFS), and what the buffer already holds stays. Returns false when it failed.
+    static func sealDatagramSocket(_ fd: CInt) -> Bool {
         #if canImport(Darwin)
-        return false
+        return set(fd, SO_RCVBUF, 1)
         #else
-        return true
+        return Sys.shutdownReading(fd)
         #endif
     }
 

@@ -159,11 +159,13 @@ enum Sys {
     }
 
     /// `shutdown(2)`: with `SHUT_RD`, a peer's later sends fail (`EPIPE`) while what it sent before stays readable.
-    static func shutdownReading(_ fd: CInt) {
+    /// Returns false when it failed (Darwin: ENOTCONN for a socket that is not connected).
+    @discardableResult
+    static func shutdownReading(_ fd: CInt) -> Bool {
         #if canImport(Glibc)
-        _ = Glibc.shutdown(fd, CInt(SHUT_RD))
+        Glibc.shutdown(fd, CInt(SHUT_RD)) == 0
         #else
-        _ = Darwin.shutdown(fd, SHUT_RD)
+        Darwin.shutdown(fd, SHUT_RD) == 0
         #endif
     }
 

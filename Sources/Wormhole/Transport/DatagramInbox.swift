@@ -7,13 +7,21 @@ import Darwin
 /// The inbox of the datagram transport: one socket that every poster sends to. A poster's datagrams queue in
 /// the order sent; a full queue fails its send at once (EAGAIN on Linux, ENOBUFS on Darwin) and it spools.
 final class DatagramInbox: Inbox {
-    /// The most sockets kept from before a rebind, still read because posters connected to them send there.
+    /// The most sockets kept from before a rebind that could not be sealed, still read because posters
+    /// connected to them send there.
     static let maximumRetired = 4
+
+    /// A socket this inbox was bound to before a rebind.
+    private struct Retired {
+        var fd: CInt
+        /// Sealed (``SocketOptions/sealDatagramSocket(_:)``): nothing more reaches it, and it closes once read dry.
+        var sealed: Bool
+    }
 
     /// Descriptors this inbox owns, closed in `deinit`: the socket bound under the name now, and those it was
     /// bound to before, oldest first.
     private var socket: CInt
-    private var retired: [CInt] = []
+    private var retired: [Retired] = []
     private(set) var boundSocketFailure: String?
     private let reader: MessageReader
     /// How many messages the next read of `socket` asks for; the retired ones are read in batches.
@@ -26,7 +34,7 @@ final class DatagramInbox: Inbox {
 
     deinit {
         Sys.close(socket)
-        retired.forEach(Sys.close)
+        retired.forEach { Sys.close($0.fd) }
     }
 
     var pollTimeout: Int32? { nil }
@@ -38,7 +46,7 @@ final class DatagramInbox: Inbox {
     /// A failed socket is polled as -1, which a wait passes over.
     func addPollDescriptors(to events: inout [pollfd]) {
         events.append(pollfd(fd: boundSocketFailure == nil ? socket : -1, events: Int16(POLLIN), revents: 0))
-        for old in retired { events.append(pollfd(fd: old, events: Int16(POLLIN), revents: 0)) }
+        for old in retired { events.append(pollfd(fd: old.fd, events: Int16(POLLIN), revents: 0)) }
     }
 
     func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
@@ -52,20 +60,38 @@ final class DatagramInbox: Inbox {
                 closeRetired(event.fd)
             }
         }
+        closeSealed(into: &frames)
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
         reader.beginRound()
         readBound(0, into: &frames, paced: false, limit: 100_000)
-        for old in retired where !reader.read(old, into: &frames, limit: 100_000) { closeRetired(old) }
+        for old in retired where !reader.read(old.fd, into: &frames, limit: 100_000) { closeRetired(old.fd) }
+        closeSealed(into: &frames)
         // What waits in a failed socket may precede what its posters spooled: the spool waits for the rebind.
         return !reader.isOverBudget && boundSocketFailure == nil
     }
 
+    func seal() {
+        _ = SocketOptions.sealDatagramSocket(socket)
+        for index in retired.indices where !retired[index].sealed {
+            retired[index].sealed = SocketOptions.sealDatagramSocket(retired[index].fd)
+        }
+    }
+
     /// Closes an old socket whose read failed: its posters' sends then fail, and they connect to the new one.
     private func closeRetired(_ fd: CInt) {
-        retired.removeAll { $0 == fd }
+        retired.removeAll { $0.fd == fd }
         Sys.close(fd)
+    }
+
+    /// Reads each sealed socket to its end and closes it; one the round's byte budget leaves unread waits for
+    /// the next round.
+    private func closeSealed(into frames: inout [Frame]) {
+        for old in retired where old.sealed && !reader.isOverBudget {
+            _ = reader.read(old.fd, into: &frames, limit: 1_000_000)
+            if !reader.isOverBudget { closeRetired(old.fd) }
+        }
     }
 
     /// Reads the socket posters reach, unless it failed; a failure of its read, or an error a wait reported on
@@ -87,30 +113,31 @@ final class DatagramInbox: Inbox {
         if !open { boundSocketFailure = reader.lastFailure.map { "\($0)" } ?? "its read failed" }
     }
 
-    /// Keeps the old socket, read like the new one: posters connected to it keep sending there until their
-    /// connection breaks. Past ``maximumRetired``, where the platform lets a shutdown stop senders
-    /// (``SocketOptions/shutdownStopsDatagramSenders``), the oldest is shut for reading first (its posters' sends
-    /// then fail, and they connect anew) and read dry before it closes, so nothing sent to it is lost. Elsewhere
-    /// the old sockets stay open until the listener stops (a rebind happens at most once a second).
+    /// Seals the old socket (``SocketOptions/sealDatagramSocket(_:)``): posters connected to it then fail at
+    /// once and connect to the new one, or spool; what they sent before is read, and it closes. So no socket
+    /// outlives a rebind, and nothing sent to it is lost. One that cannot be sealed is kept and read like the new
+    /// one; past ``maximumRetired`` of those, the oldest is read and closed (what reaches it between that read and
+    /// its close would be lost, which is said).
     ///
-    /// A socket replaced because it failed is read once more, and kept like the others if that read works;
-    /// otherwise it is closed (what it held cannot be read).
+    /// A socket replaced because it failed is read once more; if that read fails, what it held is lost (said).
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
         let old = socket
         let failed = boundSocketFailure != nil
         boundSocketFailure = nil
         socket = fresh.release()
         pace = ReadPace()
+        let sealed = SocketOptions.sealDatagramSocket(old)
         if failed && !reader.read(old, into: &frames, limit: 1_000_000) {
             reader.warn("a failed socket could not be read again and is closed: what it still held is lost")
             Sys.close(old)
             return
         }
-        retired.append(old)
-        guard retired.count > Self.maximumRetired, SocketOptions.shutdownStopsDatagramSenders else { return }
-        let oldest = retired.removeFirst()
-        Sys.shutdownReading(oldest)
-        _ = reader.read(oldest, into: &frames, limit: 1_000_000)
-        Sys.close(oldest)
+        retired.append(Retired(fd: old, sealed: sealed))
+        closeSealed(into: &frames)
+        let unsealed = retired.filter { !$0.sealed }
+        guard unsealed.count > Self.maximumRetired, let oldest = unsealed.first else { return }
+        reader.warn("an old socket that could not be sealed is closed: a message sent to it as it closes is lost")
+        _ = reader.read(oldest.fd, into: &frames, limit: 1_000_000)
+        closeRetired(oldest.fd)
     }
 }

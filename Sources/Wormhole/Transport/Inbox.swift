@@ -24,6 +24,9 @@ protocol Inbox: AnyObject {
     /// Takes `fresh`, bound anew under the socket's name, as the socket posters reach; what was sent to the old
     /// one is still read, as far as it can be. Clears ``boundSocketFailure``.
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame])
+    /// Makes posters' sends fail from now on (they spool, or find the listener gone), while what they sent
+    /// before stays readable: a listener that ends reads it all after this, and loses nothing sent meanwhile.
+    func seal()
     /// Why the socket posters reach stopped working, or nil: a read or an accept of it failed with an error that
     /// does not pass (anything but would-block, an interruption, or this process's lack of descriptors), or a
     /// wait reported an error on it. From then on it is not polled, so the receive thread does not spin on it; the

@@ -136,6 +136,8 @@ extension Listener {
         // (or held for the identity's next run), with what was read while taken segments waited, in order.
         if identity != nil {
             removeSocketFile()
+            // Sealed first: a poster still connected then fails and spools rather than send what would be lost.
+            inbox.seal()
             var last = waiting ?? []
             _ = inbox.receiveAll(into: &last)
             if !last.isEmpty || waiting != nil {

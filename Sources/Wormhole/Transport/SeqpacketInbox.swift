@@ -90,6 +90,12 @@ final class SeqpacketInbox: Inbox {
         return accepted && !reader.isOverBudget
     }
 
+    /// Shuts each connection for reading. The listening socket is left as it is: its name is gone by then, so no
+    /// poster connects any more, and the connections it holds are accepted and read.
+    func seal() {
+        for connection in connections { Sys.shutdownReading(connection.fd) }
+    }
+
     /// Accepts what waits on the old listening socket, then listens on the fresh one; the connections stay.
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
         acceptPausedUntil = 0

@@ -75,11 +75,11 @@ final class Peer: Sendable {
         }
     }
 
-    /// Waits until a line of standard error contains `text`.
-    func waitForError(containing text: String, timeout seconds: Double = 20,
+    /// Waits until `count` lines of standard error contain `text`.
+    func waitForError(containing text: String, count: Int = 1, timeout seconds: Double = 20,
                       sourceLocation: SourceLocation = #_sourceLocation) throws {
-        _ = try waitFor(timeout: seconds, "stderr containing \(text)", sourceLocation) {
-            errors.all.contains { $0.contains(text) } ? true : nil
+        _ = try waitFor(timeout: seconds, "\(count) stderr lines containing \(text)", sourceLocation) {
+            errors.all.count { $0.contains(text) } >= count ? true : nil
         }
     }
 
