@@ -44,3 +44,20 @@ extension GroupNotificationCenter {
         }()
     }
 }
+
+extension GroupNotificationCenter.Transport {
+    /// The socket this transport uses.
+    var socketKind: SocketKind {
+        switch self {
+        case .sequencedPacket: .sequencedPacket
+        case .datagram: .datagram
+        }
+    }
+
+    init(_ kind: SocketKind) {
+        switch kind {
+        case .sequencedPacket: self = .sequencedPacket
+        case .datagram: self = .datagram
+        }
+    }
+}

@@ -47,7 +47,7 @@ extension GroupNotificationCenter {
     /// - Returns: How many were removed.
     @discardableResult
     public func removeGoneListeners() -> Int {
-        let gone = listenerStatus().filter { $0.state == .dead }.compactMap { RegistryEntry.listener(fromName: $0.identifier) }
+        let gone = listenerStatus().filter { $0.state == .dead }.compactMap { FileName.value(ofHex: $0.identifier) }
         endpoint.removeListeners(gone)
         return gone.count
     }
@@ -60,7 +60,7 @@ extension GroupNotificationCenter {
     @discardableResult
     public func forgetDurableIdentity(_ clientIdentifier: String) throws -> Bool {
         guard let status = listenerStatus().first(where: { $0.clientIdentifier == clientIdentifier }),
-            let listener = RegistryEntry.listener(fromName: status.identifier)
+            let listener = FileName.value(ofHex: status.identifier)
         else { return false }
         guard status.state == .offline else {
             throw WormholeError(.identityInUse, "client identifier \"\(clientIdentifier)\" is run by process \(status.pid) (\(status.state))")
@@ -85,9 +85,9 @@ extension GroupNotificationCenter {
             if state == .dead && entry.isDurable { state = .offline }
             let (spooledNotifications, spooledBytes) = Self.spoolDepth(of: entry.listener, in: container)
             return ListenerStatus(
-                identifier: RegistryEntry.hex(entry.listener), clientIdentifier: entry.identity,
+                identifier: FileName.hex(entry.listener), clientIdentifier: entry.identity,
                 lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
-                socketPath: container.listenersPath + "/" + entry.socketName, transport: entry.transport, state: state,
+                socketPath: container.listenersPath + "/" + entry.socketName, transport: Transport(entry.transport), state: state,
                 spooledNotifications: spooledNotifications, spooledBytes: spooledBytes,
                 subscriptions: entry.subscriptions)
         }

@@ -52,7 +52,7 @@ struct BackpressureTests {
         })
         let mapped = try #require(held["mappedSharedBytes"] as? Int)
         // 96 MB posted; the bound is 16 MiB, passed by at most one 8 MB frame (without a bound, all 96 MB).
-        #expect(Limits.deliveryBacklog.bytes == 16 << 20)
+        #expect(DeliveryBacklog.Bound.standard.bytes == 16 << 20)
         #expect(mapped <= (16 << 20) + payload + (1 << 20), "mapped \(mapped >> 20) MiB")
         #expect(try listener.waitForExit(timeout: 120) == 0, "listener: \(listener.errorOutput)")
         let summary = try #require(listener.jsonLines().last)

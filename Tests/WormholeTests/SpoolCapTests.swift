@@ -79,7 +79,7 @@ struct SpoolCapTests {
         let other = folder + SpoolFolder.leasePrefix + "00000000000000a4"
         try plantLease(huge, size: 1 << 40, modified: Date())
         try plantLease(other, size: 1 << 40, modified: Date())
-        let spool = try SpoolFolder(listener: try #require(RegistryEntry.listener(fromName: URL(fileURLWithPath: folder).lastPathComponent)),
+        let spool = try SpoolFolder(listener: try #require(FileName.value(ofHex: URL(fileURLWithPath: folder).lastPathComponent)),
             in: try Container(path: container.path), create: false)
         // Each held at the cap (the first poster's own lease, still fresh, adds what it had left).
         let leased = spool.leasedBytes(except: "", limit: Self.cap)
@@ -109,7 +109,7 @@ struct SpoolCapTests {
 /// The path (with a trailing slash) of the spool folder of the one listener in `container`.
 private func spoolFolder(of container: TemporaryContainer) throws -> String {
     let names = try FileManager.default.contentsOfDirectory(atPath: container.path + "/spool")
-    let listener = try #require(names.first { RegistryEntry.listener(fromName: $0) != nil }, "no spool folder in \(names)")
+    let listener = try #require(names.first { FileName.value(ofHex: $0) != nil }, "no spool folder in \(names)")
     return container.path + "/spool/" + listener + "/"
 }
 

@@ -48,7 +48,7 @@ struct StorageFaultTests {
             return SpoolRecord.header(key: key) + SpoolRecord.encode(frame, key: key)
         }
         let id = try #require(center.endpoint.listenerSpool?.listener)
-        let folder = container.path + "/spool/" + RegistryEntry.hex(id) + "/"
+        let folder = container.path + "/spool/" + FileName.hex(id) + "/"
         let old = "0000000000000001-0000000000000007" + SpoolFolder.unnamedSuffix
         let fresh = "0000000000000002-0000000000000007" + SpoolFolder.unnamedSuffix
         try plantSegment(segment("old"), named: old, for: center, in: container)
@@ -101,7 +101,7 @@ struct StorageFaultTests {
         close(fd)
         try #require(truncated == 0, "the file system cannot hold a sparse 1 TB file: errno \(errno)")
         let id = try #require(center.endpoint.listenerSpool?.listener)
-        let target = container.path + "/spool/" + RegistryEntry.hex(id) + "/0000000000000001-0000000000000003.seg"
+        let target = container.path + "/spool/" + FileName.hex(id) + "/0000000000000001-0000000000000003.seg"
         try #require(rename(staging, target) == 0)
         center.endpoint.listenerSpool?.bell.touch()
 
@@ -127,8 +127,8 @@ struct StorageFaultTests {
         let value = GroupValue("count", default: 0, in: try GroupNotificationCenter(containerURL: container.url))
         try value.set(41)
 
-        let maximal = RegistryEntry.hex(.max)
-        let durableSpool = root + "/spool/" + RegistryEntry.hex(RegistryEntry.durableListener("w")) + "/"
+        let maximal = FileName.hex(.max)
+        let durableSpool = root + "/spool/" + FileName.hex(RegistryEntry.durableListener("w")) + "/"
         let key = UInt64.random(in: 0...UInt64.max)
         // A held file whose frame nobody observes: the durable listener must hold it again, in a file of its own.
         let held = Frame(poster: .max, sequence: .max, name: "nobody", object: nil, userInfo: nil).encoded()
@@ -281,8 +281,8 @@ struct StorageFaultTests {
         center.addObserver(forName: .init("e"), object: nil, queue: nil, using: recorder.block)
         let own = try #require(center.endpoint.listenerSpool?.listener)
         let registry = container.path + "/registry/"
-        let fifo = RegistryEntry.hex(0xF1F0_0000_0000_0001)
-        let folder = RegistryEntry.hex(0xD1D0_0000_0000_0002)
+        let fifo = FileName.hex(0xF1F0_0000_0000_0001)
+        let folder = FileName.hex(0xD1D0_0000_0000_0002)
         let linked: UInt64 = 0x5717_0000_0000_0003
         try #require(mkfifo(registry + fifo, 0o600) == 0)
         try #require(mkdir(registry + folder, 0o700) == 0)
@@ -291,7 +291,7 @@ struct StorageFaultTests {
         let target = outside.path + "/entry"
         try Data(RegistryFormat.encode(RegistryEntry(
             listener: linked, pid: getpid(), subscriptions: [Subscription(name: nil, object: nil)]))).write(to: URL(fileURLWithPath: target))
-        try #require(symlink(target, registry + RegistryEntry.hex(linked)) == 0)
+        try #require(symlink(target, registry + FileName.hex(linked)) == 0)
         let socket = try UnixSocket.bind(
             .sequencedPacket, directory: center.endpoint.container.listenersDescriptor,
             directoryPath: center.endpoint.container.listenersPath, name: RegistryEntry.socketName(linked))
@@ -311,9 +311,9 @@ struct StorageFaultTests {
         #expect(try listener.waitForExit() == 0)
         #expect(center.statistics.dropped >= 3)
         let listed = Set(try finishes(within: 10, "listenerStatus") { center.listenerStatus().map(\.identifier) })
-        #expect(listed.isSubset(of: [RegistryEntry.hex(own), peerIdentifier]), "\(listed)")
-        #expect(!listed.contains(fifo) && !listed.contains(folder) && !listed.contains(RegistryEntry.hex(linked)))
-        #expect(listed.contains(RegistryEntry.hex(own)))
+        #expect(listed.isSubset(of: [FileName.hex(own), peerIdentifier]), "\(listed)")
+        #expect(!listed.contains(fifo) && !listed.contains(folder) && !listed.contains(FileName.hex(linked)))
+        #expect(listed.contains(FileName.hex(own)))
         socket.close()
     }
 
@@ -338,7 +338,7 @@ struct StorageFaultTests {
         let recorder = Recorder()
         center.addObserver(forName: .init("h"), object: nil, queue: nil, using: recorder.block)
         let id = try #require(center.endpoint.listenerSpool?.listener)
-        let bell = container.path + "/spool/" + RegistryEntry.hex(id) + "/" + SpoolFolder.bellName
+        let bell = container.path + "/spool/" + FileName.hex(id) + "/" + SpoolFolder.bellName
         try #require(unlink(bell) == 0)
         try #require(link(bellOutside, bell) == 0)
 
@@ -585,13 +585,13 @@ private func plantSegment(_ bytes: [UInt8], named name: String, for center: Grou
     let id = try #require(center.endpoint.listenerSpool?.listener)
     let staging = container.path + "/.staging-" + name
     try Data(bytes).write(to: URL(fileURLWithPath: staging))
-    try #require(rename(staging, container.path + "/spool/" + RegistryEntry.hex(id) + "/" + name) == 0)
+    try #require(rename(staging, container.path + "/spool/" + FileName.hex(id) + "/" + name) == 0)
 }
 
 /// Whether the spool folder of `center`'s listener still holds a segment, taken or not.
 private func spoolHoldsSegments(of center: GroupNotificationCenter, in container: TemporaryContainer) -> Bool {
     guard let id = center.endpoint.listenerSpool?.listener else { return false }
-    let names = (try? FileManager.default.contentsOfDirectory(atPath: container.path + "/spool/" + RegistryEntry.hex(id))) ?? []
+    let names = (try? FileManager.default.contentsOfDirectory(atPath: container.path + "/spool/" + FileName.hex(id))) ?? []
     return names.contains { $0.hasSuffix(SpoolFolder.segmentSuffix) || $0.hasSuffix(SpoolFolder.takenSuffix) }
 }
 
@@ -660,7 +660,7 @@ private func rawConnect(_ path: String) throws -> OwnedDescriptorBox {
 /// The identifier the registry lists for a peer listener: its entry's file, found by its pid.
 private func listedIdentifier(_ peer: Peer, _ container: TemporaryContainer) -> String {
     let folder = container.path + "/registry/"
-    for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where RegistryEntry.listener(fromName: name) != nil {
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: folder)) ?? [] where FileName.value(ofHex: name) != nil {
         guard let bytes = try? [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + name))),
             let entry = try? RegistryFormat.decodeEntry(bytes), entry.pid == peer.pid
         else { continue }

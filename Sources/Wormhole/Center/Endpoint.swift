@@ -62,13 +62,13 @@ final class Endpoint: Sendable {
         self.configuration = configuration
         let counters = Counters()
         self.counters = counters
-        let registry = Registry(container: container, counters: counters)
+        let registry = Registry(container: container) { counters.count { $0.dropped += 1 } }
         self.registry = registry
         retained = RetainedStore(container: container)
         let fanout = Fanout(container: container, configuration: configuration)
         self.fanout = fanout
         membership = Membership(
-            container: container, identity: identity, transport: configuration.transport, registry: registry,
+            container: container, identity: identity, transport: configuration.transport.socketKind, registry: registry,
             counters: counters, fanout: fanout)
         delivery = Delivery(counters: counters)
     }
@@ -228,7 +228,7 @@ final class Endpoint: Sendable {
                     self.map { endpoint in !endpoint.delivery.hasMatch(name: frame.name, object: frame.object) } ?? false
                 })
             let started = try Listener(
-                container: container, identity: identity, transport: configuration.transport, handlers: handlers)
+                container: container, identity: identity, transport: configuration.transport.socketKind, handlers: handlers)
             started.start()
             current = started
             return true

@@ -7,7 +7,7 @@ final class Membership: Sendable {
     let container: Container
     /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
     let identity: String?
-    let transport: GroupNotificationCenter.Transport
+    let transport: SocketKind
     let registry: Registry
     private let counters: Counters
     /// Closes the links of listeners found dead.
@@ -18,7 +18,7 @@ final class Membership: Sendable {
     private let containerRemoved = Atomic<Bool>(false)
 
     init(
-        container: Container, identity: String?, transport: GroupNotificationCenter.Transport, registry: Registry,
+        container: Container, identity: String?, transport: SocketKind, registry: Registry,
         counters: Counters, fanout: Fanout
     ) {
         self.container = container
@@ -126,9 +126,9 @@ final class Membership: Sendable {
 
     /// Refuses a new listener when the container has its maximum already (listeners found dead aside).
     private func checkRoom(_ snapshot: RegistrySnapshot, stale: [UInt64]) throws(WormholeError) {
-        guard snapshot.entries.count - stale.count < GroupNotificationCenter.maximumListeners else {
+        guard snapshot.entries.count - stale.count < Limits.maximumListeners else {
             throw WormholeError(
-                .tooManyListeners, "container \(container.path) already has \(GroupNotificationCenter.maximumListeners) listeners")
+                .tooManyListeners, "container \(container.path) already has \(Limits.maximumListeners) listeners")
         }
     }
 
@@ -138,7 +138,7 @@ final class Membership: Sendable {
         let now = Date().timeIntervalSince1970
         return registry.snapshot().entries.compactMap { entry in
             guard entry.listener != own else { return nil }
-            if entry.isDurable && now - Double(entry.lastSeen) < GroupNotificationCenter.maximumDurableAge { return nil }
+            if entry.isDurable && now - Double(entry.lastSeen) < Limits.maximumDurableAge { return nil }
             return ListenerProbe.probe(entry, in: container) == .gone ? entry.listener : nil
         }
     }
@@ -152,7 +152,7 @@ final class Membership: Sendable {
             return status.ageNanoseconds > 60_000_000_000 || status.ageNanoseconds < -60_000_000_000
         }
         for name in (try? Sys.listDirectory(container.spoolDescriptor, limit: 10_000)) ?? [] {
-            guard let listener = RegistryEntry.listener(fromName: name), !registered.contains(listener),
+            guard let listener = FileName.value(ofHex: name), !registered.contains(listener),
                 isOld(name, in: container.spoolDescriptor)
             else { continue }
             SpoolFolder.remove(listener: listener, in: container)

@@ -55,13 +55,14 @@ struct BinaryPropertyList {
         guard bytes.count >= header.count + 32, bytes.starts(with: header) else {
             throw WormholeError(.corruptData, "not a binary property list")
         }
-        var trailer = ByteReader(bytes, from: bytes.count - 32)
-        _ = try trailer.readBytes(6, "trailer")
-        offsetSize = Int(try trailer.read(UInt8.self, "offset size"))
-        referenceSize = Int(try trailer.read(UInt8.self, "reference size"))
-        let count = try trailer.read(UInt64.self, "object count")
-        let top = try trailer.read(UInt64.self, "top object")
-        let table = try trailer.read(UInt64.self, "offset table")
+        // The trailer: 6 unused bytes, the offset and reference sizes, then three big-endian 64-bit integers.
+        let trailer = bytes.count - 32
+        func integer(at start: Int) -> UInt64 { bytes[start..<start + 8].reduce(0) { $0 &<< 8 | UInt64($1) } }
+        offsetSize = Int(bytes[trailer + 6])
+        referenceSize = Int(bytes[trailer + 7])
+        let count = integer(at: trailer + 8)
+        let top = integer(at: trailer + 16)
+        let table = integer(at: trailer + 24)
         let tableLimit = UInt64(bytes.count - 32)
         guard (1...8).contains(offsetSize), (1...8).contains(referenceSize),
             count > 0, count <= tableLimit, top < count, table >= 8, table <= tableLimit,

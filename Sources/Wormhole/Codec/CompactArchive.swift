@@ -53,3 +53,8 @@ enum CompactArchive {
         bytes.count >= 4 && bytes[0] == magic[0] && bytes[1] == magic[1] && bytes[2] == magic[2] && bytes[3] == magic[3]
     }
 }
+
+extension ArchiveBytes {
+    /// Whether the bytes are a ``CompactArchive`` rather than a keyed archive.
+    var isCompact: Bool { withBytes(CompactArchive.isCompact) }
+}

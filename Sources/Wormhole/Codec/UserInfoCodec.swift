@@ -44,7 +44,7 @@ enum UserInfoCodec {
 public enum UserInfoArchive {
     /// The bytes a post carries for `userInfo`.
     public static func encode(_ userInfo: [AnyHashable: Any]) throws -> [UInt8] {
-        try UserInfoCodec.encode(userInfo, maximumSize: GroupNotificationCenter.maximumPayloadSize)
+        try UserInfoCodec.encode(userInfo, maximumSize: Limits.maximumPayloadSize)
     }
 
     /// The userInfo an observer allowing `classes` receives from `bytes`.

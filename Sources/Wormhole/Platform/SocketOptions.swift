@@ -9,7 +9,7 @@ import Synchronization
 
 enum SocketOptions {
     /// The socket type of `transport`.
-    static func type(of transport: GroupNotificationCenter.Transport) -> CInt {
+    static func type(of transport: SocketKind) -> CInt {
         #if canImport(Glibc)
         switch transport {
         case .sequencedPacket: return CInt(SOCK_SEQPACKET.rawValue)
@@ -57,7 +57,7 @@ enum SocketOptions {
 
     /// Sets up a new socket. On Linux SOCK_CLOEXEC is given to socket() and MSG_NOSIGNAL to each send.
     /// - Throws: when a socket that would raise SIGPIPE cannot be made not to.
-    static func prepare(_ fd: CInt, for transport: GroupNotificationCenter.Transport) throws(WormholeError) {
+    static func prepare(_ fd: CInt, for transport: SocketKind) throws(WormholeError) {
         #if canImport(Darwin)
         // Darwin has no SOCK_CLOEXEC, and MSG_NOSIGNAL only since macOS 11 and iOS 14: both set per socket.
         guard set(fd, SO_NOSIGPIPE, 1) else { throw WormholeError(.system, "setsockopt SO_NOSIGPIPE", errno: currentErrno()) }
@@ -73,7 +73,7 @@ enum SocketOptions {
 
     /// Sets up a socket that receives. On Linux a datagram receiver's queue is bounded by message count
     /// (`net.unix.max_dgram_qlen`), not by its buffer, so there is nothing to set.
-    static func prepareReceiving(_ fd: CInt, for transport: GroupNotificationCenter.Transport) {
+    static func prepareReceiving(_ fd: CInt, for transport: SocketKind) {
         #if canImport(Darwin)
         if transport == .datagram {
             _ = set(fd, SO_RCVBUF, CInt(datagramReceiveBuffer))
@@ -90,7 +90,7 @@ enum SocketOptions {
     /// The largest frame a socket of `transport` sends whole: ``Limits/maximumDirectFrameSize``, or less when the
     /// system granted a smaller send buffer than asked (larger frames then go as shared frames or through the
     /// spool, rather than each failing a send first).
-    static func directFrameLimit(_ transport: GroupNotificationCenter.Transport) -> Int {
+    static func directFrameLimit(_ transport: SocketKind) -> Int {
         switch transport {
         case .sequencedPacket: return grantedLimits.sequencedPacket.load(ordering: .relaxed)
         case .datagram: return grantedLimits.datagram.load(ordering: .relaxed)
@@ -102,7 +102,7 @@ enum SocketOptions {
 
     /// Asks for a send buffer of `asked` bytes and reads back what was granted; a grant too small for the
     /// largest direct frame lowers ``directFrameLimit(_:)`` for the process, said once.
-    private static func sizeSendBuffer(_ fd: CInt, asking asked: CInt, _ transport: GroupNotificationCenter.Transport) {
+    private static func sizeSendBuffer(_ fd: CInt, asking asked: CInt, _ transport: SocketKind) {
         let asked = InjectedFault.sendBufferAsk ?? asked
         let refusal = set(fd, SO_SNDBUF, asked) ? nil : currentErrno()
         // Refused, the socket keeps the buffer it had; unreadable, nothing is known, and nothing is lowered.

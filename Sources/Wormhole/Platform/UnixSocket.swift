@@ -11,7 +11,7 @@ enum UnixSocket {
     static let maximumPathLength: Int = MemoryLayout.size(ofValue: sockaddr_un().sun_path) - 1
 
     /// A new non-blocking, close-on-exec socket of `transport`, set up for it (``SocketOptions``).
-    static func make(_ transport: GroupNotificationCenter.Transport) throws(WormholeError) -> OwnedDescriptor {
+    static func make(_ transport: SocketKind) throws(WormholeError) -> OwnedDescriptor {
         let fd = try valueOrErrno("socket") { socket(AF_UNIX, SocketOptions.type(of: transport) | Sys.cloexec, 0) }
         let descriptor = OwnedDescriptor(rawValue: fd)
         try SocketOptions.prepare(fd, for: transport)
@@ -22,7 +22,7 @@ enum UnixSocket {
     /// A receiving socket of `transport` bound to `name` in the directory open as `directory`, whose path is
     /// `directoryPath`; the socket file is made 0600. A sequenced-packet socket also listens for connections.
     static func bind(
-        _ transport: GroupNotificationCenter.Transport, directory: CInt, directoryPath: String, name: String,
+        _ transport: SocketKind, directory: CInt, directoryPath: String, name: String,
         backlog: CInt = 128
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
@@ -40,7 +40,7 @@ enum UnixSocket {
     /// Connects without blocking to the socket `name`. A sequenced-packet connect throws `EAGAIN` when the
     /// listener's backlog is full; connecting to a socket of the other transport throws `EPROTOTYPE`.
     static func connect(
-        _ transport: GroupNotificationCenter.Transport, directory: CInt, directoryPath: String, name: String
+        _ transport: SocketKind, directory: CInt, directoryPath: String, name: String
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue

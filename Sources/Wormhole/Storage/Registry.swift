@@ -67,7 +67,8 @@ final class Registry: Sendable {
     static let maximumEntrySize = 1 << 20
 
     private let container: Container
-    private let counters: Counters
+    /// Counts an entry skipped because it cannot be read.
+    private let skippedEntry: @Sendable () -> Void
     private let cache = Mutex(Cache())
     private let changes: ChangeMark
     /// Until when, in uptime nanoseconds, readers may trust a snapshot from before this process's last change.
@@ -75,9 +76,9 @@ final class Registry: Sendable {
     /// How many times this process found the registry changed; tells callers the snapshot changed since.
     let parses = Atomic<Int>(0)
 
-    init(container: Container, counters: Counters) {
+    init(container: Container, skippedEntry: @escaping @Sendable () -> Void) {
         self.container = container
-        self.counters = counters
+        self.skippedEntry = skippedEntry
         changes = ChangeMark(Self.changesName, in: container.descriptor)
     }
 
@@ -136,10 +137,10 @@ final class Registry: Sendable {
         // its state is kept, to skip later listings, only once it is settled.
         cache.folder = folderState().flatMap { nanosecondsSince($0.modified) > Self.settledAfter ? $0 : nil }
         let directory = container.registryDescriptor
-        let names = (try? Sys.listDirectory(directory, limit: 4 * GroupNotificationCenter.maximumListeners)) ?? []
+        let names = (try? Sys.listDirectory(directory, limit: 4 * Limits.maximumListeners)) ?? []
         var files: [String: CachedEntry] = [:]
         var changed = !cache.loaded
-        for name in names where RegistryEntry.listener(fromName: name) != nil {
+        for name in names where FileName.value(ofHex: name) != nil {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
             let identity = status.identity, size = Int(status.st_size), modified = status.modifiedNanoseconds
             // A file changed within the last moments may share inode, size and (coarse) time with the one read
@@ -166,14 +167,14 @@ final class Registry: Sendable {
         do throws(WormholeError) {
             let bytes = try StoredFile.read(name, in: container.registryDescriptor, limit: Self.maximumEntrySize)
             let entry = try RegistryFormat.decodeEntry(bytes)
-            guard RegistryEntry.listener(fromName: name) == entry.listener else {
-                throw WormholeError(.corruptData, "registry entry \(name) names listener \(RegistryEntry.hex(entry.listener))")
+            guard FileName.value(ofHex: name) == entry.listener else {
+                throw WormholeError(.corruptData, "registry entry \(name) names listener \(FileName.hex(entry.listener))")
             }
             return entry
         } catch where error.errno == ENOENT {
             return nil
         } catch {
-            counters.count { $0.dropped += 1 }
+            skippedEntry()
             Log.warning("registry entry \(name) in \(container.path) is unreadable, skipping it: \(error)")
             return nil
         }
@@ -193,7 +194,7 @@ final class Registry: Sendable {
 
     /// Removes a listener's entry; a missing one is not an error.
     func remove(_ listener: UInt64) {
-        try? Sys.removeFile(RegistryEntry.hex(listener), relativeTo: container.registryDescriptor)
+        try? Sys.removeFile(FileName.hex(listener), relativeTo: container.registryDescriptor)
         markChanged()
     }
 
@@ -222,7 +223,7 @@ final class Registry: Sendable {
 
     /// The entry of `listener` as its file holds it now, without the cache.
     func currentEntry(_ listener: UInt64) -> RegistryEntry? {
-        readEntry(RegistryEntry.hex(listener))
+        readEntry(FileName.hex(listener))
     }
 
     /// Removes temporary files left by writers that died between writing and renaming.

@@ -16,9 +16,7 @@ struct RetainedStore: Sendable {
     static func fileName(for name: String) -> String {
         let utf8 = Array(name.utf8)
         if utf8.count <= 100 { return "n-" + utf8.map { String(format: "%02x", $0) }.joined() }
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
-        return "h-" + RegistryEntry.hex(hash)
+        return "h-" + FileName.hex(FileName.fnv1a(utf8))
     }
 
     /// Stores an encoded frame as the current value of `name`: a new file renamed over the old one.

@@ -56,7 +56,7 @@ final class SpoolBudget: Sendable {
         let folders = (try? Sys.listDirectory(container.spoolDescriptor, limit: 100_000)) ?? []
         var total = 0
         for name in folders {
-            guard let listener = RegistryEntry.listener(fromName: name),
+            guard let listener = FileName.value(ofHex: name),
                 let folder = try? SpoolFolder(listener: listener, in: container, create: false)
             else { continue }
             total += folder.totalBytes()

@@ -85,7 +85,7 @@ final class SpoolFolder: Sendable {
     func createSegment(
         poster: UInt64, stamp: UInt64, holding head: UnsafeRawBufferPointer, _ rest: UnsafeRawBufferPointer
     ) throws(WormholeError) -> SpoolSegment? {
-        let name = RegistryEntry.hex(stamp) + "-" + RegistryEntry.hex(poster)
+        let name = FileName.hex(stamp) + "-" + FileName.hex(poster)
         let unnamed = name + Self.unnamedSuffix
         let file = try Sys.open(unnamed, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: descriptor)
         let identity = try Sys.status(of: file.rawValue).identity
@@ -185,7 +185,7 @@ final class SpoolFolder: Sendable {
     static func poster(ofSegment name: String) -> UInt64? {
         let parts = name.split(separator: "-")
         guard parts.count == 2, let last = parts.last, let dot = last.firstIndex(of: ".") else { return nil }
-        return RegistryEntry.listener(fromName: String(last[..<dot]))
+        return FileName.value(ofHex: String(last[..<dot]))
     }
 
     /// The sequence number of the first frame in the segment `name`, read from its header without checking the
@@ -204,7 +204,7 @@ final class SpoolFolder: Sendable {
     /// The number in a held file's name (`held-<16 lowercase hex>`); nil for any other name.
     static func heldNumber(_ name: String) -> UInt64? {
         guard name.hasPrefix(heldPrefix) else { return nil }
-        return RegistryEntry.listener(fromName: String(name.dropFirst(heldPrefix.count)))
+        return FileName.value(ofHex: String(name.dropFirst(heldPrefix.count)))
     }
 
     /// The held files, oldest first, and the names that look like held files but are not this listener's (not

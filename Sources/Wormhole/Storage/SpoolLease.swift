@@ -51,7 +51,7 @@ struct SpoolLease: ~Copyable {
         return true
     }
 
-    static func name(poster: UInt64) -> String { SpoolFolder.leasePrefix + RegistryEntry.hex(poster) }
+    static func name(poster: UInt64) -> String { SpoolFolder.leasePrefix + FileName.hex(poster) }
 
     /// Whether `age` (nanoseconds since a lease's last change) is within its lifetime.
     static func isFresh(age: Int64) -> Bool { age <= lifetime && age >= -futureTolerance }

@@ -66,7 +66,7 @@ struct SpoolReader: ~Copyable {
         let held = taken.held
         for name in taken.planted {
             folder.remove(name)
-            handlers.dropped(1, "\(name) in the spool of listener \(RegistryEntry.hex(folder.listener)) is no held file of its; removed unread")
+            handlers.dropped(1, "\(name) in the spool of listener \(FileName.hex(folder.listener)) is no held file of its; removed unread")
         }
         guard !taken.isEmpty else {
             if !direct.isEmpty { handlers.deliver(direct) }
@@ -120,14 +120,14 @@ struct SpoolReader: ~Copyable {
                 take(frame, size: bytes.count)
             }
             if case .damaged(let reason) = end {
-                handlers.dropped(1, "spool segment \(name) of listener \(RegistryEntry.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
+                handlers.dropped(1, "spool segment \(name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
             }
         }
         if !chunk.isEmpty { handlers.deliver(chunk) }
         if !late.isEmpty { handlers.deliver(late) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper, !keeper.publish(as: heldName()) {
-            handlers.dropped(0, "cannot keep held frames of listener \(RegistryEntry.hex(folder.listener)); they stay where they are")
+            handlers.dropped(0, "cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")
             return
         }
         StopPoint.reached("spool.hold")
@@ -148,7 +148,7 @@ struct SpoolReader: ~Copyable {
             nextHeld = overflow ? 1 : next
         }
         defer { nextHeld = nextHeld == .max ? 1 : nextHeld + 1 }
-        return SpoolFolder.heldPrefix + RegistryEntry.hex(nextHeld)
+        return SpoolFolder.heldPrefix + FileName.hex(nextHeld)
     }
 }
 

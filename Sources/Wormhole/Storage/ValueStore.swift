@@ -218,7 +218,7 @@ struct ValueStore: Sendable {
         if version % 256 == 0 { StoredFile.removeStaleTemporaries(in: folder) }
     }
 
-    static func fileName(_ version: UInt64) -> String { versionPrefix + RegistryEntry.hex(version) }
+    static func fileName(_ version: UInt64) -> String { versionPrefix + FileName.hex(version) }
 
     /// The end of the version numbers: no process counts that far (2^62 updates), so a name at or past it was
     /// planted; it is removed, and every version has a successor that cannot overflow.
@@ -226,7 +226,7 @@ struct ValueStore: Sendable {
 
     static func version(fromName name: String) -> UInt64? {
         guard name.hasPrefix(versionPrefix) else { return nil }
-        return RegistryEntry.listener(fromName: String(name.dropFirst(versionPrefix.count)))
+        return FileName.value(ofHex: String(name.dropFirst(versionPrefix.count)))
     }
 
 }

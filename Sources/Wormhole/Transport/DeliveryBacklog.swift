@@ -12,6 +12,9 @@ final class DeliveryBacklog: Sendable {
     struct Bound: Sendable {
         var notifications: Int
         var bytes: Int
+
+        /// ``Limits/deliveryBacklogNotifications`` and ``Limits/deliveryBacklogBytes``.
+        static let standard = Bound(notifications: Limits.deliveryBacklogNotifications, bytes: Limits.deliveryBacklogBytes)
     }
 
     let bound: Bound
@@ -19,7 +22,7 @@ final class DeliveryBacklog: Sendable {
     /// Wakes the receive thread: called when the backlog falls to half its bound after being over it.
     private let wake = Mutex<(@Sendable () -> Void)?>(nil)
 
-    init(bound: Bound = Limits.deliveryBacklog) {
+    init(bound: Bound = .standard) {
         self.bound = bound
     }
 

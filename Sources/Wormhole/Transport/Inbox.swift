@@ -34,7 +34,7 @@ protocol Inbox: AnyObject {
     var boundSocketFailure: String? { get }
 }
 
-extension GroupNotificationCenter.Transport {
+extension SocketKind {
     /// The inbox of a socket of this transport, bound by ``UnixSocket/bind(_:directory:directoryPath:name:backlog:)``.
     func makeInbox(_ socket: consuming OwnedDescriptor, reader: MessageReader) -> any Inbox {
         switch self {

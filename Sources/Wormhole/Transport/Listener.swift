@@ -26,7 +26,7 @@ final class Listener: Sendable {
     let id: UInt64
     /// The client identifier of a durable listener; nil for one that lives and dies with its process.
     let identity: String?
-    let transport: GroupNotificationCenter.Transport
+    let transport: SocketKind
     let container: Container
     /// The sockets posters reach, until the receive thread takes them.
     let inbox: Mutex<(any Inbox)?>
@@ -66,7 +66,7 @@ final class Listener: Sendable {
     /// claims its identity's socket, and reuses its spool folder.
     /// - Throws: ``WormholeError/Code/identityInUse`` when a live process already listens as `identity`.
     init(
-        container: Container, identity: String?, transport: GroupNotificationCenter.Transport, handlers: Handlers
+        container: Container, identity: String?, transport: SocketKind, handlers: Handlers
     ) throws(WormholeError) {
         self.identity = identity
         id = identity.map(RegistryEntry.durableListener) ?? UInt64.random(in: 1...UInt64.max)
@@ -110,7 +110,7 @@ final class Listener: Sendable {
     /// Binds the listener's socket: an ephemeral one under its fresh random name, a durable one by claiming its
     /// identity's name.
     static func bind(
-        _ id: UInt64, identity: String?, transport: GroupNotificationCenter.Transport, in container: Container
+        _ id: UInt64, identity: String?, transport: SocketKind, in container: Container
     ) throws(WormholeError) -> OwnedDescriptor {
         let name = RegistryEntry.socketName(id)
         guard let identity else {
@@ -126,10 +126,10 @@ final class Listener: Sendable {
     /// aside first; if what was moved turns out to be alive (another process claimed it meanwhile), it is put
     /// back and the identity is in use.
     private static func claim(
-        _ identity: String, name: String, transport: GroupNotificationCenter.Transport, in container: Container
+        _ identity: String, name: String, transport: SocketKind, in container: Container
     ) throws(WormholeError) -> OwnedDescriptor {
         let directory = container.listenersDescriptor, path = container.listenersPath
-        let temporary = ".claim-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
+        let temporary = ".claim-" + FileName.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
         let socket = try UnixSocket.bind(transport, directory: directory, directoryPath: path, name: temporary)
         defer { try? Sys.removeFile(temporary, relativeTo: directory) }
         let inUse = WormholeError(.identityInUse, "client identifier \"\(identity)\" is in use by another live process")
@@ -141,7 +141,7 @@ final class Listener: Sendable {
             } catch where error.errno == EEXIST {
             }
             if isListening(name, transport, in: container) { throw inUse }
-            let aside = ".stale-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
+            let aside = ".stale-" + FileName.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
             do throws(WormholeError) {
                 try Sys.renameFile(name, aside, in: directory)
             } catch {
@@ -161,7 +161,7 @@ final class Listener: Sendable {
     /// that cannot be probed now (this process is out of descriptors) count, so that an identity is never taken
     /// from a live process.
     private static func isListening(
-        _ name: String, _ transport: GroupNotificationCenter.Transport, in container: Container
+        _ name: String, _ transport: SocketKind, in container: Container
     ) -> Bool {
         ListenerProbe.probe(name, transport, in: container) != .gone
     }
@@ -270,7 +270,7 @@ final class Listener: Sendable {
     /// - Throws: ``WormholeError/Code/identityInUse`` when the name is another's now.
     func bindAnew() throws(WormholeError) -> OwnedDescriptor {
         let directory = container.listenersDescriptor, name = RegistryEntry.socketName(id)
-        let temporary = ".claim-" + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
+        let temporary = ".claim-" + FileName.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"
         let socket = try UnixSocket.bind(transport, directory: directory, directoryPath: container.listenersPath, name: temporary)
         defer { try? Sys.removeFile(temporary, relativeTo: directory) }
         let current = currentSocketFile()
@@ -279,7 +279,7 @@ final class Listener: Sendable {
         } else if current == socketFile.withLock({ $0 }) {
             try Sys.renameFile(temporary, name, in: directory)
         } else {
-            throw WormholeError(.identityInUse, "socket file of listener \(RegistryEntry.hex(id)) is another's now")
+            throw WormholeError(.identityInUse, "socket file of listener \(FileName.hex(id)) is another's now")
         }
         return socket
     }

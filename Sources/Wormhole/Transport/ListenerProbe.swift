@@ -12,7 +12,7 @@ enum ListenerProbe {
     }
 
     /// Connects to the socket `name` in the container's `listeners/` with `transport`, and closes at once.
-    static func probe(_ name: String, _ transport: GroupNotificationCenter.Transport, in container: Container) -> Answer {
+    static func probe(_ name: String, _ transport: SocketKind, in container: Container) -> Answer {
         do throws(WormholeError) {
             try UnixSocket.connect(
                 transport, directory: container.listenersDescriptor, directoryPath: container.listenersPath, name: name

@@ -27,7 +27,7 @@ final class MessageReader {
     /// it is an empty datagram, dropped like any other malformed message.
     private let emptyMeansClosed: Bool
 
-    init(transport: GroupNotificationCenter.Transport, dropped: @escaping (_ count: Int, _ reason: String) -> Void) {
+    init(transport: SocketKind, dropped: @escaping (_ count: Int, _ reason: String) -> Void) {
         emptyMeansClosed = transport == .sequencedPacket
         self.dropped = dropped
     }

@@ -58,7 +58,7 @@ final class PeerLink: Sendable {
 
     let listener: UInt64
     /// The transport the listener registered with.
-    let transport: GroupNotificationCenter.Transport
+    let transport: SocketKind
     /// A durable listener whose process is not running takes its frames in its spool, and is never gone.
     private let durable: Bool
     private let context: Context
@@ -67,7 +67,7 @@ final class PeerLink: Sendable {
     let lastUse = Atomic<UInt64>(0)
 
     init(
-        listener: UInt64, transport: GroupNotificationCenter.Transport, durable: Bool, context: Context,
+        listener: UInt64, transport: SocketKind, durable: Bool, context: Context,
         startsSpooling: Bool
     ) {
         self.listener = listener
@@ -178,7 +178,7 @@ final class PeerLink: Sendable {
             // segment too (named only once the record is in it, so it cannot be taken early); the listener
             // drops a copy it already has.
         }
-        throw WormholeError(.system, "spool of listener \(RegistryEntry.hex(listener)) was taken eight times during one write")
+        throw WormholeError(.system, "spool of listener \(FileName.hex(listener)) was taken eight times during one write")
     }
 
     /// Makes `segment`, which now holds a record of `size` bytes, the one this link appends to.
@@ -211,7 +211,7 @@ final class PeerLink: Sendable {
             }
             throw WormholeError(
                 .spoolFull,
-                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener \(RegistryEntry.hex(listener))")
+                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener \(FileName.hex(listener))")
         }
         // A lease another poster removed as stale (this process was stopped), or never made: made anew, so it is seen.
         var lease: SpoolLease
@@ -239,7 +239,7 @@ final class PeerLink: Sendable {
                     ask = 0
                     refusal = WormholeError(
                         .spoolFull,
-                        "spool of listener \(RegistryEntry.hex(listener)) holds or has reserved \(backlog) bytes; "
+                        "spool of listener \(FileName.hex(listener)) holds or has reserved \(backlog) bytes; "
                             + "\(size) more would pass its \(limit)-byte limit")
                 }
             }

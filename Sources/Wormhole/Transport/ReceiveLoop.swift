@@ -54,7 +54,7 @@ extension Listener {
                     let now = DispatchTime.now().uptimeNanoseconds
                     let says = now &- lastWaitWarning >= 1_000_000_000
                     if says { lastWaitWarning = now }
-                    handlers.receiveError("waiting for the sockets of listener \(RegistryEntry.hex(id)) failed: \(error)", says)
+                    handlers.receiveError("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says)
                     usleep(UInt32(Limits.bellLookMilliseconds) * 1000)
                     return true
                 }
@@ -114,7 +114,7 @@ extension Listener {
                 // while the failure persists.
                 if let failure = inbox.boundSocketFailure, lastForcedRebind == 0 || now &- lastForcedRebind >= 1_000_000_000 {
                     lastForcedRebind = now
-                    handlers.receiveError("socket of listener \(RegistryEntry.hex(id)) failed: \(failure); binding it again", true)
+                    handlers.receiveError("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", true)
                     var frames: [Frame] = []
                     if keepSocketFile(inbox, force: true, into: &frames) { bellOwed = true }
                     route(frames)
@@ -173,12 +173,12 @@ extension Listener {
             if includingHeld { recheck.store(true, ordering: .releasing) }
             // Held in memory up to the backlog's bound; past it, handed over with what was taken as it is (what
             // waits unread in a socket may then come after what its poster spooled), rather than grow without end.
-            let bound = Limits.deliveryBacklog
+            let bound = DeliveryBacklog.Bound.standard
             if direct.count < bound.notifications && direct.reduce(0, { $0 + $1.byteCount }) < bound.bytes {
                 waiting = direct
                 return true
             }
-            handlers.dropped(0, "listener \(RegistryEntry.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
+            handlers.dropped(0, "listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
             handOver(taken, direct: direct, &reader)
             return true
         }
@@ -215,11 +215,11 @@ extension Listener {
             inbox.rebind(fresh, into: &frames)
             socketFile.withLock { $0 = currentSocketFile() }
             if !force {
-                handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) was removed or replaced; bound it again")
+                handlers.dropped(0, "socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }
             return true
         } catch {
-            handlers.dropped(0, "socket file of listener \(RegistryEntry.hex(id)) is gone and cannot be bound again: \(error)")
+            handlers.dropped(0, "socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
             return false
         }
     }
@@ -236,7 +236,7 @@ extension Listener {
             do throws(WormholeError) {
                 ready = try Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)
             } catch {
-                handlers.receiveError("waiting for the wake pipe of listener \(RegistryEntry.hex(id)) failed: \(error)", true)
+                handlers.receiveError("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", true)
                 usleep(UInt32(Limits.bellLookMilliseconds) * 1000)
                 ready = 0
             }

@@ -22,7 +22,7 @@ enum SharedFrame {
     static let messageSize = Frame.headerSize + 8
     /// The largest frame passed this way: a userInfo of ``GroupNotificationCenter/maximumPayloadSize`` with the
     /// longest name and object.
-    static let maximumSize = GroupNotificationCenter.maximumPayloadSize + 2 * Frame.maximumNameLength + 64
+    static let maximumSize = Frame.maximumSize
 
     /// How many bytes of shared frames one poster may have sent to one listener that it has not read yet
     /// (besides one frame, whatever its size): what a stopped listener's descriptors hold of memory.

@@ -1,5 +1,14 @@
-/// The documented limits, in one place.
+/// The documented limits, in one place: every layer reads its numbers here (the API's public ones included).
 enum Limits {
+    /// The largest encoded userInfo a notification may carry. Larger posts are refused whole.
+    static let maximumPayloadSize = 16 << 20
+    /// The longest notification name, object or client identifier, in UTF-8 bytes.
+    static let maximumNameLength = 4096
+    /// The most listening processes one container may hold.
+    static let maximumListeners = 512
+    /// How long a durable client identity may go unseen before the next process that registers in the container
+    /// removes it with its spool, in seconds.
+    static let maximumDurableAge: Double = 30 * 24 * 3600
     /// Frames up to this size go through the socket, because a seqpacket message must fit the socket buffer
     /// whole; larger ones go as shared memory files where the platform has them (``SharedFrame``), else through
     /// the spool. One this size fits when the buffer is empty; when it is not, the send fails with EAGAIN and the
@@ -21,27 +30,10 @@ enum Limits {
     static let maximumLinks = 64
     #endif
     /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
-    /// its sockets and its spool: ``DeliveryBacklog``.
-    static let deliveryBacklog = DeliveryBacklog.Bound(notifications: 4096, bytes: 16 << 20)
+    /// its sockets and its spool (``DeliveryBacklog``): this many notifications, or this many bytes.
+    static let deliveryBacklogNotifications = 4096
+    static let deliveryBacklogBytes = 16 << 20
     /// How long a durable identity's new listener waits for the receive thread of the one this process stopped
     /// before it (which may be running an observer's block) to end, in seconds; then the identity is in use.
     static let endingListenerWait = 10
-}
-
-extension GroupNotificationCenter {
-    /// The largest encoded userInfo a notification may carry: 16 MiB. Larger posts are refused whole.
-    public static let maximumPayloadSize = 16 << 20
-    /// The most bytes one listener's spool may hold by default: 128 MiB. A post that would pass it is not
-    /// spooled for that listener, and the reporting post says so. ``Configuration`` changes it.
-    public static let maximumSpoolSize = 128 << 20
-    /// The most bytes all the spools of one container may hold together by default: 512 MiB.
-    /// ``Configuration`` changes it.
-    public static let maximumContainerSpoolSize = 512 << 20
-    /// The most listening processes one container may hold: 512.
-    public static let maximumListeners = 512
-    /// How long a durable client identity may go unseen before the next process that registers in the container
-    /// removes it with its spool: 30 days, in seconds.
-    public static let maximumDurableAge: Double = 30 * 24 * 3600
-    /// The longest notification name or object, in UTF-8 bytes: 4096.
-    public static let maximumNameLength = Frame.maximumNameLength
 }

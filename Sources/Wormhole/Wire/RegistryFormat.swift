@@ -75,14 +75,14 @@ enum RegistryFormat {
             transport: transport)
     }
 
-    private static func transportCode(_ transport: GroupNotificationCenter.Transport) -> UInt8 {
+    private static func transportCode(_ transport: SocketKind) -> UInt8 {
         switch transport {
         case .sequencedPacket: 1
         case .datagram: 2
         }
     }
 
-    private static func transport(_ code: UInt8) -> GroupNotificationCenter.Transport? {
+    private static func transport(_ code: UInt8) -> SocketKind? {
         switch code {
         case 1: .sequencedPacket
         case 2: .datagram

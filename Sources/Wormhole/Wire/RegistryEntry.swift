@@ -10,38 +10,24 @@ struct RegistryEntry: Hashable, Sendable {
     /// When a durable listener's process last registered or left, in seconds since 1970.
     var lastSeen: Int64 = 0
     /// The socket it listens on; posters speak this transport to it.
-    var transport: GroupNotificationCenter.Transport = .sequencedPacket
+    var transport: SocketKind = .sequencedPacket
 
     var isDurable: Bool { identity != nil }
 
     /// The listener id of a durable identity: a 64-bit FNV-1a hash of it, never zero.
     static func durableListener(_ identity: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in "durable:\(identity)".utf8 { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
+        let hash = FileName.fnv1a("durable:\(identity)".utf8)
         return hash == 0 ? 1 : hash
     }
 
     var socketName: String { Self.socketName(listener) }
     var spoolName: String { Self.spoolName(listener) }
     /// Its file in `registry/`.
-    var fileName: String { Self.hex(listener) }
+    var fileName: String { FileName.hex(listener) }
 
-    static func socketName(_ listener: UInt64) -> String { hex(listener) + ".socket" }
+    static func socketName(_ listener: UInt64) -> String { FileName.hex(listener) + ".socket" }
     /// Its folder in `spool/`.
-    static func spoolName(_ listener: UInt64) -> String { hex(listener) }
-
-    /// The listener a file or folder named with 16 hexadecimal digits stands for; nil for any other name.
-    static func listener(fromName name: String) -> UInt64? {
-        guard name.utf8.count == 16, name.utf8.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else {
-            return nil
-        }
-        return UInt64(name, radix: 16)
-    }
-
-    static func hex(_ value: UInt64) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 16 - digits.count) + digits
-    }
+    static func spoolName(_ listener: UInt64) -> String { FileName.hex(listener) }
 
     func matches(name: String, object: String?) -> Bool {
         subscriptions.contains { $0.matches(name: name, object: object) }

@@ -59,7 +59,7 @@ enum StoredFile {
 
     /// A new file of `bytes` under a fresh temporary name; returns the name.
     static func writeTemporary(_ bytes: [UInt8], in directory: CInt) throws(WormholeError) -> String {
-        let name = temporaryPrefix + RegistryEntry.hex(UInt64.random(in: 1...UInt64.max))
+        let name = temporaryPrefix + FileName.hex(UInt64.random(in: 1...UInt64.max))
         let file = try Sys.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
         do throws(WormholeError) {
             try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, raw, at: 0) }

@@ -12,7 +12,7 @@ enum SpoolRecord {
     static let headerSize = 16
     static let recordHeaderSize = 8
     /// The largest frame a record may hold: the largest userInfo, two names and the frame's header.
-    static let maximumFrameSize = GroupNotificationCenter.maximumPayloadSize + 2 * Frame.maximumNameLength + 64
+    static let maximumFrameSize = Frame.maximumSize
 
     static func header(key: UInt64) -> [UInt8] {
         var writer = ByteWriter(capacity: headerSize)

@@ -17,7 +17,9 @@ struct Frame: Sendable {
     static let version: UInt8 = 1
     static let headerSize = 20
     /// The longest notification name or object accepted, in UTF-8 bytes.
-    static let maximumNameLength = 4096
+    static let maximumNameLength = Limits.maximumNameLength
+    /// The largest frame: the largest userInfo, the longest name and object, and their headers.
+    static let maximumSize = Limits.maximumPayloadSize + 2 * maximumNameLength + 64
 
     var kind: Kind
     var poster: UInt64

@@ -47,9 +47,6 @@ struct ArchiveBytes: Sendable {
         }
     }
 
-    /// Whether the bytes are a ``CompactArchive`` rather than a keyed archive.
-    var isCompact: Bool { withBytes(CompactArchive.isCompact) }
-
     /// The bytes in an array of their own: themselves, or a copy of part of an array or of the mapped ones.
     var array: [UInt8] {
         switch storage {

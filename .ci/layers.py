@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Checks the library's layering: a file uses only types of its own layer and the layers below, and only
+Platform/ calls the C library.
+
+Layers, top to bottom (Wire and Codec side by side, neither using the other):
+  API (the files at the top of Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
+"""
+import os, re, sys
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "Wormhole")
+RANK = {"API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
+# Side by side: neither uses the other.
+APART = {("Wire", "Codec"), ("Codec", "Wire")}
+# Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits. And the
+# API's values that say what the center does (its configuration, a post's report, the statistics), which the
+# center takes and gives back.
+SHARED = {"WormholeError": "Platform", "Limits": "Platform",
+          "GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center"}
+
+DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|open|indirect|nonisolated|@\w+(?:\([^)]*\))?)\s+)*"
+                  r"(class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)")
+
+
+def layer_of(path):
+    rel = os.path.relpath(path, ROOT)
+    parts = rel.split(os.sep)
+    return "API" if len(parts) == 1 else parts[0]
+
+
+def strip(text):
+    """The code without comments and string literals' contents."""
+    text = re.sub(r'"""[\s\S]*?"""', '""', text)
+    text = re.sub(r"/\*[\s\S]*?\*/", "", text)
+    text = re.sub(r"//[^\n]*", "", text)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+    return text
+
+
+files = []
+for folder, _, names in os.walk(ROOT):
+    if folder.endswith(".docc") or ".docc" + os.sep in folder:
+        continue
+    files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".swift")]
+
+defined = {}  # type name (a nested one as Outer.Inner) -> layer
+for path in files:
+    outer = None
+    for line in strip(open(path, encoding="utf-8").read()).split("\n"):
+        m = DECL.match(line)
+        if m:
+            defined.setdefault(m.group(2), layer_of(path))
+            outer = m.group(2)
+            continue
+        e = re.match(r"^(?:public |internal )?extension ([A-Z]\w*)\b", line)
+        if e:
+            outer = e.group(1)
+            continue
+        n = DECL.match(line[4:]) if line.startswith("    ") and not line.startswith("     ") else None
+        if n and outer:
+            defined.setdefault(outer + "." + n.group(2), layer_of(path))
+
+LIBC = re.compile(r"(?<![\w.])(?<!func )(open|openat|close|read|pread|write|pwrite|socket|bind|connect|accept|listen|send|sendmsg|recv|recvmsg|"
+                  r"poll|fstat|fstatat|stat|lstat|unlinkat|unlink|renameat|rename|linkat|mkdirat|mkdir|ftruncate|fsync|"
+                  r"fcntl|mmap|munmap|pipe|shutdown|setsockopt|getsockopt|kill|getpid|usleep|nanosleep|readlink|"
+                  r"fdopendir|readdir|closedir|dup|memfd_create|sysconf|getrlimit|setrlimit|clock_gettime)\(")
+problems = []
+for path in files:
+    layer = layer_of(path)
+    code = strip(open(path, encoding="utf-8").read())
+    rel = os.path.relpath(path, os.path.join(ROOT, "..", ".."))
+    # A nested type named with its outer type is a use of the nested one only.
+    nested = set(q for q in re.findall(r"\b([A-Z]\w*\.[A-Z]\w*)\b", code) if q in defined)
+    code = re.sub(r"\b([A-Z]\w*\.[A-Z]\w*)\b", lambda m: "" if m.group(1) in defined else m.group(1), code)
+    used = set(re.findall(r"\b([A-Z]\w*)\b", code)) | nested
+    for name in sorted(used):
+        owner = defined.get(name)
+        if owner is None or owner == layer:
+            continue
+        shared = SHARED.get(name) or SHARED.get(name.split(".")[0])
+        if shared and RANK[layer] >= RANK[shared]:
+            continue
+        if RANK[owner] > RANK[layer] or (layer, owner) in APART:
+            problems.append(f"{rel}: {layer} uses {name} of {owner}")
+    if layer != "Platform":
+        for m in sorted(set(LIBC.findall(code))):
+            problems.append(f"{rel}: {layer} calls {m}() of the C library")
+for p in problems:
+    print(p)
+print(f"{len(problems)} problems", file=sys.stderr)
+sys.exit(1 if problems else 0)
