@@ -163,7 +163,8 @@ struct TransportTests {
             environment: environment.merging(["WORMHOLE_INJECT_RECEIVE": "EINVAL/3"]) { $1 })
         try listener.waitForLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: transport))
-        // Each batch fails the socket it reaches first, which is then bound anew: three rebinds, then none.
+        // The socket fails as it is first read (by a batch, or by the listener's look at it each second), and is
+        // bound anew: three rebinds, then none. Each batch goes to whichever socket is bound then.
         for batch in 0..<4 {
             for i in batch * 50..<(batch + 1) * 50 { try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": i]) }
             try listener.waitForLines(1 + (batch + 1) * 50, timeout: 30)
@@ -171,11 +172,19 @@ struct TransportTests {
         }
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<200), "each once, in order")
         #expect(listener.errorOutput.count { $0.contains("binding it again") } == 3)
-        // The kernel's table of bound local sockets: the listener's, under the container, is one.
+        // The kernel's table of local sockets, for those the listener holds that are bound to a name (an accepted
+        // connection's is the listening socket's): one.
+        let descriptors = try FileManager.default.contentsOfDirectory(atPath: "/proc/\(listener.pid)/fd")
+        let inodes = Set(descriptors.compactMap { fd -> Substring? in
+            guard let target = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(listener.pid)/fd/\(fd)"),
+                target.hasPrefix("socket:[")
+            else { return nil }
+            return Substring(target.dropFirst(8).dropLast())
+        })
         let table = try String(contentsOfFile: "/proc/net/unix", encoding: .utf8).split(separator: "\n")
         let bound = table.filter { row in
             let fields = row.split(separator: " ")
-            guard fields.count >= 8, fields[7].hasPrefix(container.path) else { return false }
+            guard fields.count >= 8, inodes.contains(fields[6]) else { return false }
             // A sequenced-packet listener's accepted connections carry its address too: only the listening one counts.
             return fields[4] == "0002" || (Int(fields[3], radix: 16) ?? 0) & 0x10000 != 0
         }

@@ -53,21 +53,22 @@ final class DatagramInbox: Inbox {
         // A batch per socket, as posters may keep it full: what remains wakes the next poll.
         reader.beginRound()
         let paced = ReadPace.applies(to: events)
-        for event in events where event.revents != 0 {
-            if event.fd == socket {
-                readBound(event.revents, into: &frames, paced: paced)
-            } else if !reader.read(event.fd, into: &frames, limit: 512) {
-                closeRetired(event.fd)
-            }
+        // The old sockets first: a poster whose old socket was sealed sends to the new one next, and what it sent
+        // before must come first.
+        for event in events where event.revents != 0 && event.fd != socket {
+            if !reader.read(event.fd, into: &frames, limit: 512) { closeRetired(event.fd) }
         }
         closeSealed(into: &frames)
+        if let bound = events.first(where: { $0.fd == socket }), bound.revents != 0 {
+            readBound(bound.revents, into: &frames, paced: paced)
+        }
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
         reader.beginRound()
-        readBound(0, into: &frames, paced: false, limit: 100_000)
         for old in retired where !reader.read(old.fd, into: &frames, limit: 100_000) { closeRetired(old.fd) }
         closeSealed(into: &frames)
+        readBound(0, into: &frames, paced: false, limit: 100_000)
         // What waits in a failed socket may precede what its posters spooled: the spool waits for the rebind.
         return !reader.isOverBudget && boundSocketFailure == nil
     }
@@ -79,7 +80,8 @@ final class DatagramInbox: Inbox {
         }
     }
 
-    /// Closes an old socket whose read failed: its posters' sends then fail, and they connect to the new one.
+    /// Closes an old socket: one whose read failed (its posters' sends then fail, and they connect to the new
+    /// one), or a sealed one read dry.
     private func closeRetired(_ fd: CInt) {
         retired.removeAll { $0.fd == fd }
         Sys.close(fd)
@@ -89,8 +91,12 @@ final class DatagramInbox: Inbox {
     /// the next round.
     private func closeSealed(into frames: inout [Frame]) {
         for old in retired where old.sealed && !reader.isOverBudget {
-            _ = reader.read(old.fd, into: &frames, limit: 1_000_000)
-            if !reader.isOverBudget { closeRetired(old.fd) }
+            if !reader.read(old.fd, into: &frames, limit: 1_000_000) {
+                reader.warn("an old socket could not be read to its end and is closed: what it still held is lost")
+            } else if reader.isOverBudget {
+                continue
+            }
+            closeRetired(old.fd)
         }
     }
 
@@ -126,6 +132,8 @@ final class DatagramInbox: Inbox {
         boundSocketFailure = nil
         socket = fresh.release()
         pace = ReadPace()
+        // The old socket is read whole now if it can be: a round that spent its budget would leave it for later.
+        reader.beginRound()
         let sealed = SocketOptions.sealDatagramSocket(old)
         if failed && !reader.read(old, into: &frames, limit: 1_000_000) {
             reader.warn("a failed socket could not be read again and is closed: what it still held is lost")

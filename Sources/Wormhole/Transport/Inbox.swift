@@ -25,7 +25,8 @@ protocol Inbox: AnyObject {
     /// one is still read, as far as it can be. Clears ``boundSocketFailure``.
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame])
     /// Makes posters' sends fail from now on (they spool, or find the listener gone), while what they sent
-    /// before stays readable: a listener that ends reads it all after this, and loses nothing sent meanwhile.
+    /// before stays readable: a listener that ends reads what it can after this, and nothing sent meanwhile
+    /// goes into a socket about to close.
     func seal()
     /// Why the socket posters reach stopped working, or nil: a read or an accept of it failed with an error that
     /// does not pass (anything but would-block, an interruption, or this process's lack of descriptors), or a

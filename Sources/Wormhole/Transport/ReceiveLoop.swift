@@ -139,7 +139,9 @@ extension Listener {
             // Sealed first: a poster still connected then fails and spools rather than send what would be lost.
             inbox.seal()
             var last = waiting ?? []
-            _ = inbox.receiveAll(into: &last)
+            // Each read stops at a round's budget: read on while there is more (a failed socket gives nothing).
+            var reads = 1
+            while !inbox.receiveAll(into: &last), inbox.readAny, reads < 16 { reads += 1 }
             if !last.isEmpty || waiting != nil {
                 handOver(reader.take(includingHeld: false, newSegments: false), direct: last, &reader)
             }

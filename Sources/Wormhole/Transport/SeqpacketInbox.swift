@@ -26,6 +26,8 @@ final class SeqpacketInbox: Inbox {
     private var acceptPausedUntil: UInt64 = 0
     private var lastDescriptorWarning: UInt64 = 0
     private(set) var boundSocketFailure: String?
+    /// Set by ``seal()``: a connection accepted from then on is shut for reading at once.
+    private var sealed = false
 
     init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
         listening = socket.release()
@@ -90,9 +92,11 @@ final class SeqpacketInbox: Inbox {
         return accepted && !reader.isOverBudget
     }
 
-    /// Shuts each connection for reading. The listening socket is left as it is: its name is gone by then, so no
-    /// poster connects any more, and the connections it holds are accepted and read.
+    /// Shuts each connection for reading, and each one accepted later as it is accepted. The listening socket is
+    /// left as it is: its name is gone by then, so no poster connects any more, and the connections it holds
+    /// are accepted and read.
     func seal() {
+        sealed = true
         for connection in connections { Sys.shutdownReading(connection.fd) }
     }
 
@@ -137,6 +141,7 @@ final class SeqpacketInbox: Inbox {
                 return false
             }
             guard let connection = accepted else { return true }
+            if sealed { Sys.shutdownReading(connection.rawValue) }
             if connections.count >= Self.maximumConnections { closeLeastRecent(1, &frames) }
             connections.append(Connection(fd: connection.release(), lastRead: DispatchTime.now().uptimeNanoseconds))
         }
