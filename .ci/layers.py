@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks the library's layering: a file uses only types of its own layer and the layers below, and only
-Platform/ calls the C library.
+Platform/ calls the C library or names its errno values (the others use Errno's names).
 
 Layers, top to bottom (Wire and Codec side by side, neither using the other):
   API (the files at the top of Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
@@ -62,7 +62,14 @@ for path in files:
 LIBC = re.compile(r"(?<![\w.])(?<!func )(open|openat|close|read|pread|write|pwrite|socket|bind|connect|accept|listen|send|sendmsg|recv|recvmsg|"
                   r"poll|fstat|fstatat|stat|lstat|unlinkat|unlink|renameat|rename|linkat|mkdirat|mkdir|ftruncate|fsync|"
                   r"fcntl|mmap|munmap|pipe|shutdown|setsockopt|getsockopt|kill|getpid|usleep|nanosleep|readlink|"
-                  r"fdopendir|readdir|closedir|dup|memfd_create|sysconf|getrlimit|setrlimit|clock_gettime)\(")
+                  r"fdopendir|readdir|closedir|dup|dup2|memfd_create|sysconf|getrlimit|setrlimit|clock_gettime|getuid|geteuid|"
+                  r"strerror|fchmod|fchown|futimens|utimensat|mkstemp|realpath|sysctl|sysctlbyname|access|faccessat|flock|"
+                  r"lockf|waitpid|signal|sigaction|raise|sched_yield|select|epoll_create1|epoll_ctl|epoll_wait|eventfd|ioctl|"
+                  r"isatty|lseek|fsetxattr|fgetxattr|posix_spawn|sleep|exit|abort|malloc|free|mlock)\(|"
+                  r"\b(?:Glibc|Darwin)\.(\w+)\(")
+ERRNO = re.compile(r"\b(E(?:NOENT|EXIST|NOTEMPTY|NOTDIR|LOOP|MFILE|NFILE|NOBUFS|NOMEM|INTR|AGAIN|WOULDBLOCK|NOSYS|INVAL|"
+                   r"PIPE|CONNREFUSED|CONNRESET|NOTCONN|DESTADDRREQ|PROTOTYPE|MSGSIZE|ACCES|PERM|BADF|IO|NOSPC|ROFS|"
+                   r"XDEV|BUSY|SPIPE|FAULT|OPNOTSUPP|CONNABORTED|NAMETOOLONG))\b|\b(currentErrno)\(")
 problems = []
 for path in files:
     layer = layer_of(path)
@@ -82,7 +89,13 @@ for path in files:
         if RANK[owner] > RANK[layer] or (layer, owner) in APART:
             problems.append(f"{rel}: {layer} uses {name} of {owner}")
     if layer != "Platform":
-        for m in sorted(set(LIBC.findall(code))):
+        # An errno is compared by its name (Platform/Errno.swift), which says what it means to the library.
+        for m in sorted(set(a or b for a, b in ERRNO.findall(code))):
+            problems.append(f"{rel}: {layer} names the C library's {m}; use Errno")
+        # A call of the file's own method of that name is not one of the C library's.
+        own = set(re.findall(r"\bfunc (\w+)\s*[<(]", code))
+        calls = set(a or b for a, b in LIBC.findall(code))
+        for m in sorted(calls - own):
             problems.append(f"{rel}: {layer} calls {m}() of the C library")
 for p in problems:
     print(p)

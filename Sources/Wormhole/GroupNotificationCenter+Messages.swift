@@ -9,11 +9,7 @@ extension GroupNotificationCenter {
     ///   - object: A sender tag observers can filter on, or nil.
     ///   - retain: Whether to keep the message as its name's current value (see ``retainedMessage(of:)``).
     public func post<Message: GroupMessage>(_ message: Message, object: String? = nil, retain: Bool = false) {
-        do {
-            try postReporting(message, object: object, retain: retain)
-        } catch {
-            Log.warning("message \(Message.name.rawValue) not posted: \(error)")
-        }
+        loggingFailure("message \(Message.name.rawValue)") { try postReporting(message, object: object, retain: retain) }
     }
 
     /// Posts a typed message and reports, like ``postReporting(name:object:userInfo:)``; with `retain`, the

@@ -12,10 +12,15 @@ extension GroupNotificationCenter {
     ///   - userInfo: Property-list values (String, numbers, Bool, Date, Data, arrays, dictionaries) or
     ///     `NSSecureCoding` objects, archived with secure coding.
     public func post(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]? = nil) {
+        loggingFailure("notification \(name.rawValue)") { try postReporting(name: name, object: object, userInfo: userInfo) }
+    }
+
+    /// Runs a reporting post and logs its error instead of throwing it: what each post that does not report does.
+    func loggingFailure(_ what: @autoclosure () -> String, of post: () throws -> PostReport) {
         do {
-            _ = try postReporting(name: name, object: object, userInfo: userInfo)
+            _ = try post()
         } catch {
-            Log.warning("notification \(name.rawValue) not posted: \(error)")
+            Log.warning("\(what()) not posted: \(error)")
         }
     }
 

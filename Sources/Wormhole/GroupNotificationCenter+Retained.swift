@@ -13,10 +13,8 @@ extension GroupNotificationCenter {
     ///   - userInfo: Property-list values or `NSSecureCoding` objects, archived with secure coding.
     ///   - retain: Whether to keep the notification as its name's current value.
     public func post(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?, retain: Bool) {
-        do {
+        loggingFailure("notification \(name.rawValue)") {
             try postReporting(name: name, object: object, userInfo: userInfo, retain: retain)
-        } catch {
-            Log.warning("notification \(name.rawValue) not posted: \(error)")
         }
     }
 

@@ -112,7 +112,7 @@ struct SharedFrameTests {
         let archive = try UserInfoCodec.encode(["blob": blob, "small": Data([1, 2, 3])], maximumSize: 1 << 20)
         let frame = Frame(poster: 9, sequence: 1, name: "big", object: nil, userInfo: archive)
         let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo)
-        var recent = SharedFrame.RecentFiles()
+        var recent = SharedFrame.RecentFiles(capacity: SharedFrame.recentFilesRemembered)
         let read = try message(for: frame.encoded()).withRawBytes { (bytes) throws(WormholeError) in
             try SharedFrame.read(bytes, file: file.rawValue, recent: &recent)
         }

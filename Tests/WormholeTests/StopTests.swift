@@ -29,7 +29,7 @@ struct StopTests {
     /// The pids `/proc/locks` shows holding a lock (of any kind) on a file or folder under `path`.
     private func pidsHoldingLocks(under path: String) throws -> [Int32] {
         let names = lockNames(under: path)
-        let table = try String(contentsOfFile: "/proc/locks", encoding: .utf8)
+        let table = try procFile("/proc/locks")
         return table.split(separator: "\n").compactMap { line -> Int32? in
             // "1: FLOCK  ADVISORY  WRITE 1234 fd:01:5678 0 EOF"; a waiter's line starts "1: -> FLOCK ...".
             let fields = line.split(separator: " ", omittingEmptySubsequences: true).filter { $0 != "->" }

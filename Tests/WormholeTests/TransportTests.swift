@@ -181,14 +181,14 @@ struct TransportTests {
             else { return nil }
             return Substring(target.dropFirst(8).dropLast())
         })
-        let table = try String(contentsOfFile: "/proc/net/unix", encoding: .utf8).split(separator: "\n")
+        let table = try procFile("/proc/net/unix").split(separator: "\n")
         let bound = table.filter { row in
             let fields = row.split(separator: " ")
             guard fields.count >= 8, inodes.contains(fields[6]) else { return false }
             // A sequenced-packet listener's accepted connections carry its address too: only the listening one counts.
             return fields[4] == "0002" || (Int(fields[3], radix: 16) ?? 0) & 0x10000 != 0
         }
-        #expect(bound.count == 1, "\(bound)")
+        #expect(bound.count == 1, "\(bound); the listener's: \(table.filter { row in row.split(separator: " ").dropFirst(6).first.map(inodes.contains) ?? false })")
         listener.signal(SIGKILL)
     }
 

@@ -42,7 +42,7 @@ final class Endpoint: Sendable {
         path: String, identity: String? = nil, configuration: GroupNotificationCenter.Configuration = .init()
     ) throws(WormholeError) -> Endpoint {
         let container = try Container(path: path)
-        let key = (realPath(path) ?? path) + (identity.map { "\u{0}" + $0 } ?? "")
+        let key = (Sys.realPath(path) ?? path) + (identity.map { "\u{0}" + $0 } ?? "")
             + "\u{0}\(configuration.maximumSpoolSize)/\(configuration.maximumContainerSpoolSize)/\(configuration.transport)"
         return try table.withLock { (table) throws(WormholeError) -> Endpoint in
             if let existing = table[key]?.endpoint, existing.container.identity == container.identity, existing.adopt() {
@@ -263,10 +263,4 @@ final class Endpoint: Sendable {
         guard let frame = retained.load(name: name) else { return nil }
         return delivery.notification(frame, named: name, allowed: allowed)
     }
-}
-
-private func realPath(_ path: String) -> String? {
-    guard let resolved = realpath(path, nil) else { return nil }
-    defer { free(resolved) }
-    return String(cString: resolved)
 }

@@ -37,7 +37,7 @@ final class Membership: Sendable {
         if snapshot.entry(listener) == nil { try checkRoom(snapshot, stale: stale) }
         let previous = registry.currentEntry(listener)
         try registry.write(RegistryEntry(
-            listener: listener, pid: getpid(), subscriptions: previous?.subscriptions ?? [], identity: identity,
+            listener: listener, pid: Sys.processID, subscriptions: previous?.subscriptions ?? [], identity: identity,
             lastSeen: Int64(Date().timeIntervalSince1970), transport: transport))
         removeDeadListeners(stale)
     }
@@ -82,7 +82,7 @@ final class Membership: Sendable {
     /// subscription to every name (posters then send it everything, and it keeps what it observes).
     private func entry(_ listener: UInt64, subscriptions: [Subscription]) -> RegistryEntry {
         var entry = RegistryEntry(
-            listener: listener, pid: getpid(), subscriptions: subscriptions, identity: identity,
+            listener: listener, pid: Sys.processID, subscriptions: subscriptions, identity: identity,
             lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970), transport: transport)
         if RegistryFormat.encodedSize(of: entry) > Registry.maximumEntrySize {
             if !saidTooMany.exchange(true, ordering: .relaxed) {

@@ -99,7 +99,7 @@ final class Container: Sendable {
                         "container \(path) has layout \"\(text)\"; this Wormhole uses layout \(layoutVersion)")
                 }
                 return
-            } catch where error.errno == ENOENT {
+            } catch where error.systemErrno == .noSuchFile {
                 if let old = try? Sys.status("registry", relativeTo: root, followLinks: false), old.st_mode & S_IFMT == S_IFREG {
                     throw WormholeError(
                         .incompatibleContainer,
@@ -119,8 +119,8 @@ final class Container: Sendable {
         if create {
             do throws(WormholeError) {
                 try Sys.makeDirectory(path, 0o700, relativeTo: directory)
-            } catch where error.errno == EEXIST {
-            } catch where error.errno == ENOENT {
+            } catch where error.systemErrno == .fileExists {
+            } catch where error.systemErrno == .noSuchFile {
                 throw WormholeError(.invalidContainer, "the folder that should hold \(shown) does not exist")
             } catch {
                 throw WormholeError(.invalidContainer, "cannot create \(shown)", errno: error.errno)
@@ -133,7 +133,7 @@ final class Container: Sendable {
         switch opened {
         case .success(let fd):
             descriptor = OwnedDescriptor(rawValue: fd)
-        case .failure(let error) where error.errno == ENOTDIR || error.errno == ELOOP:
+        case .failure(let error) where error.systemErrno == .notDirectory || error.systemErrno == .symbolicLink:
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
         case .failure(let error):
             throw WormholeError(.invalidContainer, "cannot open \(shown)", errno: error.errno)
@@ -151,8 +151,10 @@ final class Container: Sendable {
         if status.st_mode & 0o002 != 0 {
             throw WormholeError(.insecureContainer, "\(shown) is writable by others; run chmod go-w on it")
         }
-        guard faccessat(descriptor.rawValue, ".", W_OK | X_OK, 0) == 0 else {
-            throw WormholeError(.invalidContainer, "\(shown) is not writable", errno: currentErrno())
+        do throws(WormholeError) {
+            try Sys.checkWriteAndSearch(descriptor.rawValue)
+        } catch {
+            throw WormholeError(.invalidContainer, "\(shown) is not writable", errno: error.errno)
         }
         return descriptor.release()
     }

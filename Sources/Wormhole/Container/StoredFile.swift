@@ -90,7 +90,7 @@ enum StoredFile {
         do throws(WormholeError) {
             try Sys.link(temporary, name, in: directory)
             return true
-        } catch where error.errno == EEXIST {
+        } catch where error.systemErrno == .fileExists {
             return false
         }
     }

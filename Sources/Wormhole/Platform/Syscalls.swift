@@ -196,6 +196,24 @@ enum Sys {
     }
 
     static var processID: pid_t { getpid() }
+
+    /// `path` with every symbolic link, `.` and `..` resolved, or nil when it cannot be (`realpath(3)`).
+    static func realPath(_ path: String) -> String? {
+        guard let resolved = realpath(path, nil) else { return nil }
+        defer { free(resolved) }
+        return String(cString: resolved)
+    }
+
+    /// Throws unless this process may create files in the folder open as `directory` (`faccessat(2)`).
+    static func checkWriteAndSearch(_ directory: CInt) throws(WormholeError) {
+        _ = try valueOrErrno("faccessat") { faccessat(directory, ".", W_OK | X_OK, 0) }
+    }
+
+    /// Sleeps the calling thread for `nanoseconds` (less if a signal interrupts it).
+    static func sleep(nanoseconds: UInt64) {
+        var pause = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
+        nanosleep(&pause, nil)
+    }
     static var effectiveUserID: uid_t { geteuid() }
 }
 

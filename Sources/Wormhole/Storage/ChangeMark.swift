@@ -66,7 +66,7 @@ final class ChangeMark: Sendable {
                 guard let fd = writer?.rawValue else { return false }
                 try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
                 return kept
-            } catch where error.errno == ENOENT {
+            } catch where error.systemErrno == .noSuchFile {
                 _ = try? StoredFile.create(name, in: directory, with: bytes)
                 return false
             } catch {

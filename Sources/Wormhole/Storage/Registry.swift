@@ -171,7 +171,7 @@ final class Registry: Sendable {
                 throw WormholeError(.corruptData, "registry entry \(name) names listener \(FileName.hex(entry.listener))")
             }
             return entry
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             return nil
         } catch {
             skippedEntry()
@@ -216,8 +216,7 @@ final class Registry: Sendable {
     func settle() {
         let until = trustedUntil.withLock { $0 }
         while case let now = DispatchTime.now().uptimeNanoseconds, now < until {
-            var pause = timespec(tv_sec: 0, tv_nsec: Int(until - now))
-            nanosleep(&pause, nil)
+            Sys.sleep(nanoseconds: until - now)
         }
     }
 

@@ -32,7 +32,7 @@ struct RetainedStore: Sendable {
             bytes = try StoredFile.read(
                 Self.fileName(for: name), in: container.retainedDescriptor,
                 limit: SpoolRecord.headerSize + SpoolRecord.recordHeaderSize + SpoolRecord.maximumFrameSize)
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             return nil
         } catch {
             Log.warning("retained \(name) cannot be read: \(error)")

@@ -98,7 +98,7 @@ final class SpoolFolder: Sendable {
         } catch {
             // The name is this process's alone (its stamp): nobody else's file is removed here.
             try? Sys.removeFile(unnamed, relativeTo: descriptor)
-            if error.errno == ENOENT { return nil }
+            if error.systemErrno == .noSuchFile { return nil }
             throw error
         }
         return segment
@@ -194,11 +194,8 @@ final class SpoolFolder: Sendable {
         guard let opened = try? StoredFile.openForReading(name, in: descriptor, limit: Self.maximumSegmentSize) else { return nil }
         let offset = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
         var bytes = [UInt8](repeating: 0, count: offset + Frame.headerSize)
-        guard read(opened.file.rawValue, into: &bytes, at: 0) == bytes.count, bytes[offset] == UInt8(ascii: "W"),
-            bytes[offset + 1] == UInt8(ascii: "H")
-        else { return nil }
-        var reader = ByteReader(bytes, from: offset + 12)
-        return try? reader.read(UInt64.self, "sequence")
+        guard read(opened.file.rawValue, into: &bytes, at: 0) == bytes.count else { return nil }
+        return bytes.withUnsafeBytes { Frame.Header(UnsafeRawBufferPointer(rebasing: $0[offset...]))?.sequence }
     }
 
     /// The number in a held file's name (`held-<16 lowercase hex>`); nil for any other name.
@@ -235,7 +232,7 @@ final class SpoolFolder: Sendable {
         let opened: OpenedFile
         do throws(WormholeError) {
             opened = try StoredFile.openForReading(name, in: descriptor, limit: Self.maximumSegmentSize)
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             return .whole
         } catch {
             return .damaged("\(error)")
@@ -292,7 +289,7 @@ final class SpoolFolder: Sendable {
             do throws(WormholeError) {
                 try Sys.removeDirectory(name, relativeTo: container.spoolDescriptor)
                 return
-            } catch where error.errno == ENOTEMPTY || error.errno == EEXIST {
+            } catch where error.systemErrno == .directoryNotEmpty || error.systemErrno == .fileExists {
                 continue
             } catch {
                 return

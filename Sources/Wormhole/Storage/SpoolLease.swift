@@ -72,7 +72,7 @@ extension SpoolFolder {
                 if status.st_mode & S_IFMT == S_IFREG && status.st_nlink == 1 {
                     return SpoolLease(name: name, file: file, identity: status.identity)
                 }
-            } catch where error.errno == ENOENT {
+            } catch where error.systemErrno == .noSuchFile {
                 throw error
             } catch {
                 failure = error

@@ -29,7 +29,7 @@ struct SpoolReader: ~Copyable {
     static let rememberedPosters = 4096
 
     let folder: SpoolFolder
-    private var recent: [UInt64: RecentSequences] = [:]
+    private var recent: [UInt64: RecentRing<UInt64>] = [:]
     private var nextHeld: UInt64 = 0
 
     init(folder: SpoolFolder) {
@@ -138,7 +138,7 @@ struct SpoolReader: ~Copyable {
     /// taken while it wrote).
     private mutating func remember(_ frame: Frame) -> Bool {
         if recent[frame.poster] == nil && recent.count >= Self.rememberedPosters { recent.removeAll() }
-        return recent[frame.poster, default: RecentSequences()].insert(frame.sequence)
+        return recent[frame.poster, default: RecentRing(capacity: Self.rememberedPerPoster)].insert(frame.sequence)
     }
 
     private mutating func heldName() -> String {
@@ -149,24 +149,6 @@ struct SpoolReader: ~Copyable {
         }
         defer { nextHeld = nextHeld == .max ? 1 : nextHeld + 1 }
         return SpoolFolder.heldPrefix + FileName.hex(nextHeld)
-    }
-}
-
-/// The last few sequence numbers seen from one poster.
-struct RecentSequences {
-    private var ring: [UInt64] = []
-    private var next = 0
-
-    /// Adds `sequence`; false when it is there already.
-    mutating func insert(_ sequence: UInt64) -> Bool {
-        if ring.contains(sequence) { return false }
-        if ring.count < SpoolReader.rememberedPerPoster {
-            ring.append(sequence)
-        } else {
-            ring[next] = sequence
-            next = (next + 1) % ring.count
-        }
-        return true
     }
 }
 

@@ -61,7 +61,7 @@ struct ValueStore: Sendable {
         let folder: CInt
         do throws(WormholeError) {
             folder = try openFolder(create: false)
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             return Reading(newest: 0, version: 0, frame: nil)
         }
         defer { Sys.close(folder) }
@@ -106,7 +106,7 @@ struct ValueStore: Sendable {
         let opened: OpenedFile
         do throws(WormholeError) {
             opened = try StoredFile.openForReading(Self.fileName(version), in: folder, limit: Self.maximumFileSize)
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             return .gone
         } catch where !Self.isThisProcesssLack(error) {
             return .damaged("\(error)")
@@ -145,7 +145,7 @@ struct ValueStore: Sendable {
     /// on an older one. Any other (an I/O error, a file of another kind, one that changed under its reader)
     /// makes the version damaged, and writers claim past it.
     private static func isThisProcesssLack(_ error: WormholeError) -> Bool {
-        [EMFILE, ENFILE, ENOMEM, EINTR, EAGAIN].contains(error.errno ?? 0)
+        error.systemErrno.map { Errno.outOfResources.contains($0) || $0 == .interrupted || $0 == .wouldBlock } ?? false
     }
 
     /// The versions of the folder, newest first: only those of the value's history.

@@ -138,7 +138,7 @@ final class Listener: Sendable {
                 try Sys.link(temporary, name, in: directory)
                 StopPoint.reached("identity.claim")
                 return socket
-            } catch where error.errno == EEXIST {
+            } catch where error.systemErrno == .fileExists {
             }
             if isListening(name, transport, in: container) { throw inUse }
             let aside = ".stale-" + FileName.hex(UInt64.random(in: 1...UInt64.max)) + ".socket"

@@ -19,7 +19,7 @@ final class MessageReader {
     private var roundBytes = 0
     private var roundMessages = 0
     private var roundSawNudge = false
-    private var recentSharedFiles = SharedFrame.RecentFiles()
+    private var recentSharedFiles = SharedFrame.RecentFiles(capacity: SharedFrame.recentFilesRemembered)
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: batchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void

@@ -144,7 +144,7 @@ final class PeerLink: Sendable {
         let size = SpoolRecord.recordHeaderSize + frame.count + (state.segment == nil ? SpoolRecord.headerSize : 0)
         do throws(WormholeError) {
             try checkListenerLimit(size, folder, &state)
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             // The folder is gone, and its lease could not be made: so is the listener.
             return nil
         }
@@ -159,7 +159,7 @@ final class PeerLink: Sendable {
                         created = try folder.createSegment(poster: context.poster, stamp: stamp, holding: head, archive)
                     }
                     made = created.take()
-                } catch where error.errno == ENOENT {
+                } catch where error.systemErrno == .noSuchFile {
                     return nil
                 }
                 // Its unnamed file was removed while this process was stopped: written again.
@@ -359,7 +359,7 @@ final class PeerLink: Sendable {
             let folder = try SpoolFolder(listener: listener, in: context.container, create: false)
             state.folder = folder
             return folder
-        } catch where error.errno == ENOENT {
+        } catch where error.systemErrno == .noSuchFile {
             return nil
         }
     }

@@ -55,7 +55,7 @@ extension Listener {
                     let says = now &- lastWaitWarning >= 1_000_000_000
                     if says { lastWaitWarning = now }
                     handlers.receiveError("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says)
-                    usleep(UInt32(Limits.bellLookMilliseconds) * 1000)
+                    Sys.sleep(nanoseconds: UInt64(Limits.bellLookMilliseconds) * 1_000_000)
                     return true
                 }
                 if stopping.load(ordering: .acquiring) { return false }
@@ -239,7 +239,7 @@ extension Listener {
                 ready = try Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)
             } catch {
                 handlers.receiveError("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", true)
-                usleep(UInt32(Limits.bellLookMilliseconds) * 1000)
+                Sys.sleep(nanoseconds: UInt64(Limits.bellLookMilliseconds) * 1_000_000)
                 ready = 0
             }
             if ready > 0 {

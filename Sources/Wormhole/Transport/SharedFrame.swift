@@ -38,8 +38,7 @@ enum SharedFrame {
 
     /// Whether `bytes` is a shared frame's message (by its kind), to be read with the descriptor it carried.
     static func isMessage(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        bytes.count >= Frame.headerSize && bytes[0] == UInt8(ascii: "W") && bytes[1] == UInt8(ascii: "H")
-            && bytes[3] == kind
+        Frame.Header(bytes)?.kind == kind
     }
 
     /// Sends the descriptor of `frame`'s sealed memory file (made on first use, and shared by every listener
@@ -63,39 +62,25 @@ enum SharedFrame {
         try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
         return file
         #else
-        throw WormholeError(.system, "shared frames need memfd_create", errno: ENOSYS)
+        throw WormholeError(.system, "shared frames need memfd_create", errno: Errno.notImplemented)
         #endif
     }
 
     /// The files of the last shared frames a listener read. A poster makes a new file for every post, so a file
     /// seen again is a sender replaying one it paid for once, to make the listener read it again and again.
-    struct RecentFiles {
-        static let capacity = 64
-        private var files: [FileIdentity] = []
-        private var next = 0
-
-        func contains(_ file: FileIdentity) -> Bool { files.contains(file) }
-
-        mutating func insert(_ file: FileIdentity) {
-            if files.count < Self.capacity {
-                files.append(file)
-            } else {
-                files[next] = file
-                next = (next + 1) % Self.capacity
-            }
-        }
-    }
+    typealias RecentFiles = RecentRing<FileIdentity>
+    /// How many of those files a listener remembers.
+    static let recentFilesRemembered = 64
 
     /// Reads the frame a shared frame's `message` announces from `file`, which the caller closes, unless `recent`
     /// holds the file already; a file read whole joins `recent`.
     /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
     ///   a poster sends.
     static func read(_ message: UnsafeRawBufferPointer, file: CInt, recent: inout RecentFiles) throws(WormholeError) -> Frame {
-        guard message.count == messageSize, message[2] == Frame.version else {
+        guard message.count == messageSize, let header = Frame.Header(message), header.version == Frame.version else {
             throw WormholeError(.corruptData, "shared frame message of \(message.count) bytes is malformed")
         }
-        let poster = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 4, as: UInt64.self))
-        let sequence = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 12, as: UInt64.self))
+        let poster = header.poster, sequence = header.sequence
         let declared = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 20, as: UInt64.self))
         guard declared >= UInt64(Frame.headerSize), declared <= UInt64(maximumSize) else {
             throw WormholeError(.corruptData, "shared frame declares \(declared) bytes, over the \(maximumSize)-byte limit")

@@ -182,3 +182,24 @@ struct Frame: Sendable {
             kind: .notification, poster: poster, sequence: sequence, name: name, object: object, userInfo: userInfo.map(ArchiveBytes.init))
     }
 }
+
+extension Frame {
+    /// The fixed bytes every frame, and a shared frame's message, begins with ("WH", version, kind, poster,
+    /// sequence), read without the rest: what a shared frame's message and a spool segment's first record are
+    /// recognised by. ``Frame/init(head:)`` checks them with an error for each.
+    struct Header {
+        var version: UInt8
+        var kind: UInt8
+        var poster: UInt64
+        var sequence: UInt64
+
+        /// nil when `bytes` is shorter than a header or does not begin with "WH".
+        init?(_ bytes: UnsafeRawBufferPointer) {
+            guard bytes.count >= Frame.headerSize, bytes[0] == UInt8(ascii: "W"), bytes[1] == UInt8(ascii: "H") else { return nil }
+            version = bytes[2]
+            kind = bytes[3]
+            poster = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 4, as: UInt64.self))
+            sequence = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 12, as: UInt64.self))
+        }
+    }
+}

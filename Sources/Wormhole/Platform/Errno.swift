@@ -1,0 +1,45 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An errno value, named for what it tells the library. ``WormholeError/errno`` keeps the raw value the system
+/// gave; the layers above `Platform/` compare it with these names (``WormholeError/systemErrno``), never with
+/// the C library's constants, so that what each value means is said once, here.
+struct Errno: Hashable, Sendable {
+    let rawValue: CInt
+
+    init(_ rawValue: CInt) { self.rawValue = rawValue }
+
+    /// No such file or folder (`ENOENT`): gone, or never made.
+    static let noSuchFile = Errno(ENOENT)
+    /// The name is taken (`EEXIST`).
+    static let fileExists = Errno(EEXIST)
+    /// A folder renamed over holds files (`ENOTEMPTY`; some systems say `EEXIST`).
+    static let directoryNotEmpty = Errno(ENOTEMPTY)
+    /// A part of the path is not a folder (`ENOTDIR`).
+    static let notDirectory = Errno(ENOTDIR)
+    /// A symbolic link where `O_NOFOLLOW` refuses one (`ELOOP`).
+    static let symbolicLink = Errno(ELOOP)
+    /// A call the system does not have (`ENOSYS`).
+    static let notImplemented = Errno(ENOSYS)
+    /// Interrupted by a signal before it did anything (`EINTR`).
+    static let interrupted = Errno(EINTR)
+    /// Nothing now, try later (`EAGAIN`).
+    static let wouldBlock = Errno(EAGAIN)
+
+    /// This process, or the system, ran out of descriptors or memory (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`):
+    /// a statement about this process's means, not about the file or the peer it was working on.
+    static let outOfResources: Set<Errno> = [Errno(EMFILE), Errno(ENFILE), Errno(ENOBUFS), Errno(ENOMEM)]
+}
+
+extension WormholeError {
+    /// The errno a failed system call reported, named; nil for an error that is not the system's.
+    var systemErrno: Errno? { errno.map(Errno.init) }
+
+    /// An error of a system call that failed with `errno`.
+    init(_ code: Code, _ detail: String, errno: Errno) {
+        self.init(code, detail, errno: errno.rawValue)
+    }
+}
