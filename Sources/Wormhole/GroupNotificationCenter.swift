@@ -102,16 +102,16 @@ public final class GroupNotificationCenter: Sendable {
             throw WormholeError(.invalidNotification, "a client identifier must be 1 to \(Self.maximumNameLength) bytes long")
         }
         self.containerURL = containerURL
-        endpoint = try Endpoint.shared(path: containerURL.path, identity: clientIdentifier, configuration: configuration)
+        endpoint = try Endpoint.shared(path: containerURL.path, identity: Identity(clientIdentifier: clientIdentifier), configuration: configuration)
         serialQueue = DispatchQueue(label: "Wormhole.GroupNotificationCenter")
     }
 
     /// The client identifier of a durable center; nil for an ephemeral one.
-    public var clientIdentifier: String? { endpoint.identity }
+    public var clientIdentifier: String? { endpoint.identity.clientIdentifier }
 
     deinit {
         let id = ObjectIdentifier(self)
-        endpoint.remove(publish: endpoint.identity == nil) { $0.center == id }
+        endpoint.remove(publish: !endpoint.identity.isDurable) { $0.center == id }
         endpoint.centerClosed()
     }
 

@@ -80,8 +80,10 @@ struct ActorObservingTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recipient = Recipient()
         await recipient.start(center)
-        let released = DispatchSemaphore(value: 0)
-        let holding = Task { await recipient.hold(until: released) }
+        let released = DispatchSemaphore(value: 0), held = DispatchSemaphore(value: 0)
+        let holding = Task { await recipient.hold(until: released, holding: held) }
+        // The actor is held before anything is posted: what arrives waits for it from the first notification on.
+        #expect(await Task.detached { held.wait(timeout: .now() + 60) }.value == .success)
         let count = 6000
         let poster = try Peer("wormhole-test-peer", [
             "post", "--container", container.path, "--name", "busy", "--count", "\(count)", "--payload", "4096",
@@ -133,8 +135,9 @@ actor Recipient {
         if let token { center.removeObserver(token) }
     }
 
-    /// Holds the actor until `released` is signalled: it runs nothing else meanwhile.
-    func hold(until released: DispatchSemaphore) {
+    /// Holds the actor until `released` is signalled: it runs nothing else meanwhile. Signals `holding` first.
+    func hold(until released: DispatchSemaphore, holding: DispatchSemaphore) {
+        holding.signal()
         _ = released.wait(timeout: .now() + 120)
     }
 }

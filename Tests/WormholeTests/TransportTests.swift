@@ -255,7 +255,7 @@ struct TransportTests {
         var pair: [CInt] = [-1, -1]
         try #require(socketpair(AF_UNIX, SocketOptions.type(of: .datagram), 0, &pair) == 0)
         defer { pair.forEach { Sys.close($0) } }
-        let reader = MessageReader(transport: .datagram) { _, reason in Issue.record("dropped: \(reason)") }
+        let reader = MessageReader(transport: .datagram, dropped: { _, reason in Issue.record("dropped: \(reason)") }, warning: { Issue.record("warned: \($0)") })
         var pace = ReadPace()
         var sent: UInt64 = 0
         var received: [UInt64] = []

@@ -7,7 +7,7 @@ import Synchronization
 final class Endpoint: Sendable {
     let container: Container
     /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
-    let identity: String?
+    let identity: Identity
     let configuration: GroupNotificationCenter.Configuration
     let registry: Registry
     let retained: RetainedStore
@@ -39,24 +39,24 @@ final class Endpoint: Sendable {
     /// An endpoint whose container was moved or recreated since is not reused.
     /// - Throws: ``WormholeError/Code/identityInUse`` when another live process runs `identity` there.
     static func shared(
-        path: String, identity: String? = nil, configuration: GroupNotificationCenter.Configuration = .init()
+        path: String, identity: Identity = .ephemeral, configuration: GroupNotificationCenter.Configuration = .init()
     ) throws(WormholeError) -> Endpoint {
         let container = try Container(path: path)
-        let key = (Sys.realPath(path) ?? path) + (identity.map { "\u{0}" + $0 } ?? "")
+        let key = (Sys.realPath(path) ?? path) + (identity.clientIdentifier.map { "\u{0}" + $0 } ?? "")
             + "\u{0}\(configuration.maximumSpoolSize)/\(configuration.maximumContainerSpoolSize)/\(configuration.transport)"
         return try table.withLock { (table) throws(WormholeError) -> Endpoint in
             if let existing = table[key]?.endpoint, existing.container.identity == container.identity, existing.adopt() {
                 return existing
             }
             let endpoint = Endpoint(container: container, identity: identity, configuration: configuration)
-            if identity != nil { try endpoint.claimIdentity() }
+            if identity.isDurable { try endpoint.claimIdentity() }
             _ = endpoint.adopt()
             table[key] = WeakEndpoint(endpoint)
             return endpoint
         }
     }
 
-    private init(container: Container, identity: String?, configuration: GroupNotificationCenter.Configuration) {
+    private init(container: Container, identity: Identity, configuration: GroupNotificationCenter.Configuration) {
         self.container = container
         self.identity = identity
         self.configuration = configuration
@@ -220,6 +220,7 @@ final class Endpoint: Sendable {
                     self?.counters.count { $0.dropped += count }
                     Log.warning(reason)
                 },
+                warning: { Log.warning($0) },
                 receiveError: { [weak self] reason, says in
                     self?.counters.count { $0.receiveErrors += 1 }
                     if says { Log.warning(reason) }
@@ -239,7 +240,7 @@ final class Endpoint: Sendable {
     private func housekeeping() {
         guard let id = listener.withLock({ $0?.id }) else { return }
         membership.mend(
-            id, keepingLastRun: identity != nil && !adopted.load(ordering: .relaxed), subscriptions: delivery.subscriptions)
+            id, keepingLastRun: identity.isDurable && !adopted.load(ordering: .relaxed), subscriptions: delivery.subscriptions)
     }
 
     // MARK: Delivering

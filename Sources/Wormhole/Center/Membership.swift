@@ -6,7 +6,7 @@ import Synchronization
 final class Membership: Sendable {
     let container: Container
     /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
-    let identity: String?
+    let identity: Identity
     let transport: SocketKind
     let registry: Registry
     private let counters: Counters
@@ -18,7 +18,7 @@ final class Membership: Sendable {
     private let containerRemoved = Atomic<Bool>(false)
 
     init(
-        container: Container, identity: String?, transport: SocketKind, registry: Registry,
+        container: Container, identity: Identity, transport: SocketKind, registry: Registry,
         counters: Counters, fanout: Fanout
     ) {
         self.container = container
@@ -37,7 +37,7 @@ final class Membership: Sendable {
         if snapshot.entry(listener) == nil { try checkRoom(snapshot, stale: stale) }
         let previous = registry.currentEntry(listener)
         try registry.write(RegistryEntry(
-            listener: listener, pid: Sys.processID, subscriptions: previous?.subscriptions ?? [], identity: identity,
+            listener: listener, pid: Sys.processID, subscriptions: previous?.subscriptions ?? [], identity: identity.clientIdentifier,
             lastSeen: Int64(Date().timeIntervalSince1970), transport: transport))
         removeDeadListeners(stale)
     }
@@ -45,7 +45,7 @@ final class Membership: Sendable {
     /// Takes `listener` out of the registry as its process stops observing; a durable identity's entry stays,
     /// marked offline, so that posters keep its spool filling.
     func leave(_ listener: UInt64) {
-        guard identity != nil else {
+        guard identity.isDurable else {
             registry.remove(listener)
             return
         }
@@ -82,8 +82,8 @@ final class Membership: Sendable {
     /// subscription to every name (posters then send it everything, and it keeps what it observes).
     private func entry(_ listener: UInt64, subscriptions: [Subscription]) -> RegistryEntry {
         var entry = RegistryEntry(
-            listener: listener, pid: Sys.processID, subscriptions: subscriptions, identity: identity,
-            lastSeen: identity == nil ? 0 : Int64(Date().timeIntervalSince1970), transport: transport)
+            listener: listener, pid: Sys.processID, subscriptions: subscriptions, identity: identity.clientIdentifier,
+            lastSeen: identity.isDurable ? Int64(Date().timeIntervalSince1970) : 0, transport: transport)
         if RegistryFormat.encodedSize(of: entry) > Registry.maximumEntrySize {
             if !saidTooMany.exchange(true, ordering: .relaxed) {
                 Log.warning("this process observes too many names to list in the registry; it registers for every name instead")

@@ -18,7 +18,10 @@ struct SpoolReader: ~Copyable {
         var deliver: ([Frame]) -> Void
         /// Whether a frame must stay in the spool because nothing observes it yet (durable listeners).
         var holdBack: (Frame) -> Bool
+        /// Frames or records dropped, and why: counted and logged.
         var dropped: (_ count: Int, _ reason: String) -> Void
+        /// What the drain could not do and loses nothing by: logged.
+        var warning: (String) -> Void
     }
 
     /// Handed over at once when a drain has gathered this many frames or bytes.
@@ -127,7 +130,7 @@ struct SpoolReader: ~Copyable {
         if !late.isEmpty { handlers.deliver(late) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper, !keeper.publish(as: heldName()) {
-            handlers.dropped(0, "cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")
+            handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")
             return
         }
         StopPoint.reached("spool.hold")

@@ -15,7 +15,10 @@ final class Listener: Sendable {
         /// Frames read, to hand to observers; called on the receive thread of the listener given.
         var frames: @Sendable (_ frames: [Frame], _ by: Listener) -> Void
         var housekeeping: @Sendable () -> Void
+        /// Messages or frames dropped, and why: counted and logged.
         var dropped: @Sendable (_ count: Int, _ reason: String) -> Void
+        /// What the listener did or could not do that loses nothing: logged.
+        var warning: @Sendable (String) -> Void
         /// A failure of the receive path itself (``WormholeStatistics/receiveErrors``), logged when `says`.
         var receiveError: @Sendable (_ reason: String, _ says: Bool) -> Void = { _, _ in }
         /// For a durable listener: whether a spooled frame must stay in the spool because nothing in this
@@ -25,7 +28,7 @@ final class Listener: Sendable {
 
     let id: UInt64
     /// The client identifier of a durable listener; nil for one that lives and dies with its process.
-    let identity: String?
+    let identity: Identity
     let transport: SocketKind
     let container: Container
     /// The sockets posters reach, until the receive thread takes them.
@@ -66,14 +69,14 @@ final class Listener: Sendable {
     /// claims its identity's socket, and reuses its spool folder.
     /// - Throws: ``WormholeError/Code/identityInUse`` when a live process already listens as `identity`.
     init(
-        container: Container, identity: String?, transport: SocketKind, handlers: Handlers
+        container: Container, identity: Identity, transport: SocketKind, handlers: Handlers
     ) throws(WormholeError) {
         self.identity = identity
-        id = identity.map(RegistryEntry.durableListener) ?? UInt64.random(in: 1...UInt64.max)
+        id = identity.makeListenerID()
         self.container = container
         self.transport = transport
         self.handlers = handlers
-        if let identity, let previous = Self.ending.withLock({ $0[Self.endingKey(identity, container)] }) {
+        if let identity = identity.clientIdentifier, let previous = Self.ending.withLock({ $0[Self.endingKey(identity, container)] }) {
             // Never on that thread itself (a block of its observers), which would wait for itself.
             let onIt = previous.thread == ObjectIdentifier(Thread.current)
             guard !onIt, previous.running.wait(timeout: .now() + .seconds(Limits.endingListenerWait)) == .success else {
@@ -86,7 +89,7 @@ final class Listener: Sendable {
         do throws(WormholeError) {
             bound = try Self.bind(id, identity: identity, transport: transport, in: container)
         } catch {
-            if identity == nil { SpoolFolder.remove(listener: id, in: container) }
+            if !identity.isDurable { SpoolFolder.remove(listener: id, in: container) }
             throw error
         }
         do throws(WormholeError) {
@@ -97,7 +100,7 @@ final class Listener: Sendable {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
             throw error
         }
-        inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(transport: transport, dropped: handlers.dropped)))
+        inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(transport: transport, dropped: handlers.dropped, warning: handlers.warning)))
         socketFile.withLock { $0 = currentSocketFile() }
         backlog.onRoom { [weak self] in self?.wake() }
     }
@@ -110,10 +113,10 @@ final class Listener: Sendable {
     /// Binds the listener's socket: an ephemeral one under its fresh random name, a durable one by claiming its
     /// identity's name.
     static func bind(
-        _ id: UInt64, identity: String?, transport: SocketKind, in container: Container
+        _ id: UInt64, identity: Identity, transport: SocketKind, in container: Container
     ) throws(WormholeError) -> OwnedDescriptor {
         let name = RegistryEntry.socketName(id)
-        guard let identity else {
+        guard let identity = identity.clientIdentifier else {
             try? Sys.removeFile(name, relativeTo: container.listenersDescriptor)
             return try UnixSocket.bind(
                 transport, directory: container.listenersDescriptor, directoryPath: container.listenersPath, name: name)
@@ -168,7 +171,7 @@ final class Listener: Sendable {
 
     /// Asks the receive thread to offer held-back spooled frames to the observers again.
     func recheckHeldBack() {
-        guard identity != nil else { return }
+        guard identity.isDurable else { return }
         recheck.store(true, ordering: .releasing)
         wake()
     }
@@ -204,10 +207,10 @@ final class Listener: Sendable {
             // The sockets closed as `run` returned; a socket file bound anew meanwhile goes too.
             removeSocketFile()
             // A durable listener's spool stays, to collect what is posted until its identity runs again.
-            if identity == nil { SpoolFolder.remove(listener: id, in: container) }
+            if !identity.isDurable { SpoolFolder.remove(listener: id, in: container) }
             closeWakePipe()
             running.leave()
-            if let identity {
+            if let identity = identity.clientIdentifier {
                 let key = Self.endingKey(identity, container)
                 Self.ending.withLock { ending in
                     if ending[key]?.running === running { ending[key] = nil }
@@ -226,7 +229,7 @@ final class Listener: Sendable {
     /// thread runs observers' code (which may be waiting for the caller): then the thread ends on its own.
     func stop() {
         guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        if let identity {
+        if let identity = identity.clientIdentifier {
             // A durable identity's socket stays until the thread ends: while it hands over the identity's spool,
             // the identity is still in use, and no other process may claim it.
             let thread = thread.withLock { $0 }

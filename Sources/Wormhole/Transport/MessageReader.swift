@@ -23,16 +23,20 @@ final class MessageReader {
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: batchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
+    private let warning: (String) -> Void
     /// Whether a read of 0 bytes means the peer closed its connection (sequenced packets); on a datagram socket
     /// it is an empty datagram, dropped like any other malformed message.
     private let emptyMeansClosed: Bool
 
-    init(transport: SocketKind, dropped: @escaping (_ count: Int, _ reason: String) -> Void) {
+    init(
+        transport: SocketKind, dropped: @escaping (_ count: Int, _ reason: String) -> Void, warning: @escaping (String) -> Void
+    ) {
         emptyMeansClosed = transport == .sequencedPacket
         self.dropped = dropped
+        self.warning = warning
     }
 
-    func warn(_ reason: String) { dropped(0, reason) }
+    func warn(_ reason: String) { warning(reason) }
 
     /// Starts a round of reads with a fresh ``roundBudget``.
     func beginRound() {
@@ -73,7 +77,7 @@ final class MessageReader {
                 received = try batch.receive(fd, upTo: asked)
             } catch {
                 lastFailure = error
-                dropped(0, "receive failed: \(error)")
+                warning("receive failed: \(error)")
                 return false
             }
             guard let received else { return true }

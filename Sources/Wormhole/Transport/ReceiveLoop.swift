@@ -134,7 +134,7 @@ extension Listener {
         // A durable listener's socket stayed in place while it ended (no other process may claim the identity
         // meanwhile): its name goes now, and what posters sent to it until then is read once more and handed over
         // (or held for the identity's next run), with what was read while taken segments waited, in order.
-        if identity != nil {
+        if identity.isDurable {
             removeSocketFile()
             // Sealed first: a poster still connected then fails and spools rather than send what would be lost.
             inbox.seal()
@@ -180,7 +180,7 @@ extension Listener {
                 waiting = direct
                 return true
             }
-            handlers.dropped(0, "listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
+            handlers.warning("listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
             handOver(taken, direct: direct, &reader)
             return true
         }
@@ -199,8 +199,9 @@ extension Listener {
                     handlers.frames(frames, self)
                     waitForRoom()
                 },
-                holdBack: { [identity] frame in identity != nil && handlers.holdBack(frame) },
-                dropped: { handlers.dropped($0, $1) }))
+                holdBack: { [identity] frame in identity.isDurable && handlers.holdBack(frame) },
+                dropped: { handlers.dropped($0, $1) },
+                warning: { handlers.warning($0) }))
     }
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
@@ -217,11 +218,11 @@ extension Listener {
             inbox.rebind(fresh, into: &frames)
             socketFile.withLock { $0 = currentSocketFile() }
             if !force {
-                handlers.dropped(0, "socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
+                handlers.warning("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }
             return true
         } catch {
-            handlers.dropped(0, "socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
+            handlers.warning("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
             return false
         }
     }
