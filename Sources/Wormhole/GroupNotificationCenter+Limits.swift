@@ -4,10 +4,10 @@ extension GroupNotificationCenter {
     public static let maximumPayloadSize = Limits.maximumPayloadSize
     /// The most bytes one listener's spool may hold by default: 128 MiB. A post that would pass it is not
     /// spooled for that listener, and the reporting post says so. ``Configuration`` changes it.
-    public static let maximumSpoolSize = 128 << 20
+    public static let maximumSpoolSize = Limits.maximumSpoolSize
     /// The most bytes all the spools of one container may hold together by default: 512 MiB.
     /// ``Configuration`` changes it.
-    public static let maximumContainerSpoolSize = 512 << 20
+    public static let maximumContainerSpoolSize = Limits.maximumContainerSpoolSize
     /// The most listening processes one container may hold: 512.
     public static let maximumListeners = Limits.maximumListeners
     /// How long a durable client identity may go unseen before the next process that registers in the container

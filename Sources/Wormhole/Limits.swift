@@ -4,6 +4,11 @@ enum Limits {
     static let maximumPayloadSize = 16 << 20
     /// The longest notification name, object or client identifier, in UTF-8 bytes.
     static let maximumNameLength = 4096
+    /// The most bytes one listener's spool may hold, unless a center's configuration says otherwise.
+    static let maximumSpoolSize = 128 << 20
+    /// The most bytes all the spools of one container may hold together, unless a center's configuration says
+    /// otherwise.
+    static let maximumContainerSpoolSize = 512 << 20
     /// The most listening processes one container may hold.
     static let maximumListeners = 512
     /// How long a durable client identity may go unseen before the next process that registers in the container
@@ -14,12 +19,11 @@ enum Limits {
     /// the spool. One this size fits when the buffer is empty; when it is not, the send fails with EAGAIN and the
     /// frame is spooled.
     static let maximumDirectFrameSize = 128 * 1024
-    /// How often an idle listener checks its spool, its socket file and its registry entry, in milliseconds.
-    static let housekeepingInterval: Int32 = 1000
+    /// How often an idle listener checks its spool, its socket file and its registry entry.
+    static let housekeepingInterval: Duration = .seconds(1)
     /// How long after reading its sockets without looking at its spool's bell afterwards a listener looks at it
-    /// anyway, in milliseconds: the longest a spooled frame waits when its poster found the socket full and
-    /// could not nudge.
-    static let bellLookMilliseconds: Int32 = 10
+    /// anyway: the longest a spooled frame waits when its poster found the socket full and could not nudge.
+    static let bellLook: Duration = .milliseconds(10)
     /// The most links a posting process keeps open per container; past it, the link used least recently is
     /// closed. A link holds up to five descriptors while it spools (its socket, the listener's spool folder and
     /// bell, its segment and its lease): on Apple platforms, whose default soft limit is 256 open files, 32 links
@@ -34,6 +38,131 @@ enum Limits {
     static let deliveryBacklogNotifications = 4096
     static let deliveryBacklogBytes = 16 << 20
     /// How long a durable identity's new listener waits for the receive thread of the one this process stopped
-    /// before it (which may be running an observer's block) to end, in seconds; then the identity is in use.
-    static let endingListenerWait = 10
+    /// before it (which may be running an observer's block) to end; then the identity is in use.
+    static let endingListenerWait: Duration = .seconds(10)
+    /// A listener whose socket keeps failing binds it anew at most this often.
+    static let forcedRebindInterval: Duration = .seconds(1)
+    /// A failure that repeats (a wait for the sockets) is said at most this often; every one is counted.
+    static let repeatedWarningInterval: Duration = .seconds(1)
+    /// How long a sequenced-packet listener out of descriptors leaves its listening socket alone.
+    static let acceptPause: Duration = .milliseconds(100)
+    /// How often a listener out of descriptors says so while it lasts.
+    static let descriptorWarningInterval: Duration = .seconds(10)
+
+    // MARK: Reading archives
+
+    /// The deepest nesting of containers accepted.
+    static let archiveMaximumDepth = 128
+    /// The most elements an archive may expand into, counting a shared object once per use.
+    static let archiveMaximumElements = 4_000_000
+    /// The most bytes any archive may expand into: what a consumer walking every reference would see, with
+    /// 8 bytes per element besides the bytes of its strings and data.
+    static let archiveMaximumExpandedBytes = 64 << 20
+    /// How much reading an archive may cost, per byte of it: reading each property-list object once costs
+    /// about one unit per byte; an archive that makes its readers parse shared objects over and over is refused
+    /// past this many.
+    static let archiveWorkFactor = 16
+    /// How many keys of one dictionary, or elements of one set, may share a hash.
+    static let maximumHashSharing = 16
+
+    // MARK: The registry
+
+    /// How long a reader trusts the snapshot it last checked against the mark without reading the mark again;
+    /// the time ``Registry/settle()`` waits after a change.
+    static let registryTrust: Duration = .microseconds(200)
+    /// How long a reader trusts an unchanged mark before it looks at the folder anyway.
+    static let registryRecheck: Duration = .milliseconds(100)
+    /// How long a reader trusts that the mark it reads is still the file at its name. A mark
+    /// replaced from outside (which writers then replace again) stays the same in a reader's old descriptor: it
+    /// is found out within this time, so that a registration is not missed for longer.
+    static let registryMarkRecheck: Duration = .milliseconds(1)
+    /// How long after its last change an entry file is trusted to be the one read before.
+    static let registryEntrySettled: Duration = .milliseconds(100)
+    /// The largest entry file read; a listener whose subscriptions would not fit registers for every name.
+    static let maximumRegistryEntrySize = 1 << 20
+
+    // MARK: Spools
+
+    /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
+    static let maximumSegmentSize = 1 << 30
+    /// How old an unnamed segment must be before a listener removes it: its poster died, or was
+    /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
+    /// a new one, so this only bounds how long a dead poster's file takes room.
+    static let unnamedSegmentLifetime: Duration = .seconds(60)
+    /// A userInfo larger than this is written on its own rather than copied behind its record's header.
+    static let separateWriteSize = 64 << 10
+    /// How long a segment found under its name is taken to still be there.
+    static let segmentRecheck: Duration = .microseconds(20)
+    /// How long after renewing a poster renews again before its next write: well within
+    /// ``lifetime``, so that a poster that writes keeps its lease fresh.
+    static let leaseRenewal: Duration = .seconds(1)
+    /// How old (by its modification time) another poster's lease may be and still count.
+    static let leaseLifetime: Duration = .seconds(5)
+    /// How far in the future a lease's time may be (clocks differ by a little) and still count.
+    static let leaseFutureTolerance: Duration = .seconds(1)
+    /// The most a renewal asks for beyond the record at hand, as a fraction of the cap: a flood of small records
+    /// renews about once per this much.
+    static let leaseAskDivisor = 32
+    static let spoolBudgetRemeasure: Duration = .milliseconds(100)
+    /// How soon a total that would refuse a post is measured again.
+    static let spoolBudgetMinimumRemeasure: Duration = .milliseconds(1)
+    /// Handed over at once when a drain has gathered this many frames or bytes.
+    static let spoolChunkFrames = 512
+    static let spoolChunkBytes = 8 << 20
+    /// How many sequence numbers per poster are remembered to drop a copy written again.
+    static let rememberedSequencesPerPoster = 512
+    static let rememberedPosters = 4096
+
+    // MARK: Group values
+
+    /// Emptied versions kept behind the newest, so that their numbers cannot be claimed again.
+    static let valueKeptNames: UInt64 = 256
+    /// Versions kept behind the newest.
+    static let valueKeptVersions: UInt64 = 8
+
+    // MARK: Sockets and reading them
+
+    /// The send buffer of a poster's sequenced-packet connection, which is what bounds how many frames queue
+    /// for a listener that has not read them yet (Linux charges a connected packet to its sender): 1 MiB asked,
+    /// which Linux doubles for its bookkeeping, so about 2,700 small frames where the default 208 KiB holds 278.
+    /// A poster faster than its listener then spools far less often; memory is used only while frames wait.
+    static let sequencedPacketSendBuffer: CInt = 1 << 20
+    /// Room a message needs in a send buffer beyond its bytes (the kernel's bookkeeping, an address).
+    static let sendBufferOverhead = 4096
+    /// How many messages one receive takes at most.
+    static let readBatchSize = 16
+    /// The most bytes of frames one round of reads takes (an inbox begins a round each time it reads): past it,
+    /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
+    /// so this bounds what posters can make the listener hold at once.
+    static let readRoundBudget = 64 << 20
+    /// One read in this many, while the socket holds one message at a time, asks for a batch.
+    static let readPaceProbeInterval = 8
+    /// The most connections a listener keeps open. Past it, the connection read least recently is closed
+    /// gracefully: no more sends are accepted on it (its poster connects again), and what it holds is read first.
+    static let maximumConnections = 256
+    /// The most sockets kept from before a rebind that could not be sealed, still read because posters
+    /// connected to them send there.
+    static let maximumRetiredSockets = 4
+    /// How many bytes of shared frames one poster may have sent to one listener that it has not read yet
+    /// (besides one frame, whatever its size): what a stopped listener's descriptors hold of memory.
+    static let maximumSharedUnread = 16 << 20
+    /// How many of those files a listener remembers.
+    static let recentSharedFiles = 64
+    /// The most received descriptors left open waiting for the closer; past it they are closed where they are,
+    /// so that a sender cannot make this process run out of descriptors.
+    static let maximumPendingCloses = 64
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds (at least 0), for uptime arithmetic.
+    var nanoseconds: UInt64 { UInt64(max(0, signedNanoseconds)) }
+
+    /// The duration in whole nanoseconds.
+    var signedNanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+
+    /// The duration in whole milliseconds, for `poll(2)`.
+    var milliseconds: Int32 { Int32(clamping: signedNanoseconds / 1_000_000) }
 }

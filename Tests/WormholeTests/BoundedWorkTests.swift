@@ -162,7 +162,7 @@ struct BoundedWorkTests {
     func expansionLimit() {
         #expect(KeyedArchiveDecoder.expansionLimit(archiveSize: 0) == 256 << 10)
         #expect(KeyedArchiveDecoder.expansionLimit(archiveSize: 1 << 20) == (8 << 20) + (256 << 10))
-        #expect(KeyedArchiveDecoder.expansionLimit(archiveSize: 16 << 20) == KeyedArchiveDecoder.maximumExpandedBytes)
+        #expect(KeyedArchiveDecoder.expansionLimit(archiveSize: 16 << 20) == Limits.archiveMaximumExpandedBytes)
     }
 
     @Test("the keyed archive's writer refuses what receivers would refuse for its expansion, and receivers accept the rest")

@@ -278,7 +278,7 @@ struct CodecTests {
     @Test("a userInfo nested deeper than receivers accept is refused by the poster")
     func posterRefusesDeepNesting() throws {
         var value: Any = "bottom"
-        for _ in 0..<(KeyedArchiveDecoder.maximumDepth + 1) { value = [value] }
+        for _ in 0..<(Limits.archiveMaximumDepth + 1) { value = [value] }
         #expect { try UserInfoCodec.encode(["deep": value], maximumSize: 1 << 20) } throws: {
             ($0 as? WormholeError)?.code == .unsupportedValue
         }

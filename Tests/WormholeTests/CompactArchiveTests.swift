@@ -102,8 +102,8 @@ struct CompactArchiveTests {
                 + [Tag.null.rawValue])
         }
         let allowed = AllowedClasses([NSDictionary.self, NSArray.self, NSString.self, NSNull.self])
-        #expect(try UserInfoCodec.decode(nested(KeyedArchiveDecoder.maximumDepth - 1), allowed: allowed).count == 1)
-        rejects(nested(KeyedArchiveDecoder.maximumDepth), allowed: allowed)
+        #expect(try UserInfoCodec.decode(nested(Limits.archiveMaximumDepth - 1), allowed: allowed).count == 1)
+        rejects(nested(Limits.archiveMaximumDepth), allowed: allowed)
         rejects(nested(100_000), allowed: allowed)
         var deep: Any = 1
         for _ in 0..<200 { deep = [deep] }
@@ -127,7 +127,7 @@ struct CompactArchiveTests {
         let keys = (1...40).map { NSNumber(value: Double($0) * 0x1p64) }
         try #require(Set(keys.map { AnyHashable($0).hashValue }).count < 5, "the keys chosen still collide here")
         let allowed = AllowedClasses([NSDictionary.self, NSNumber.self, NSNull.self])
-        #expect(try UserInfoCodec.decode(numberKeys(HashBound.maximumSharing), allowed: allowed).count == HashBound.maximumSharing)
+        #expect(try UserInfoCodec.decode(numberKeys(Limits.maximumHashSharing), allowed: allowed).count == Limits.maximumHashSharing)
         rejects(numberKeys(40), allowed: allowed)
         var set: [UInt8] = [Tag.set.rawValue, 40]
         for k in 1...40 {

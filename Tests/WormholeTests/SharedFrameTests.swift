@@ -112,7 +112,7 @@ struct SharedFrameTests {
         let archive = try UserInfoCodec.encode(["blob": blob, "small": Data([1, 2, 3])], maximumSize: 1 << 20)
         let frame = Frame(poster: 9, sequence: 1, name: "big", object: nil, userInfo: archive)
         let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo)
-        var recent = SharedFrame.RecentFiles(capacity: SharedFrame.recentFilesRemembered)
+        var recent = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
         let read = try message(for: frame.encoded()).withRawBytes { (bytes) throws(WormholeError) in
             try SharedFrame.read(bytes, file: file.rawValue, recent: &recent)
         }
@@ -302,7 +302,7 @@ struct SharedFrameTests {
         #expect(try listener.waitForExit(timeout: 30) == 0)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [0, 1, 2])
         #expect(listener.errorOutput.filter { $0.contains("carried 1 descriptors") }.count >= 1)
-        #expect(held.count <= DescriptorPassing.maximumPendingCloses, "closed as they came, not kept")
+        #expect(held.count <= Limits.maximumPendingCloses, "closed as they came, not kept")
     }
 
     @Test("forged shared frames and stray descriptors are dropped and counted, every descriptor closed; later posts arrive")

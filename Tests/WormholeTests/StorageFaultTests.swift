@@ -53,7 +53,7 @@ struct StorageFaultTests {
         let fresh = "0000000000000002-0000000000000007" + SpoolFolder.unnamedSuffix
         try plantSegment(segment("old"), named: old, for: center, in: container)
         try plantSegment(segment("fresh"), named: fresh, for: center, in: container)
-        let longAgo = Date().addingTimeInterval(-Double(SpoolFolder.unnamedLifetime) - 60)
+        let longAgo = Date().addingTimeInterval(-Double(Limits.unnamedSegmentLifetime.components.seconds) - 60)
         try FileManager.default.setAttributes([.modificationDate: longAgo], ofItemAtPath: folder + old)
         center.endpoint.listenerSpool?.bell.touch()
 
@@ -449,7 +449,7 @@ struct StorageFaultTests {
         let recorder = Recorder()
         center.addObserver(forName: .init("many"), object: nil, queue: nil, using: recorder.block)
         let own = try #require(center.listenerStatus().first { $0.pid == getpid() })
-        let count = SeqpacketInbox.maximumConnections + 44
+        let count = Limits.maximumConnections + 44
         var connections: [OwnedDescriptorBox] = []
         var failedSends = 0
         for index in 0..<count {

@@ -13,6 +13,9 @@ final class Fanout: Sendable {
     private let links = Mutex(Links())
     private let linksGeneration = Atomic<Int>(0)
     private let linkContext: PeerLink.Context
+    private let container: Container
+    /// When a post last made sure the container is still at its path, in uptime nanoseconds.
+    private let containerChecked = Atomic<UInt64>(0)
 
     /// The links of this process, and the listeners whose link was closed while it may have had frames in flight.
     private struct Links {
@@ -24,6 +27,7 @@ final class Fanout: Sendable {
     init(container: Container, configuration: GroupNotificationCenter.Configuration) {
         let poster = UInt64.random(in: 1...UInt64.max)
         self.poster = poster
+        self.container = container
         nudge = Frame.nudge(from: poster).encoded()
         let stamps = SegmentStamps()
         linkContext = PeerLink.Context(
@@ -105,6 +109,19 @@ final class Fanout: Sendable {
             links.open[entry.listener] = link
             return link
         }
+    }
+
+    /// Refuses to post into a container whose path now names another folder (moved, removed or recreated):
+    /// nobody there would hear it. Looked at once a tenth of a second.
+    func checkContainerIsAtItsPath() throws(WormholeError) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard now &- containerChecked.load(ordering: .relaxed) > Limits.registryRecheck.nanoseconds else { return }
+        guard container.isAtItsPath else {
+            throw WormholeError(
+                .incompatibleContainer,
+                "container \(container.path) was moved, removed or recreated after this process opened it; open a new center")
+        }
+        containerChecked.store(now, ordering: .relaxed)
     }
 }
 

@@ -84,7 +84,7 @@ final class Membership: Sendable {
         var entry = RegistryEntry(
             listener: listener, pid: Sys.processID, subscriptions: subscriptions, identity: identity.clientIdentifier,
             lastSeen: identity.isDurable ? Int64(Date().timeIntervalSince1970) : 0, transport: transport)
-        if RegistryFormat.encodedSize(of: entry) > Registry.maximumEntrySize {
+        if RegistryFormat.encodedSize(of: entry) > Limits.maximumRegistryEntrySize {
             if !saidTooMany.exchange(true, ordering: .relaxed) {
                 Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
             }

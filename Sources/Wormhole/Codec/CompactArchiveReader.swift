@@ -4,8 +4,8 @@ import Foundation
 ///
 /// One pass, front to back: every read is checked against the end, every count against the bytes left (each
 /// value takes at least one byte, so no count can make it allocate more than the archive's size), every string
-/// is validated UTF-8, nesting stops at ``KeyedArchiveDecoder/maximumDepth``, and the number keys of a
-/// dictionary and the members of a set may not share a hash beyond ``HashBound/maximumSharing``. Values are
+/// is validated UTF-8, nesting stops at ``Limits/archiveMaximumDepth``, and the number keys of a
+/// dictionary and the members of a set may not share a hash beyond ``Limits/maximumHashSharing``. Values are
 /// those ``KeyedArchiveDecoder`` gives for the same userInfo, each checked against the allowed classes.
 ///
 /// A `Data` value of at least ``sharedDataMinimum`` bytes in an archive read from a mapped memory file
@@ -49,8 +49,8 @@ struct CompactArchiveReader: ~Copyable {
     }
 
     private mutating func value(depth: Int) throws(WormholeError) -> Any {
-        guard depth <= KeyedArchiveDecoder.maximumDepth else {
-            throw corrupt("nests deeper than \(KeyedArchiveDecoder.maximumDepth) levels")
+        guard depth <= Limits.archiveMaximumDepth else {
+            throw corrupt("nests deeper than \(Limits.archiveMaximumDepth) levels")
         }
         let start = offset
         guard let tag = CompactArchive.Tag(rawValue: try byte()) else { throw corrupt("has an unknown tag", at: start) }

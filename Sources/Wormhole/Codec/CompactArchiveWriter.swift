@@ -7,7 +7,7 @@ import Foundation
 /// ``KeyedArchiveEncoder``, which archives it or says precisely what is wrong.
 struct CompactArchiveWriter {
     private var bytes: [UInt8]
-    private var depthLeft = KeyedArchiveDecoder.maximumDepth
+    private var depthLeft = Limits.archiveMaximumDepth
 
     private init() {
         bytes = []

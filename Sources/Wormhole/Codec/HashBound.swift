@@ -4,17 +4,15 @@
 /// hash alike turn each insertion into a walk over the others, seconds for a few thousand. Keys whose hashes
 /// are spread out cost one counter update each.
 struct HashBound {
-    /// How many keys of one dictionary, or elements of one set, may share a hash.
-    static let maximumSharing = 16
 
     private var counts: [Int: Int] = [:]
 
-    /// Counts `hash`; throws once more than ``maximumSharing`` values of container `index` share it.
+    /// Counts `hash`; throws once more than ``Limits/maximumHashSharing`` values of container `index` share it.
     mutating func admit(_ hash: Int, in index: Int) throws(WormholeError) {
         let count = (counts[hash] ?? 0) + 1
         counts[hash] = count
-        guard count <= Self.maximumSharing else {
-            throw WormholeError(.corruptData, "object \(index) has more than \(Self.maximumSharing) keys with one hash")
+        guard count <= Limits.maximumHashSharing else {
+            throw WormholeError(.corruptData, "object \(index) has more than \(Limits.maximumHashSharing) keys with one hash")
         }
     }
 }

@@ -11,25 +11,14 @@ import Foundation
 /// hash collisions are bounded, and a keyed object claiming a Foundation class this decoder does not read is
 /// refused rather than handed on.
 struct KeyedArchiveDecoder {
-    /// The deepest nesting of containers accepted.
-    static let maximumDepth = 128
-    /// The most elements an archive may expand into, counting a shared object once per use.
-    static let maximumElements = 4_000_000
-    /// The most bytes any archive may expand into: what a consumer walking every reference would see, with
-    /// 8 bytes per element besides the bytes of its strings and data.
-    static let maximumExpandedBytes = 64 << 20
 
     /// The most bytes an archive of `size` bytes may expand into: 8 times its size plus 256 KiB, at most
-    /// ``maximumExpandedBytes``. Sharing (an equal string used twice, an object referenced twice) is what
+    /// ``Limits/archiveMaximumExpandedBytes``. Sharing (an equal string used twice, an object referenced twice) is what
     /// makes an archive expand; a sender that shares a lot is refused before a consumer pays for it.
     static func expansionLimit(archiveSize size: Int) -> Int {
-        min(maximumExpandedBytes, (256 << 10) + 8 * size)
+        min(Limits.archiveMaximumExpandedBytes, (256 << 10) + 8 * size)
     }
 
-    /// How much reading an archive may cost, per byte of it: reading each property-list object once costs
-    /// about one unit per byte; an archive that makes its readers parse shared objects over and over is refused
-    /// past this many.
-    static let workFactor = 16
 
     /// The one `NSNull` every decoded null is: two NSNull instances are equal but hash apart, which would
     /// trap a set.
@@ -58,7 +47,7 @@ struct KeyedArchiveDecoder {
     private let objects: BinaryPropertyList.References
     private let allowed: AllowedClasses
     private let byteLimit: Int
-    /// What is left of the archive's work budget, in references and bytes read (see ``workFactor``).
+    /// What is left of the archive's work budget, in references and bytes read (see ``Limits/archiveWorkFactor``).
     private var workLeft: Int
     /// Per archived object: its value once decoded, its expanded size, and whether it is being decoded now.
     private var values: [Any?]
@@ -88,7 +77,7 @@ struct KeyedArchiveDecoder {
         plist = try BinaryPropertyList(bytes)
         self.allowed = allowed
         byteLimit = Self.expansionLimit(archiveSize: bytes.count)
-        workLeft = Self.workFactor * bytes.count + 4_096
+        workLeft = Limits.archiveWorkFactor * bytes.count + 4_096
         guard case .dictionary(let keys, let values) = try plist.object(plist.topObject) else {
             throw WormholeError(.corruptData, "archive's top level is not a dictionary")
         }
@@ -135,8 +124,8 @@ struct KeyedArchiveDecoder {
         }
         let index = Int(uid)
         if let value = values[index] { return value }
-        guard depth <= Self.maximumDepth else {
-            throw WormholeError(.corruptData, "object \(index) is nested deeper than \(Self.maximumDepth) levels")
+        guard depth <= Limits.archiveMaximumDepth else {
+            throw WormholeError(.corruptData, "object \(index) is nested deeper than \(Limits.archiveMaximumDepth) levels")
         }
         guard !inProgress[index] else {
             throw WormholeError(.corruptData, "object \(index) contains itself")
@@ -428,8 +417,8 @@ struct KeyedArchiveDecoder {
     }
 
     private func check(_ weight: Weight, _ index: Int) throws(WormholeError) {
-        guard weight.elements <= Self.maximumElements else {
-            throw WormholeError(.corruptData, "object \(index) expands into more than \(Self.maximumElements) elements")
+        guard weight.elements <= Limits.archiveMaximumElements else {
+            throw WormholeError(.corruptData, "object \(index) expands into more than \(Limits.archiveMaximumElements) elements")
         }
         guard weight.bytes <= byteLimit else {
             throw WormholeError(.corruptData, "object \(index) expands into more than \(byteLimit) bytes")

@@ -26,7 +26,7 @@ struct KeyedArchiveEncoder {
     private var sharedStrings: [String: Int] = [:]
     private let maximumSize: Int
     private var bytesLeft: Int
-    private var depthLeft = KeyedArchiveDecoder.maximumDepth
+    private var depthLeft = Limits.archiveMaximumDepth
 
     /// The archive of `root`.
     /// - Throws: ``WormholeError/Code/unsupportedValue`` naming, from `path`, where a value is neither a
@@ -104,11 +104,11 @@ struct KeyedArchiveEncoder {
         let bytes = writer.bytes(top: document)
         // Receivers refuse what expands past these; the sender learns it here, with the reason.
         let limit = KeyedArchiveDecoder.expansionLimit(archiveSize: bytes.count)
-        guard expandedBytes <= limit, expandedElements <= KeyedArchiveDecoder.maximumElements else {
+        guard expandedBytes <= limit, expandedElements <= Limits.archiveMaximumElements else {
             throw WormholeError(
                 .unsupportedValue,
                 "\(path) expands into \(expandedElements) elements and \(expandedBytes) bytes, counting each use of a shared "
-                    + "value; receivers accept \(KeyedArchiveDecoder.maximumElements) elements and \(limit) bytes for this archive")
+                    + "value; receivers accept \(Limits.archiveMaximumElements) elements and \(limit) bytes for this archive")
         }
         return bytes
     }
@@ -439,7 +439,7 @@ struct KeyedArchiveEncoder {
     private mutating func descend(_ path: String) throws(WormholeError) {
         depthLeft -= 1
         guard depthLeft >= 0 else {
-            throw WormholeError(.unsupportedValue, "\(path) is nested deeper than \(KeyedArchiveDecoder.maximumDepth) levels")
+            throw WormholeError(.unsupportedValue, "\(path) is nested deeper than \(Limits.archiveMaximumDepth) levels")
         }
     }
 }

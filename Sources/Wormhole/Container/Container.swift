@@ -133,7 +133,7 @@ final class Container: Sendable {
         switch opened {
         case .success(let fd):
             descriptor = OwnedDescriptor(rawValue: fd)
-        case .failure(let error) where error.systemErrno == .notDirectory || error.systemErrno == .symbolicLink:
+        case .failure(let error) where error.systemErrno == Errno.notDirectory || error.systemErrno == Errno.symbolicLink:
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
         case .failure(let error):
             throw WormholeError(.invalidContainer, "cannot open \(shown)", errno: error.errno)

@@ -83,16 +83,13 @@ extension DescriptorPassing {
     /// Where received descriptors that may not be memory files are closed: off the receive thread, since
     /// closing a file can wait for whoever serves it (a FUSE daemon's flush, a TCP socket lingering on unsent
     /// data), and a hostile sender could otherwise stall the listener. One at a time: while one close waits,
-    /// the others wait behind it, holding their descriptors, at most ``maximumPendingCloses`` of them.
+    /// the others wait behind it, holding their descriptors, at most ``Limits/maximumPendingCloses`` of them.
     private static let closer = DispatchQueue(label: "Wormhole received descriptors")
     private static let pendingCloses = Atomic<Int>(0)
-    /// The most received descriptors left open waiting for the closer; past it they are closed where they are,
-    /// so that a sender cannot make this process run out of descriptors.
-    static let maximumPendingCloses = 64
 
     /// Closes a descriptor a message carried without waiting on the file where it can: a memory file (which
     /// `F_GET_SEALS` tells without calling on any file system) at once, anything else on ``closer``, unless
-    /// ``maximumPendingCloses`` already wait there.
+    /// ``Limits/maximumPendingCloses`` already wait there.
     static func closeReceived(_ fd: CInt) {
         #if canImport(Glibc)
         if (try? LinuxCalls.seals(of: fd)) != nil {
@@ -100,7 +97,7 @@ extension DescriptorPassing {
             return
         }
         #endif
-        guard pendingCloses.add(1, ordering: .relaxed).newValue <= maximumPendingCloses else {
+        guard pendingCloses.add(1, ordering: .relaxed).newValue <= Limits.maximumPendingCloses else {
             pendingCloses.subtract(1, ordering: .relaxed)
             Sys.close(fd)
             return

@@ -49,11 +49,6 @@ enum SocketOptions {
         #endif
     }
 
-    /// The send buffer of a poster's sequenced-packet connection, which is what bounds how many frames queue
-    /// for a listener that has not read them yet (Linux charges a connected packet to its sender): 1 MiB asked,
-    /// which Linux doubles for its bookkeeping, so about 2,700 small frames where the default 208 KiB holds 278.
-    /// A poster faster than its listener then spools far less often; memory is used only while frames wait.
-    static let sequencedPacketSendBuffer: CInt = 1 << 20
 
     /// Sets up a new socket. On Linux SOCK_CLOEXEC is given to socket() and MSG_NOSIGNAL to each send.
     /// - Throws: when a socket that would raise SIGPIPE cannot be made not to.
@@ -65,7 +60,7 @@ enum SocketOptions {
         if transport == .datagram { sizeSendBuffer(fd, asking: CInt(datagramSendBuffer), transport) }
         #else
         switch transport {
-        case .sequencedPacket: sizeSendBuffer(fd, asking: sequencedPacketSendBuffer, transport)
+        case .sequencedPacket: sizeSendBuffer(fd, asking: Limits.sequencedPacketSendBuffer, transport)
         case .datagram: sizeSendBuffer(fd, asking: CInt(datagramSendBuffer), transport)
         }
         #endif
@@ -97,8 +92,6 @@ enum SocketOptions {
         }
     }
 
-    /// Room a message needs in a send buffer beyond its bytes (the kernel's bookkeeping, an address).
-    private static let sendOverhead = 4096
 
     /// Asks for a send buffer of `asked` bytes and reads back what was granted; a grant too small for the
     /// largest direct frame lowers ``directFrameLimit(_:)`` for the process, said once.
@@ -110,7 +103,7 @@ enum SocketOptions {
         if let refusal {
             sendBufferRefusal.once { "setsockopt SO_SNDBUF \(asked) refused (errno \(refusal)); sockets keep \(granted) bytes" }
         }
-        let limit = max(0, min(Limits.maximumDirectFrameSize, Int(granted) - sendOverhead))
+        let limit = max(0, min(Limits.maximumDirectFrameSize, Int(granted) - Limits.sendBufferOverhead))
         guard limit < Limits.maximumDirectFrameSize else { return }
         let previous = transport == .datagram
             ? grantedLimits.datagram.min(limit, ordering: .relaxed).oldValue

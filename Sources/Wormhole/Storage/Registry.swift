@@ -15,7 +15,7 @@ import Synchronization
 /// least every tenth of a second (the folder's identity and modification time), in case a writer died between
 /// its rename and its mark.
 ///
-/// A poster reads the mark at most once per ``trustInterval``: posts closer together than that share a
+/// A poster reads the mark at most once per ``Limits/registryTrust``: posts closer together than that share a
 /// reading. A writer whose change every later post must see (an observer being added) waits as long after its
 /// mark before it returns (``settle()``): a post that begins after that reads the mark again.
 final class Registry: Sendable {
@@ -37,7 +37,7 @@ final class Registry: Sendable {
         var changes = 0
 
         func isTrusted(at now: UInt64) -> Bool {
-            trustedSince != 0 && now >= trustedSince && now - trustedSince < Registry.trustInterval
+            trustedSince != 0 && now >= trustedSince && now - trustedSince < Limits.registryTrust.nanoseconds
         }
 
         /// Trusts the snapshot from `now`, when the mark was read, unless this process changed the registry since.
@@ -52,19 +52,6 @@ final class Registry: Sendable {
     }
 
     static let changesName = "registry.changes"
-    /// How long a reader trusts the snapshot it last checked against the mark without reading the mark again, in
-    /// nanoseconds; the time ``settle()`` waits after a change.
-    static let trustInterval: UInt64 = 200_000
-    /// How long a reader trusts an unchanged mark before it looks at the folder anyway, in nanoseconds.
-    static let recheckInterval: UInt64 = 100_000_000
-    /// How long a reader trusts that the mark it reads is still the file at its name, in nanoseconds. A mark
-    /// replaced from outside (which writers then replace again) stays the same in a reader's old descriptor: it
-    /// is found out within this time, so that a registration is not missed for longer.
-    static let markRecheckInterval: UInt64 = 1_000_000
-    /// How long after its last change an entry file is trusted to be the one read before, in nanoseconds.
-    static let settledAfter: Int64 = 100_000_000
-    /// The largest entry file read; a listener whose subscriptions would not fit registers for every name.
-    static let maximumEntrySize = 1 << 20
 
     private let container: Container
     /// Counts an entry skipped because it cannot be read.
@@ -94,12 +81,12 @@ final class Registry: Sendable {
             let age = now > cache.checked ? now - cache.checked : 0
             if cache.loaded && mark != 0 && mark == cache.mark {
                 let markAge = now > cache.markChecked ? now - cache.markChecked : 0
-                if age < Self.recheckInterval && (markAge < Self.markRecheckInterval || changes.isCurrent()) {
-                    if markAge >= Self.markRecheckInterval { cache.markChecked = now }
+                if age < Limits.registryRecheck.nanoseconds && (markAge < Limits.registryMarkRecheck.nanoseconds || changes.isCurrent()) {
+                    if markAge >= Limits.registryMarkRecheck.nanoseconds { cache.markChecked = now }
                     cache.trust(from: now, unlessChangedSince: changesBefore)
                     return cache.snapshot
                 }
-                if age >= Self.recheckInterval, let folder = folderState(), let cached = cache.folder, folder == cached,
+                if age >= Limits.registryRecheck.nanoseconds, let folder = folderState(), let cached = cache.folder, folder == cached,
                     changes.isCurrent()
                 {
                     cache.checked = now
@@ -135,7 +122,7 @@ final class Registry: Sendable {
     private func reload(_ cache: inout Cache) {
         // A folder changed within the last moments may change again within the same tick of its clock, unseen:
         // its state is kept, to skip later listings, only once it is settled.
-        cache.folder = folderState().flatMap { nanosecondsSince($0.modified) > Self.settledAfter ? $0 : nil }
+        cache.folder = folderState().flatMap { nanosecondsSince($0.modified) > Limits.registryEntrySettled.signedNanoseconds ? $0 : nil }
         let directory = container.registryDescriptor
         let names = (try? Sys.listDirectory(directory, limit: 4 * Limits.maximumListeners)) ?? []
         var files: [String: CachedEntry] = [:]
@@ -145,7 +132,7 @@ final class Registry: Sendable {
             let identity = status.identity, size = Int(status.st_size), modified = status.modifiedNanoseconds
             // A file changed within the last moments may share inode, size and (coarse) time with the one read
             // before it: read it again, as git does with "racily clean" files.
-            let settled = status.ageNanoseconds > Self.settledAfter
+            let settled = status.ageNanoseconds > Limits.registryEntrySettled.signedNanoseconds
             if settled, let old = cache.files[name], old.identity == identity, old.size == size, old.modified == modified {
                 files[name] = old
                 continue
@@ -165,7 +152,7 @@ final class Registry: Sendable {
     /// One entry file, checked; nil (said and counted) when it is damaged, of another type, or too large.
     private func readEntry(_ name: String) -> RegistryEntry? {
         do throws(WormholeError) {
-            let bytes = try StoredFile.read(name, in: container.registryDescriptor, limit: Self.maximumEntrySize)
+            let bytes = try StoredFile.read(name, in: container.registryDescriptor, limit: Limits.maximumRegistryEntrySize)
             let entry = try RegistryFormat.decodeEntry(bytes)
             guard FileName.value(ofHex: name) == entry.listener else {
                 throw WormholeError(.corruptData, "registry entry \(name) names listener \(FileName.hex(entry.listener))")
@@ -181,11 +168,11 @@ final class Registry: Sendable {
     }
 
     /// Writes a listener's own entry (replacing its file whole) and tells every reader.
-    /// - Throws: ``WormholeError/Code/payloadTooLarge`` when the entry is over ``maximumEntrySize``.
+    /// - Throws: ``WormholeError/Code/payloadTooLarge`` when the entry is over ``Limits/maximumRegistryEntrySize``.
     func write(_ entry: RegistryEntry) throws(WormholeError) {
         let bytes = RegistryFormat.encode(entry)
-        guard bytes.count <= Self.maximumEntrySize else {
-            throw WormholeError(.payloadTooLarge, "registry entry of \(bytes.count) bytes is over \(Self.maximumEntrySize)")
+        guard bytes.count <= Limits.maximumRegistryEntrySize else {
+            throw WormholeError(.payloadTooLarge, "registry entry of \(bytes.count) bytes is over \(Limits.maximumRegistryEntrySize)")
         }
         StopPoint.reached("registry.write")
         try StoredFile.replace(entry.fileName, in: container.registryDescriptor, with: bytes)
@@ -199,7 +186,7 @@ final class Registry: Sendable {
     }
 
     /// Tells every reader of a change: this process's next snapshot looks, and others' once their trust ends
-    /// (``trustInterval``, and ``markRecheckInterval`` more when the mark file had to be made anew, which readers
+    /// (``Limits/registryTrust``, and ``Limits/registryMarkRecheck`` more when the mark file had to be made anew, which readers
     /// keeping the old one open notice only when they check its name).
     private func markChanged() {
         let inPlace = changes.touch()
@@ -207,7 +194,7 @@ final class Registry: Sendable {
             cache.trustedSince = 0
             cache.changes += 1
         }
-        let until = DispatchTime.now().uptimeNanoseconds + (inPlace ? 0 : Self.markRecheckInterval) + Self.trustInterval
+        let until = DispatchTime.now().uptimeNanoseconds + (inPlace ? 0 : Limits.registryMarkRecheck.nanoseconds) + Limits.registryTrust.nanoseconds
         trustedUntil.withLock { $0 = max($0, until) }
     }
 

@@ -17,9 +17,6 @@ final class SpoolBudget: Sendable {
         var valid = false
     }
 
-    static let remeasureInterval: UInt64 = 100_000_000
-    /// How soon a total that would refuse a post is measured again, in nanoseconds.
-    static let minimumRemeasureInterval: UInt64 = 1_000_000
 
     let limit: Int
     private let container: Container
@@ -35,8 +32,8 @@ final class SpoolBudget: Sendable {
         let now = DispatchTime.now().uptimeNanoseconds
         try state.withLock { (state) throws(WormholeError) in
             let over = state.total + bytes > limit
-            if !state.valid || now &- state.measured > Self.remeasureInterval
-                || (over && now &- state.measured > Self.minimumRemeasureInterval)
+            if !state.valid || now &- state.measured > Limits.spoolBudgetRemeasure.nanoseconds
+                || (over && now &- state.measured > Limits.spoolBudgetMinimumRemeasure.nanoseconds)
             {
                 state.total = Self.measure(container)
                 state.measured = now

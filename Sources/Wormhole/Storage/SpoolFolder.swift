@@ -20,15 +20,9 @@ final class SpoolFolder: Sendable {
     static let takenSuffix = ".taken"
     /// A segment whose first record is still being written: it gets its `.seg` name once that record is whole.
     static let unnamedSuffix = ".new"
-    /// How old an unnamed segment must be, in seconds, before a listener removes it: its poster died, or was
-    /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
-    /// a new one, so this only bounds how long a dead poster's file takes room.
-    static let unnamedLifetime = 60
     static let heldPrefix = "held-"
     /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a sparse file whose size is what it may still write.
     static let leasePrefix = "lease-"
-    /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
-    static let maximumSegmentSize = 1 << 30
 
     let listener: UInt64
     let descriptor: CInt
@@ -72,7 +66,7 @@ final class SpoolFolder: Sendable {
     /// `stamp`: the wall clock in nanoseconds when made, strictly increasing within one process
     /// (``SegmentStamps``), so a listener reads one poster's segments in the order written, and a later poster's
     /// after an earlier one's. Returns nil when a listener removed the unnamed file first (this poster was
-    /// stopped past ``unnamedLifetime``): write the record again. A missing folder throws `ENOENT`.
+    /// stopped past ``Limits/unnamedSegmentLifetime``): write the record again. A missing folder throws `ENOENT`.
     func createSegment(poster: UInt64, stamp: UInt64, holding frame: [UInt8]) throws(WormholeError) -> SpoolSegment? {
         var made: SpoolSegment? = nil
         try frame.withRawBytes { (raw) throws(WormholeError) in
@@ -121,7 +115,7 @@ final class SpoolFolder: Sendable {
         var bytes = segment.offset == 0 ? SpoolRecord.header(key: segment.key) : []
         bytes += SpoolRecord.header(head: head, rest: rest, key: segment.key)
         bytes.append(contentsOf: head)
-        let separate = rest.count > Self.separateWriteSize
+        let separate = rest.count > Limits.separateWriteSize
         if !separate { bytes.append(contentsOf: rest) }
         do throws(WormholeError) {
             let fd = segment.file.rawValue
@@ -134,8 +128,6 @@ final class SpoolFolder: Sendable {
         }
     }
 
-    /// A userInfo larger than this is written on its own rather than copied behind its record's header.
-    static let separateWriteSize = 64 << 10
 
     /// Whether `segment` still has its name: nobody has taken it yet.
     func holds(_ segment: borrowing SpoolSegment) -> Bool {
@@ -166,12 +158,12 @@ final class SpoolFolder: Sendable {
         return taken.sorted()
     }
 
-    /// Removes the unnamed segment `name` when it is older than ``unnamedLifetime``: its poster is gone, or
+    /// Removes the unnamed segment `name` when it is older than ``Limits/unnamedSegmentLifetime``: its poster is gone, or
     /// will write its record again when it runs. One whose time is as far in the future was planted, or the
     /// clock went back: removed too, so it cannot stay for ever.
     private func removeIfAbandoned(_ name: String) {
         guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false) else { return }
-        let lifetime = Int64(Self.unnamedLifetime) * 1_000_000_000
+        let lifetime = Limits.unnamedSegmentLifetime.signedNanoseconds
         if status.ageNanoseconds > lifetime || status.ageNanoseconds < -lifetime { remove(name) }
     }
 
@@ -191,7 +183,7 @@ final class SpoolFolder: Sendable {
     /// The sequence number of the first frame in the segment `name`, read from its header without checking the
     /// record (which may still be being written); nil when there is none yet.
     func firstSequence(of name: String) -> UInt64? {
-        guard let opened = try? StoredFile.openForReading(name, in: descriptor, limit: Self.maximumSegmentSize) else { return nil }
+        guard let opened = try? StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize) else { return nil }
         let offset = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
         var bytes = [UInt8](repeating: 0, count: offset + Frame.headerSize)
         guard read(opened.file.rawValue, into: &bytes, at: 0) == bytes.count else { return nil }
@@ -231,7 +223,7 @@ final class SpoolFolder: Sendable {
     func readSegment(_ name: String, _ body: ([UInt8]) -> Void) -> SegmentEnd {
         let opened: OpenedFile
         do throws(WormholeError) {
-            opened = try StoredFile.openForReading(name, in: descriptor, limit: Self.maximumSegmentSize)
+            opened = try StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize)
         } catch where error.systemErrno == .noSuchFile {
             return .whole
         } catch {

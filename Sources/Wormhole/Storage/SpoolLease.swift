@@ -9,27 +9,17 @@ import Darwin
 ///
 /// The reservation is the file `lease-<poster>` in the spool folder: its *size* (a sparse file, holding no
 /// blocks) is what the poster may still write there. Before it writes a record a poster renews its lease when it
-/// has none, when what is left is too small, or when it is older than ``renewAfter``: it first sets the file's size
+/// has none, when what is left is too small, or when it is older than ``Limits/leaseRenewal``: it first sets the file's size
 /// to what it asks for, *then* measures the folder (the segments waiting, plus the fresh leases of the other
 /// posters). Of two posters renewing at once, the one that measures last sees the other's lease, so together they
 /// never pass the cap. What a poster writes comes off its local ``remaining``; the file keeps the size set at the
 /// renewal, so written bytes count twice (in the segment and in the lease) until the next one: erring on the safe side.
 ///
-/// A lease not renewed for ``lifetime`` (its poster died, or is stopped) is stale: measurements ignore it and remove
+/// A lease not renewed for ``Limits/leaseLifetime`` (its poster died, or is stopped) is stale: measurements ignore it and remove
 /// it, so it never blocks the others. A poster stopped with a lease comes back to renew before it writes more than
 /// the record it was writing, so the cap can be passed only by that record, for each poster stopped for longer
-/// than ``lifetime`` between renewing and finishing a write.
+/// than ``Limits/leaseLifetime`` between renewing and finishing a write.
 struct SpoolLease: ~Copyable {
-    /// How long after renewing (uptime, nanoseconds) a poster renews again before its next write: well within
-    /// ``lifetime``, so that a poster that writes keeps its lease fresh.
-    static let renewAfter: UInt64 = 1_000_000_000
-    /// How old (by its modification time) another poster's lease may be and still count, in nanoseconds.
-    static let lifetime: Int64 = 5_000_000_000
-    /// How far in the future a lease's time may be (clocks differ by a little) and still count.
-    static let futureTolerance: Int64 = 1_000_000_000
-    /// The most a renewal asks for beyond the record at hand, as a fraction of the cap: a flood of small records
-    /// renews about once per this much.
-    static let askDivisor = 32
 
     let name: String
     let file: OwnedDescriptor
@@ -43,9 +33,9 @@ struct SpoolLease: ~Copyable {
     var spent = 0
 
     /// Takes `size` bytes out of what is left, when that much is left and the lease was renewed within
-    /// ``renewAfter`` before `now` (uptime nanoseconds); false when it must be renewed first.
+    /// ``Limits/leaseRenewal`` before `now` (uptime nanoseconds); false when it must be renewed first.
     mutating func spend(_ size: Int, at now: UInt64) -> Bool {
-        guard renewed != 0, now &- renewed <= Self.renewAfter, remaining >= size else { return false }
+        guard renewed != 0, now &- renewed <= Limits.leaseRenewal.nanoseconds, remaining >= size else { return false }
         remaining -= size
         spent += size
         return true
@@ -53,8 +43,8 @@ struct SpoolLease: ~Copyable {
 
     static func name(poster: UInt64) -> String { SpoolFolder.leasePrefix + FileName.hex(poster) }
 
-    /// Whether `age` (nanoseconds since a lease's last change) is within its lifetime.
-    static func isFresh(age: Int64) -> Bool { age <= lifetime && age >= -futureTolerance }
+    /// Whether `age` (nanoseconds since a lease's last change) is within its ``Limits/leaseLifetime``.
+    static func isFresh(age: Int64) -> Bool { age <= Limits.leaseLifetime.signedNanoseconds && age >= -Limits.leaseFutureTolerance.signedNanoseconds }
 }
 
 extension SpoolFolder {
@@ -84,7 +74,7 @@ extension SpoolFolder {
     }
 
     /// Whether `lease`'s name still names its file: another poster removes a lease it finds stale (its poster
-    /// was stopped past ``SpoolLease/lifetime``), and then it must be made anew to be seen.
+    /// was stopped past ``Limits/leaseLifetime``), and then it must be made anew to be seen.
     func holds(_ lease: borrowing SpoolLease) -> Bool {
         guard let status = try? Sys.status(lease.name, relativeTo: descriptor, followLinks: false) else { return false }
         return status.identity == lease.identity
@@ -101,7 +91,7 @@ extension SpoolFolder {
     }
 
     /// What the other posters' fresh leases reserve, each held to `0...limit` and the sum held at `Int.max` (a
-    /// lease's size is any number another process set). Stale leases (older than ``SpoolLease/lifetime``, or
+    /// lease's size is any number another process set). Stale leases (older than ``Limits/leaseLifetime``, or
     /// from further in the future than a clock's drift) are skipped and removed: their posters died or are stopped.
     func leasedBytes(except own: String, limit: Int) -> Int {
         let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []

@@ -24,12 +24,6 @@ struct SpoolReader: ~Copyable {
         var warning: (String) -> Void
     }
 
-    /// Handed over at once when a drain has gathered this many frames or bytes.
-    static let chunkFrames = 512
-    static let chunkBytes = 8 << 20
-    /// How many sequence numbers per poster are remembered to drop a copy written again.
-    static let rememberedPerPoster = 512
-    static let rememberedPosters = 4096
 
     let folder: SpoolFolder
     private var recent: [UInt64: RecentRing<UInt64>] = [:]
@@ -104,7 +98,7 @@ struct SpoolReader: ~Copyable {
             }
             chunk.append(frame)
             chunkBytes += size
-            if chunk.count >= Self.chunkFrames || chunkBytes >= Self.chunkBytes {
+            if chunk.count >= Limits.spoolChunkFrames || chunkBytes >= Limits.spoolChunkBytes {
                 handlers.deliver(chunk)
                 chunk.removeAll(keepingCapacity: true)
                 chunkBytes = 0
@@ -140,8 +134,8 @@ struct SpoolReader: ~Copyable {
     /// Records `frame` as seen; false when it was seen already (written again by a poster whose segment was
     /// taken while it wrote).
     private mutating func remember(_ frame: Frame) -> Bool {
-        if recent[frame.poster] == nil && recent.count >= Self.rememberedPosters { recent.removeAll() }
-        return recent[frame.poster, default: RecentRing(capacity: Self.rememberedPerPoster)].insert(frame.sequence)
+        if recent[frame.poster] == nil && recent.count >= Limits.rememberedPosters { recent.removeAll() }
+        return recent[frame.poster, default: RecentRing(capacity: Limits.rememberedSequencesPerPoster)].insert(frame.sequence)
     }
 
     private mutating func heldName() -> String {

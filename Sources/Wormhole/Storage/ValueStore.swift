@@ -18,10 +18,6 @@ import Darwin
 /// newest is taken back and tried again.
 struct ValueStore: Sendable {
     static let versionPrefix = "v-"
-    /// Emptied versions kept behind the newest, so that their numbers cannot be claimed again.
-    static let keptNames: UInt64 = 256
-    /// Versions kept behind the newest.
-    static let keptVersions: UInt64 = 8
     static let maximumFileSize = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize + SpoolRecord.maximumFrameSize
 
     let container: Container
@@ -53,7 +49,7 @@ struct ValueStore: Sendable {
     /// The newest whole version and its frame, and the newest version's number.
     ///
     /// A version that is not whole (emptied, truncated, a FIFO, a folder, a sparse or oversized file, a frame of
-    /// another value) is skipped: the reading goes down to the next, within ``keptNames`` of the newest. It is left
+    /// another value) is skipped: the reading goes down to the next, within ``Limits/valueKeptNames`` of the newest. It is left
     /// where it is, since a name near the newest that became free again could be claimed by a writer that read
     /// before it, and writers claim past it. Versions are emptied only behind newer whole ones, so a reading
     /// that skipped one lists the folder again: when the newest changed meanwhile, it reads again.
@@ -70,7 +66,7 @@ struct ValueStore: Sendable {
             let versions = try listVersions(folder, planted: &planted)
             guard let newest = versions.first else { return Reading(newest: 0, version: 0, frame: nil, damaged: planted) }
             var reading = Reading(newest: newest, version: 0, frame: nil, damaged: planted)
-            for version in versions where newest - version <= Self.keptNames {
+            for version in versions where newest - version <= Limits.valueKeptNames {
                 switch try readVersion(version, in: folder) {
                 case .whole(let frame):
                     reading.version = version
@@ -150,7 +146,7 @@ struct ValueStore: Sendable {
 
     /// The versions of the folder, newest first: only those of the value's history.
     ///
-    /// Every version within ``keptNames`` of the newest keeps its name, so the history is one cluster of names
+    /// Every version within ``Limits/valueKeptNames`` of the newest keeps its name, so the history is one cluster of names
     /// no more than that apart, which either starts near 1 or holds at least half that many names. Names at or
     /// past ``maximumVersion`` were planted: removed. A cluster above the history that is neither was planted
     /// too: ignored (never removed: a name is removed only when no process could have written it). Both are
@@ -171,8 +167,8 @@ struct ValueStore: Sendable {
         versions.sort(by: >)
         while !versions.isEmpty {
             var end = 0
-            while end + 1 < versions.count, versions[end] - versions[end + 1] <= Self.keptNames { end += 1 }
-            if versions[end] <= Self.keptNames + 1 || end + 1 >= Int(Self.keptNames / 2) { break }
+            while end + 1 < versions.count, versions[end] - versions[end + 1] <= Limits.valueKeptNames { end += 1 }
+            if versions[end] <= Limits.valueKeptNames + 1 || end + 1 >= Int(Limits.valueKeptNames / 2) { break }
             for version in versions[0...end] { report(version, "version \(version) is detached from the value's history; ignored") }
             versions.removeFirst(end + 1)
         }
@@ -196,7 +192,7 @@ struct ValueStore: Sendable {
         guard try StoredFile.create(Self.fileName(version), in: folder, with: SpoolRecord.segment([frame])) else { return false }
         var planted: [(version: UInt64, reason: String)] = []
         let versions = try listVersions(folder, planted: &planted)
-        if let newest = versions.first, newest > version, newest - version > Self.keptNames {
+        if let newest = versions.first, newest > version, newest - version > Limits.valueKeptNames {
             try? Sys.removeFile(Self.fileName(version), relativeTo: folder)
             return false
         }
@@ -207,9 +203,9 @@ struct ValueStore: Sendable {
     /// Empties the versions behind the kept ones (replacing each with an empty file, so its name stays taken),
     /// and removes the names far behind.
     private func prune(_ folder: CInt, _ versions: [UInt64], below version: UInt64) {
-        for old in versions where old < version && version - old >= Self.keptVersions {
+        for old in versions where old < version && version - old >= Limits.valueKeptVersions {
             let name = Self.fileName(old)
-            if version - old > Self.keptNames {
+            if version - old > Limits.valueKeptNames {
                 try? Sys.removeFile(name, relativeTo: folder)
             } else if let status = try? Sys.status(name, relativeTo: folder, followLinks: false), status.st_size > 0 {
                 try? StoredFile.replace(name, in: folder, with: [])

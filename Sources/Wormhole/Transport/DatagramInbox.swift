@@ -7,9 +7,6 @@ import Darwin
 /// The inbox of the datagram transport: one socket that every poster sends to. A poster's datagrams queue in
 /// the order sent; a full queue fails its send at once (EAGAIN on Linux, ENOBUFS on Darwin) and it spools.
 final class DatagramInbox: Inbox {
-    /// The most sockets kept from before a rebind that could not be sealed, still read because posters
-    /// connected to them send there.
-    static let maximumRetired = 4
 
     /// A socket this inbox was bound to before a rebind.
     private struct Retired {
@@ -122,7 +119,7 @@ final class DatagramInbox: Inbox {
     /// Seals the old socket (``SocketOptions/sealDatagramSocket(_:)``): posters connected to it then fail at
     /// once and connect to the new one, or spool; what they sent before is read, and it closes. So no socket
     /// outlives a rebind, and nothing sent to it is lost. One that cannot be sealed is kept and read like the new
-    /// one; past ``maximumRetired`` of those, the oldest is read and closed (what reaches it between that read and
+    /// one; past ``Limits/maximumRetiredSockets`` of those, the oldest is read and closed (what reaches it between that read and
     /// its close would be lost, which is said).
     ///
     /// A socket replaced because it failed is read once more; if that read fails, what it held is lost (said).
@@ -143,7 +140,7 @@ final class DatagramInbox: Inbox {
         retired.append(Retired(fd: old, sealed: sealed))
         closeSealed(into: &frames)
         let unsealed = retired.filter { !$0.sealed }
-        guard unsealed.count > Self.maximumRetired, let oldest = unsealed.first else { return }
+        guard unsealed.count > Limits.maximumRetiredSockets, let oldest = unsealed.first else { return }
         reader.warn("an old socket that could not be sealed is closed: a message sent to it as it closes is lost")
         _ = reader.read(oldest.fd, into: &frames, limit: 1_000_000)
         closeRetired(oldest.fd)

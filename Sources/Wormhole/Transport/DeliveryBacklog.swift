@@ -6,8 +6,8 @@ import Synchronization
 /// While it is over its bound, the receive thread reads nothing more: not its sockets (so posters' sends find
 /// them full and spool) and not its spool (so the spool, under its cap, holds the rest). It reads again once the
 /// observers have worked the backlog down to half the bound. A listener therefore holds at most the bound plus
-/// one read: a batch from its sockets, or a chunk of its spool (``SpoolReader/chunkFrames``,
-/// ``SpoolReader/chunkBytes``).
+/// one read: a batch from its sockets, or a chunk of its spool (``Limits/spoolChunkFrames``,
+/// ``Limits/spoolChunkBytes``).
 final class DeliveryBacklog: Sendable {
     struct Bound: Sendable {
         var notifications: Int

@@ -10,22 +10,6 @@ import Synchronization
 /// folder in `spool/`, and a thread of its own (``run()``, in ReceiveLoop.swift) that reads both and hands
 /// frames over in order.
 final class Listener: Sendable {
-    /// What the receive thread reports.
-    struct Handlers: Sendable {
-        /// Frames read, to hand to observers; called on the receive thread of the listener given.
-        var frames: @Sendable (_ frames: [Frame], _ by: Listener) -> Void
-        var housekeeping: @Sendable () -> Void
-        /// Messages or frames dropped, and why: counted and logged.
-        var dropped: @Sendable (_ count: Int, _ reason: String) -> Void
-        /// What the listener did or could not do that loses nothing: logged.
-        var warning: @Sendable (String) -> Void
-        /// A failure of the receive path itself (``WormholeStatistics/receiveErrors``), logged when `says`.
-        var receiveError: @Sendable (_ reason: String, _ says: Bool) -> Void = { _, _ in }
-        /// For a durable listener: whether a spooled frame must stay in the spool because nothing in this
-        /// process observes it yet.
-        var holdBack: @Sendable (Frame) -> Bool = { _ in false }
-    }
-
     let id: UInt64
     /// The client identifier of a durable listener; nil for one that lives and dies with its process.
     let identity: Identity
@@ -41,7 +25,8 @@ final class Listener: Sendable {
     /// the read end (a write with no reader raises SIGPIPE).
     private let wakeWrite: Mutex<CInt?>
     let spool: SpoolFolder
-    let handlers: Handlers
+    /// Where the receive thread hands what it reads; not kept alive by the listener.
+    weak let sink: (any ListenerSink)?
     let stopping = Atomic<Bool>(false)
     /// What it has read and its observers have not yet run: past its bound, the receive thread reads no more.
     let backlog = DeliveryBacklog()
@@ -69,17 +54,17 @@ final class Listener: Sendable {
     /// claims its identity's socket, and reuses its spool folder.
     /// - Throws: ``WormholeError/Code/identityInUse`` when a live process already listens as `identity`.
     init(
-        container: Container, identity: Identity, transport: SocketKind, handlers: Handlers
+        container: Container, identity: Identity, transport: SocketKind, sink: any ListenerSink
     ) throws(WormholeError) {
         self.identity = identity
         id = identity.makeListenerID()
         self.container = container
         self.transport = transport
-        self.handlers = handlers
+        self.sink = sink
         if let identity = identity.clientIdentifier, let previous = Self.ending.withLock({ $0[Self.endingKey(identity, container)] }) {
             // Never on that thread itself (a block of its observers), which would wait for itself.
             let onIt = previous.thread == ObjectIdentifier(Thread.current)
-            guard !onIt, previous.running.wait(timeout: .now() + .seconds(Limits.endingListenerWait)) == .success else {
+            guard !onIt, previous.running.wait(timeout: .now() + .nanoseconds(Int(Limits.endingListenerWait.nanoseconds))) == .success else {
                 throw WormholeError(
                     .identityInUse, "client identifier \"\(identity)\" is still in use by a listener of this process that is ending")
             }
@@ -100,7 +85,8 @@ final class Listener: Sendable {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
             throw error
         }
-        inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(transport: transport, dropped: handlers.dropped, warning: handlers.warning)))
+        inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(
+            transport: transport, dropped: { [weak sink] in sink?.dropped($0, $1) }, warning: { [weak sink] in sink?.warn($0) })))
         socketFile.withLock { $0 = currentSocketFile() }
         backlog.onRoom { [weak self] in self?.wake() }
     }

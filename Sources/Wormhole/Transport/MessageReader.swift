@@ -8,20 +8,14 @@ import Darwin
 /// (``MessageBatch``), counting what it must drop. Shared frames (``SharedFrame``) are read from the
 /// descriptor they carry; any other descriptor a message carries is closed and the message dropped.
 final class MessageReader {
-    /// How many messages one receive takes at most.
-    static let batchSize = 16
-    /// The most bytes of frames one round of reads takes (an inbox begins a round each time it reads): past it,
-    /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
-    /// so this bounds what posters can make the listener hold at once.
-    static let roundBudget = 64 << 20
     /// The error of the last read that failed.
     private(set) var lastFailure: WormholeError?
     private var roundBytes = 0
     private var roundMessages = 0
     private var roundSawNudge = false
-    private var recentSharedFiles = SharedFrame.RecentFiles(capacity: SharedFrame.recentFilesRemembered)
+    private var recentSharedFiles = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
-    private let batch = MessageBatch(capacity: batchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
+    private let batch = MessageBatch(capacity: Limits.readBatchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
     private let warning: (String) -> Void
     /// Whether a read of 0 bytes means the peer closed its connection (sequenced packets); on a datagram socket
@@ -38,7 +32,7 @@ final class MessageReader {
 
     func warn(_ reason: String) { warning(reason) }
 
-    /// Starts a round of reads with a fresh ``roundBudget``.
+    /// Starts a round of reads with a fresh ``Limits/readRoundBudget``.
     func beginRound() {
         roundBytes = 0
         roundMessages = 0
@@ -53,8 +47,8 @@ final class MessageReader {
     /// Whether this round read any message, taken or dropped: room was made in a socket.
     var readAny: Bool { roundMessages > 0 }
 
-    /// Whether this round's reads stopped at ``roundBudget`` rather than at the end of what was waiting.
-    var isOverBudget: Bool { roundBytes >= Self.roundBudget }
+    /// Whether this round's reads stopped at ``Limits/readRoundBudget`` rather than at the end of what was waiting.
+    var isOverBudget: Bool { roundBytes >= Limits.readRoundBudget }
 
     /// Reads everything waiting on `fd`, up to `limit` messages (or a batch more), and no more once the round's
     /// budget is spent. Returns false when the peer closed the connection or it failed.

@@ -49,12 +49,10 @@ final class PeerLink: Sendable {
         /// This link's reservation in the listener's spool, held while it spools (``SpoolLease``).
         var lease: SpoolLease?
         /// Bytes of shared frames sent on this connection since it was last found read to the end: what the
-        /// listener may still have to map, bounded by ``SharedFrame/maximumUnread``.
+        /// listener may still have to map, bounded by ``Limits/maximumSharedUnread``.
         var sharedUnread = 0
     }
 
-    /// How long a segment found under its name is taken to still be there, in nanoseconds.
-    static let recheckAfter: UInt64 = 20_000
 
     let listener: UInt64
     /// The transport the listener registered with.
@@ -130,7 +128,7 @@ final class PeerLink: Sendable {
     /// taken first.
     private func isSegmentPending(_ state: inout State) -> Bool {
         // Found there a few microseconds ago (a flood of posts): no need to look again yet.
-        if state.segment != nil && DispatchTime.now().uptimeNanoseconds &- state.heldAt < Self.recheckAfter { return true }
+        if state.segment != nil && DispatchTime.now().uptimeNanoseconds &- state.heldAt < Limits.segmentRecheck.nanoseconds { return true }
         guard let folder = state.folder, let segment = state.segment.take() else { return true }
         guard folder.holds(segment) else { return false }
         state.segment = consume segment
@@ -189,7 +187,7 @@ final class PeerLink: Sendable {
 
     /// Refuses a record of `size` bytes that would take the listener's spool past its limit, or takes it out of
     /// this link's lease, renewing the lease first when it has none, when what is left is too small, or when it
-    /// was renewed over ``SpoolLease/renewAfter`` ago (``SpoolLease``). Never waits for anyone.
+    /// was renewed over ``Limits/leaseRenewal`` ago (``SpoolLease``). Never waits for anyone.
     private func checkListenerLimit(_ size: Int, _ folder: SpoolFolder, _ state: inout State) throws(WormholeError) {
         let now = DispatchTime.now().uptimeNanoseconds
         // No syscall per record: the lease file keeps its size until the next renewal.
@@ -222,7 +220,7 @@ final class PeerLink: Sendable {
         }
         // About twice what was written under the last lease, up to 1/32 of the cap: a poster that spools a little
         // reserves a little, so many of them at once do not refuse each other.
-        var ask = max(size, min(limit / SpoolLease.askDivisor, 2 * lease.spent))
+        var ask = max(size, min(limit / Limits.leaseAskDivisor, 2 * lease.spent))
         var refusal: WormholeError?
         do throws(WormholeError) {
             // Reserved before measuring: a poster that measures after this sees it.
@@ -263,7 +261,7 @@ final class PeerLink: Sendable {
 
     /// Whether `frame`, too large for the socket, may go to the listener as a shared frame: where the platform
     /// has sealed memory files, and while the shared frames this link sent that the listener has not read yet
-    /// stay within ``SharedFrame/maximumUnread`` (a stopped listener holds at most that much of this poster's
+    /// stay within ``Limits/maximumSharedUnread`` (a stopped listener holds at most that much of this poster's
     /// memory; the rest is spooled, in order).
     private func canShare(_ frame: OutgoingFrame, _ state: inout State) -> Bool {
         guard SharedFrame.isAvailable, frame.count <= SharedFrame.maximumSize else { return false }
@@ -272,7 +270,7 @@ final class PeerLink: Sendable {
             state.sharedUnread = 0
         }
         #endif
-        return state.sharedUnread == 0 || state.sharedUnread + frame.count <= SharedFrame.maximumUnread
+        return state.sharedUnread == 0 || state.sharedUnread + frame.count <= Limits.maximumSharedUnread
     }
 
     /// Tries the socket once, reconnecting once if the connection broke.

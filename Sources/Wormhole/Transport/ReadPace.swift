@@ -8,12 +8,10 @@ import Darwin
 /// for a second message, and on Linux that failed try costs about half a microsecond, a tenth of a message's
 /// whole way between two processes; a `recv(2)` loop elsewhere pays a whole system call for it. So while the
 /// socket has held one message at a time, as when two processes answer each other, reads ask for one, and
-/// every ``probeInterval``th asks for a batch to notice a queue building; a read that finds more than one goes
+/// every ``Limits/readPaceProbeInterval``th asks for a batch to notice a queue building; a read that finds more than one goes
 /// back to batches. Reads that must empty the socket (``MessageReader/read(_:into:limit:)``) ignore it, and so
 /// does a round whose wait found more than one socket ready (``applies(to:)``).
 struct ReadPace {
-    /// One read in this many, while the socket holds one message at a time, asks for a batch.
-    static let probeInterval = 8
 
     /// Whether a round's reads may follow their pace: only when its wait found one socket ready. With several,
     /// each is read dry in the order polled: a poster's older connection holds what it sent before its newer
@@ -31,7 +29,7 @@ struct ReadPace {
     private var singleReads = 0
 
     /// Whether the next read asks for one message.
-    var asksForOne: Bool { singleReads % Self.probeInterval != 0 }
+    var asksForOne: Bool { singleReads % Limits.readPaceProbeInterval != 0 }
 
     /// Records a read: how many messages it took, and whether it asked for one.
     mutating func record(_ read: Int, askedForOne: Bool) {

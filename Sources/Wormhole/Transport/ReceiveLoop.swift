@@ -15,7 +15,7 @@ extension Listener {
         var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
         var lastBell: UInt64 = 0
         var lastBellLook: UInt64 = 0
-        /// A look at the bell is owed within ``Limits/bellLookMilliseconds``: reads happened after the last look,
+        /// A look at the bell is owed within ``Limits/bellLook``: reads happened after the last look,
         /// and a poster that found the socket full could not nudge.
         var bellOwed = false
         /// A look at the bell is owed at once: a nudge came after the last look.
@@ -31,7 +31,7 @@ extension Listener {
         /// Hands over frames read from the sockets, or keeps them with what waits.
         func route(_ frames: [Frame]) {
             guard !frames.isEmpty else { return }
-            if waiting != nil { waiting?.append(contentsOf: frames) } else { handlers.frames(frames, self) }
+            if waiting != nil { waiting?.append(contentsOf: frames) } else { sink?.received(frames, by: self) }
         }
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !stopping.load(ordering: .acquiring) {
@@ -42,9 +42,9 @@ extension Listener {
                 events.removeAll(keepingCapacity: true)
                 events.append(pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0))
                 if !paused { inbox.addPollDescriptors(to: &events) }
-                let fullTimeout = paused ? Limits.housekeepingInterval : inbox.pollTimeout ?? Limits.housekeepingInterval
+                let fullTimeout = paused ? Limits.housekeepingInterval.milliseconds : inbox.pollTimeout ?? Limits.housekeepingInterval.milliseconds
                 let timeout = paused ? fullTimeout
-                    : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLookMilliseconds) : fullTimeout
+                    : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLook.milliseconds) : fullTimeout
                 let ready: Int
                 do throws(WormholeError) {
                     try InjectedFault.failPoll()
@@ -52,10 +52,10 @@ extension Listener {
                 } catch {
                     // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
                     let now = DispatchTime.now().uptimeNanoseconds
-                    let says = now &- lastWaitWarning >= 1_000_000_000
+                    let says = now &- lastWaitWarning >= Limits.repeatedWarningInterval.nanoseconds
                     if says { lastWaitWarning = now }
-                    handlers.receiveError("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says)
-                    Sys.sleep(nanoseconds: UInt64(Limits.bellLookMilliseconds) * 1_000_000)
+                    sink?.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
+                    Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
                     return true
                 }
                 if stopping.load(ordering: .acquiring) { return false }
@@ -73,7 +73,7 @@ extension Listener {
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
                 // A wait shortened for the bell that ends is no reason for housekeeping.
-                let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > 1_000_000_000
+                let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > Limits.housekeepingInterval.nanoseconds
                 if backlog.isOver {
                     // The spool waits too; it is looked at as soon as there is room.
                     bellOwed = true
@@ -82,16 +82,16 @@ extension Listener {
                         var frames: [Frame] = []
                         _ = keepSocketFile(inbox, into: &frames)
                         route(frames)
-                        handlers.housekeeping()
+                        sink?.keepHouse(for: self)
                     }
                     return true
                 }
                 let recheckHeld = recheck.exchange(false, ordering: .acquiringAndReleasing)
                 // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
-                // at most ``Limits/bellLookMilliseconds`` after a wake-up that did not look (a poster whose socket was
+                // at most ``Limits/bellLook`` after a wake-up that did not look (a poster whose socket was
                 // full could not nudge).
                 let looksAtBell = ready == 0 || bellOwedNow || housekeepingDue || recheckHeld || inbox.suggestsSpooling
-                    || waiting != nil || now &- lastBellLook >= UInt64(Limits.bellLookMilliseconds) * 1_000_000
+                    || waiting != nil || now &- lastBellLook >= Limits.bellLook.nanoseconds
                 bellOwed = !looksAtBell
                 bellOwedNow = false
                 if looksAtBell {
@@ -112,9 +112,9 @@ extension Listener {
                 if stopping.load(ordering: .acquiring) { return false }
                 // The socket posters reach failed (it is no longer polled): bound anew, at most once a second
                 // while the failure persists.
-                if let failure = inbox.boundSocketFailure, lastForcedRebind == 0 || now &- lastForcedRebind >= 1_000_000_000 {
+                if let failure = inbox.boundSocketFailure, lastForcedRebind == 0 || now &- lastForcedRebind >= Limits.forcedRebindInterval.nanoseconds {
                     lastForcedRebind = now
-                    handlers.receiveError("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", true)
+                    sink?.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
                     var frames: [Frame] = []
                     if keepSocketFile(inbox, force: true, into: &frames) { bellOwed = true }
                     route(frames)
@@ -125,7 +125,7 @@ extension Listener {
                     var frames: [Frame] = []
                     if keepSocketFile(inbox, into: &frames) { bellOwed = true }
                     route(frames)
-                    handlers.housekeeping()
+                    sink?.keepHouse(for: self)
                 }
                 return true
             }
@@ -180,7 +180,7 @@ extension Listener {
                 waiting = direct
                 return true
             }
-            handlers.warning("listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
+            sink?.warn("listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
             handOver(taken, direct: direct, &reader)
             return true
         }
@@ -191,17 +191,17 @@ extension Listener {
 
     /// Hands over what was taken from the spool and what was read from the sockets, in the order posted.
     private func handOver(_ taken: SpoolReader.Taken, direct: [Frame], _ reader: inout SpoolReader) {
-        let handlers = self.handlers
+        let sink = self.sink
         reader.handOver(
             taken, direct: direct,
             SpoolReader.Handlers(
                 deliver: { [self] frames in
-                    handlers.frames(frames, self)
+                    sink?.received(frames, by: self)
                     waitForRoom()
                 },
-                holdBack: { [identity] frame in identity.isDurable && handlers.holdBack(frame) },
-                dropped: { handlers.dropped($0, $1) },
-                warning: { handlers.warning($0) }))
+                holdBack: { [identity] frame in identity.isDurable && sink?.holdsBack(frame) == true },
+                dropped: { sink?.dropped($0, $1) },
+                warning: { sink?.warn($0) }))
     }
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
@@ -218,11 +218,11 @@ extension Listener {
             inbox.rebind(fresh, into: &frames)
             socketFile.withLock { $0 = currentSocketFile() }
             if !force {
-                handlers.warning("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
+                sink?.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }
             return true
         } catch {
-            handlers.warning("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
+            sink?.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
             return false
         }
     }
@@ -237,10 +237,10 @@ extension Listener {
             events = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             let ready: Int
             do throws(WormholeError) {
-                ready = try Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval)
+                ready = try Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval.milliseconds)
             } catch {
-                handlers.receiveError("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", true)
-                Sys.sleep(nanoseconds: UInt64(Limits.bellLookMilliseconds) * 1_000_000)
+                sink?.receiveFailed("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", says: true)
+                Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
                 ready = 0
             }
             if ready > 0 {
@@ -248,9 +248,9 @@ extension Listener {
                 runPendingWork()
             }
             let now = DispatchTime.now().uptimeNanoseconds
-            if now &- lastHousekeeping >= UInt64(Limits.housekeepingInterval) * 1_000_000 {
+            if now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds {
                 lastHousekeeping = now
-                handlers.housekeeping()
+                sink?.keepHouse(for: self)
             }
         }
     }

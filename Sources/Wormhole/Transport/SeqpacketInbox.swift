@@ -7,9 +7,6 @@ import Dispatch
 
 /// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
 final class SeqpacketInbox: Inbox {
-    /// The most connections a listener keeps open. Past it, the connection read least recently is closed
-    /// gracefully: no more sends are accepted on it (its poster connects again), and what it holds is read first.
-    static let maximumConnections = 256
 
     /// One accepted connection, when it was last read, and how many messages its next read asks for.
     private struct Connection {
@@ -43,7 +40,7 @@ final class SeqpacketInbox: Inbox {
         boundSocketFailure == nil && DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil
     }
 
-    var pollTimeout: Int32? { isAccepting ? nil : 100 }
+    var pollTimeout: Int32? { isAccepting ? nil : Limits.acceptPause.milliseconds }
 
     var suggestsSpooling: Bool { reader.suggestsSpooling }
 
@@ -112,7 +109,7 @@ final class SeqpacketInbox: Inbox {
         listening = fresh.release()
     }
 
-    /// Accepts every pending connection. Past ``maximumConnections``, or when the process is out of
+    /// Accepts every pending connection. Past ``Limits/maximumConnections``, or when the process is out of
     /// descriptors, closes the connections read least recently, gracefully (their frames go into `frames`).
     /// Returns false when connections may still be pending.
     private func acceptAll(_ frames: inout [Frame], rebinding: Bool = false) -> Bool {
@@ -128,9 +125,9 @@ final class SeqpacketInbox: Inbox {
                 // spin on it.
                 closeLeastRecent(max(1, connections.count / 8), &frames)
                 let now = DispatchTime.now().uptimeNanoseconds
-                acceptPausedUntil = now + 100_000_000
+                acceptPausedUntil = now + Limits.acceptPause.nanoseconds
                 // Said at most every ten seconds: the condition can last.
-                if now &- lastDescriptorWarning > 10_000_000_000 {
+                if now &- lastDescriptorWarning > Limits.descriptorWarningInterval.nanoseconds {
                     lastDescriptorWarning = now
                     reader.warn("listener is out of descriptors (\(error)); closing idle connections and accepting more slowly")
                 }
@@ -142,7 +139,7 @@ final class SeqpacketInbox: Inbox {
             }
             guard let connection = accepted else { return true }
             if sealed { Sys.shutdownReading(connection.rawValue) }
-            if connections.count >= Self.maximumConnections { closeLeastRecent(1, &frames) }
+            if connections.count >= Limits.maximumConnections { closeLeastRecent(1, &frames) }
             connections.append(Connection(fd: connection.release(), lastRead: DispatchTime.now().uptimeNanoseconds))
         }
     }

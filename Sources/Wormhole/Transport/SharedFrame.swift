@@ -24,9 +24,6 @@ enum SharedFrame {
     /// longest name and object.
     static let maximumSize = Frame.maximumSize
 
-    /// How many bytes of shared frames one poster may have sent to one listener that it has not read yet
-    /// (besides one frame, whatever its size): what a stopped listener's descriptors hold of memory.
-    static let maximumUnread = 16 << 20
 
     static var isAvailable: Bool {
         #if canImport(Glibc)
@@ -69,8 +66,6 @@ enum SharedFrame {
     /// The files of the last shared frames a listener read. A poster makes a new file for every post, so a file
     /// seen again is a sender replaying one it paid for once, to make the listener read it again and again.
     typealias RecentFiles = RecentRing<FileIdentity>
-    /// How many of those files a listener remembers.
-    static let recentFilesRemembered = 64
 
     /// Reads the frame a shared frame's `message` announces from `file`, which the caller closes, unless `recent`
     /// holds the file already; a file read whole joins `recent`.

@@ -1,0 +1,116 @@
+import Synchronization
+
+/// This process's receiving side in one container: its listener, started with the first observer (at once for
+/// a durable identity, which claims its identity), and what the listener's receive thread hands up to the
+/// observers (``Delivery``). The listener calls it as its ``ListenerSink``.
+final class Reception: ListenerSink {
+    let container: Container
+    let identity: Identity
+    private let transport: SocketKind
+    private let membership: Membership
+    private let delivery: Delivery
+    private let counters: Counters
+    private let listener = Mutex<Listener?>(nil)
+    /// Whether a durable identity has had an observer in this run: until then its registry entry keeps the
+    /// subscriptions of its last run, so that posters keep spooling for it while the process starts up.
+    private let adopted = Atomic<Bool>(false)
+
+    init(
+        container: Container, identity: Identity, transport: SocketKind, membership: Membership, delivery: Delivery,
+        counters: Counters
+    ) {
+        self.container = container
+        self.identity = identity
+        self.transport = transport
+        self.membership = membership
+        self.delivery = delivery
+        self.counters = counters
+    }
+
+    /// The listener's id, once it listens.
+    var listenerID: UInt64? { listener.withLock { $0?.id } }
+
+    /// The listener's own spool folder, once it listens.
+    var spool: SpoolFolder? { listener.withLock { $0?.spool } }
+
+    /// What the listener has read and not yet delivered, once it listens.
+    var backlog: DeliveryBacklog? { listener.withLock { $0?.backlog } }
+
+    /// Starts the listener unless it runs; with `observed`, records that an observer was added in this run.
+    func listen(observed: Bool) throws(WormholeError) {
+        try listener.withLock { (current) throws(WormholeError) in
+            guard current == nil else { return }
+            let started = try Listener(container: container, identity: identity, transport: transport, sink: self)
+            started.start()
+            current = started
+        }
+        if observed { adopted.store(true, ordering: .relaxed) }
+    }
+
+    /// Starts a durable identity's listener and records the identity as running, keeping the subscriptions of its
+    /// last run until an observer is added in this one.
+    func claimIdentity() throws(WormholeError) {
+        try listen(observed: false)
+        guard let id = listenerID else { return }
+        try membership.claim(id)
+    }
+
+    /// A spooled frame held back for want of an observer may have one now.
+    func observerAdded() {
+        listener.withLock { $0 }?.recheckHeldBack()
+    }
+
+    /// Stops the listener without waiting for its receive thread (which finishes handing over what it has read,
+    /// then ends) and takes this process out of the registry, or marks a durable identity offline.
+    func stop() {
+        guard let listener = listener.withLock({ current in defer { current = nil }; return current }) else { return }
+        listener.stop()
+        membership.leave(listener.id)
+    }
+
+    /// Hands frames to the matching observers. Observers without a queue run on the receive thread: at once when
+    /// called there, else once it wakes. `receiver` is the listener whose receive thread calls, or nil from
+    /// elsewhere (this process's own posts).
+    func deliver(_ frames: [Frame], receivedBy receiver: Listener?) {
+        let listener = receiver ?? self.listener.withLock { $0 }
+        delivery.deliver(frames, backlog: listener?.backlog) { work in
+            if let receiver {
+                receiver.runObserverCode(work)
+            } else if let listener {
+                listener.perform(work)
+            }
+        }
+    }
+
+    // MARK: What the listener hands up
+
+    func received(_ frames: [Frame], by listener: Listener) {
+        deliver(frames, receivedBy: listener)
+    }
+
+    func holdsBack(_ frame: Frame) -> Bool {
+        !delivery.hasMatch(name: frame.name, object: frame.object)
+    }
+
+    func dropped(_ count: Int, _ reason: String) {
+        counters.count { $0.dropped += count }
+        Log.warning(reason)
+    }
+
+    func warn(_ message: String) {
+        Log.warning(message)
+    }
+
+    func receiveFailed(_ reason: String, says: Bool) {
+        counters.count { $0.receiveErrors += 1 }
+        if says { Log.warning(reason) }
+    }
+
+    /// Keeps this process's registry entry as it should be, while `listener` is the one that runs.
+    func keepHouse(for listener: Listener) {
+        guard self.listener.withLock({ $0 === listener }) else { return }
+        membership.mend(
+            listener.id, keepingLastRun: identity.isDurable && !adopted.load(ordering: .relaxed),
+            subscriptions: delivery.subscriptions)
+    }
+}
