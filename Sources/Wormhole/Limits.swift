@@ -1,4 +1,6 @@
-/// The documented limits, in one place: every layer reads its numbers here (the API's public ones included).
+/// The documented limits and the tunables, in one place: every layer reads its numbers here (the API's public
+/// ones included). What is left where it is used: the per-read message caps of the inboxes, the bounds of a
+/// directory listing, and numbers that belong to one build or platform.
 enum Limits {
     /// The largest encoded userInfo a notification may carry. Larger posts are refused whole.
     static let maximumPayloadSize = 16 << 20
@@ -20,10 +22,10 @@ enum Limits {
     /// frame is spooled.
     static let maximumDirectFrameSize = 128 * 1024
     /// How often an idle listener checks its spool, its socket file and its registry entry.
-    static let housekeepingInterval: Duration = .seconds(1)
+    static let housekeepingInterval: Interval = .seconds(1)
     /// How long after reading its sockets without looking at its spool's bell afterwards a listener looks at it
     /// anyway: the longest a spooled frame waits when its poster found the socket full and could not nudge.
-    static let bellLook: Duration = .milliseconds(10)
+    static let bellLook: Interval = .milliseconds(10)
     /// The most links a posting process keeps open per container; past it, the link used least recently is
     /// closed. A link holds up to five descriptors while it spools (its socket, the listener's spool folder and
     /// bell, its segment and its lease): on Apple platforms, whose default soft limit is 256 open files, 32 links
@@ -39,15 +41,15 @@ enum Limits {
     static let deliveryBacklogBytes = 16 << 20
     /// How long a durable identity's new listener waits for the receive thread of the one this process stopped
     /// before it (which may be running an observer's block) to end; then the identity is in use.
-    static let endingListenerWait: Duration = .seconds(10)
+    static let endingListenerWait: Interval = .seconds(10)
     /// A listener whose socket keeps failing binds it anew at most this often.
-    static let forcedRebindInterval: Duration = .seconds(1)
+    static let forcedRebindInterval: Interval = .seconds(1)
     /// A failure that repeats (a wait for the sockets) is said at most this often; every one is counted.
-    static let repeatedWarningInterval: Duration = .seconds(1)
+    static let repeatedWarningInterval: Interval = .seconds(1)
     /// How long a sequenced-packet listener out of descriptors leaves its listening socket alone.
-    static let acceptPause: Duration = .milliseconds(100)
+    static let acceptPause: Interval = .milliseconds(100)
     /// How often a listener out of descriptors says so while it lasts.
-    static let descriptorWarningInterval: Duration = .seconds(10)
+    static let descriptorWarningInterval: Interval = .seconds(10)
 
     // MARK: Reading archives
 
@@ -69,15 +71,15 @@ enum Limits {
 
     /// How long a reader trusts the snapshot it last checked against the mark without reading the mark again;
     /// the time ``Registry/settle()`` waits after a change.
-    static let registryTrust: Duration = .microseconds(200)
+    static let registryTrust: Interval = .microseconds(200)
     /// How long a reader trusts an unchanged mark before it looks at the folder anyway.
-    static let registryRecheck: Duration = .milliseconds(100)
+    static let registryRecheck: Interval = .milliseconds(100)
     /// How long a reader trusts that the mark it reads is still the file at its name. A mark
     /// replaced from outside (which writers then replace again) stays the same in a reader's old descriptor: it
     /// is found out within this time, so that a registration is not missed for longer.
-    static let registryMarkRecheck: Duration = .milliseconds(1)
+    static let registryMarkRecheck: Interval = .milliseconds(1)
     /// How long after its last change an entry file is trusted to be the one read before.
-    static let registryEntrySettled: Duration = .milliseconds(100)
+    static let registryEntrySettled: Interval = .milliseconds(100)
     /// The largest entry file read; a listener whose subscriptions would not fit registers for every name.
     static let maximumRegistryEntrySize = 1 << 20
 
@@ -88,24 +90,24 @@ enum Limits {
     /// How old an unnamed segment must be before a listener removes it: its poster died, or was
     /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
     /// a new one, so this only bounds how long a dead poster's file takes room.
-    static let unnamedSegmentLifetime: Duration = .seconds(60)
+    static let unnamedSegmentLifetime: Interval = .seconds(60)
     /// A userInfo larger than this is written on its own rather than copied behind its record's header.
     static let separateWriteSize = 64 << 10
     /// How long a segment found under its name is taken to still be there.
-    static let segmentRecheck: Duration = .microseconds(20)
-    /// How long after renewing a poster renews again before its next write: well within
-    /// ``lifetime``, so that a poster that writes keeps its lease fresh.
-    static let leaseRenewal: Duration = .seconds(1)
+    static let segmentRecheck: Interval = .microseconds(20)
+    /// How long after renewing a poster renews again before its next write: well within ``leaseLifetime``, so
+    /// that a poster that writes keeps its lease fresh.
+    static let leaseRenewal: Interval = .seconds(1)
     /// How old (by its modification time) another poster's lease may be and still count.
-    static let leaseLifetime: Duration = .seconds(5)
+    static let leaseLifetime: Interval = .seconds(5)
     /// How far in the future a lease's time may be (clocks differ by a little) and still count.
-    static let leaseFutureTolerance: Duration = .seconds(1)
+    static let leaseFutureTolerance: Interval = .seconds(1)
     /// The most a renewal asks for beyond the record at hand, as a fraction of the cap: a flood of small records
     /// renews about once per this much.
     static let leaseAskDivisor = 32
-    static let spoolBudgetRemeasure: Duration = .milliseconds(100)
+    static let spoolBudgetRemeasure: Interval = .milliseconds(100)
     /// How soon a total that would refuse a post is measured again.
-    static let spoolBudgetMinimumRemeasure: Duration = .milliseconds(1)
+    static let spoolBudgetMinimumRemeasure: Interval = .milliseconds(1)
     /// Handed over at once when a drain has gathered this many frames or bytes.
     static let spoolChunkFrames = 512
     static let spoolChunkBytes = 8 << 20
@@ -153,16 +155,26 @@ enum Limits {
     static let maximumPendingCloses = 64
 }
 
-extension Duration {
-    /// The duration in whole nanoseconds (at least 0), for uptime arithmetic.
-    var nanoseconds: UInt64 { UInt64(max(0, signedNanoseconds)) }
+/// A time limit: a `Duration`, and the units it is counted in where it is used, worked out once (a
+/// `Duration`'s conversion divides 128-bit numbers, which posts and receive rounds should not do each time).
+struct Interval: Sendable {
+    let duration: Duration
+    /// In whole nanoseconds, for uptime arithmetic.
+    let nanoseconds: UInt64
+    /// In whole nanoseconds, for ages that may be negative.
+    let signedNanoseconds: Int64
+    /// In whole milliseconds, for `poll(2)`.
+    let milliseconds: Int32
 
-    /// The duration in whole nanoseconds.
-    var signedNanoseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    init(_ duration: Duration) {
+        self.duration = duration
+        let (seconds, attoseconds) = duration.components
+        signedNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+        nanoseconds = UInt64(max(0, signedNanoseconds))
+        milliseconds = Int32(clamping: signedNanoseconds / 1_000_000)
     }
 
-    /// The duration in whole milliseconds, for `poll(2)`.
-    var milliseconds: Int32 { Int32(clamping: signedNanoseconds / 1_000_000) }
+    static func seconds(_ count: Int) -> Interval { Interval(.seconds(count)) }
+    static func milliseconds(_ count: Int) -> Interval { Interval(.milliseconds(count)) }
+    static func microseconds(_ count: Int) -> Interval { Interval(.microseconds(count)) }
 }

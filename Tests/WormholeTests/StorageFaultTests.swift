@@ -53,7 +53,7 @@ struct StorageFaultTests {
         let fresh = "0000000000000002-0000000000000007" + SpoolFolder.unnamedSuffix
         try plantSegment(segment("old"), named: old, for: center, in: container)
         try plantSegment(segment("fresh"), named: fresh, for: center, in: container)
-        let longAgo = Date().addingTimeInterval(-Double(Limits.unnamedSegmentLifetime.components.seconds) - 60)
+        let longAgo = Date().addingTimeInterval(-Double(Limits.unnamedSegmentLifetime.duration.components.seconds) - 60)
         try FileManager.default.setAttributes([.modificationDate: longAgo], ofItemAtPath: folder + old)
         center.endpoint.listenerSpool?.bell.touch()
 

@@ -6,7 +6,7 @@ import Synchronization
 /// anything observes, its listener (``Reception``).
 final class Endpoint: Sendable {
     let container: Container
-    /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
+    /// Ephemeral, or a durable identity, whose registration and spool outlive its process.
     let identity: Identity
     let configuration: GroupNotificationCenter.Configuration
     let registry: Registry

@@ -5,7 +5,7 @@ import Synchronization
 /// mended once a second), a durable identity's record, and the collection of listeners that died unnoticed.
 final class Membership: Sendable {
     let container: Container
-    /// The client identifier of a durable endpoint, whose registration and spool outlive its process.
+    /// Ephemeral, or a durable identity, whose registration and spool outlive its process.
     let identity: Identity
     let transport: SocketKind
     let registry: Registry

@@ -136,9 +136,9 @@ struct ValueStore: Sendable {
         return .whole(frame)
     }
 
-    /// Whether `error` says this process lacks something (descriptors, memory) rather than that the file is bad:
-    /// such an error is thrown, since skipping a whole version that could not be read now would base an update
-    /// on an older one. Any other (an I/O error, a file of another kind, one that changed under its reader)
+    /// Whether `error` says this process lacks something (descriptors, memory, buffers) or was interrupted, rather
+    /// than that the file is bad: such an error is thrown, since skipping a whole version that could not be read
+    /// now would base an update on an older one. Any other (an I/O error, a file of another kind, one that changed under its reader)
     /// makes the version damaged, and writers claim past it.
     private static func isThisProcesssLack(_ error: WormholeError) -> Bool {
         error.systemErrno.map { Errno.outOfResources.contains($0) || $0 == .interrupted || $0 == .wouldBlock } ?? false

@@ -11,7 +11,7 @@ import Synchronization
 /// frames over in order.
 final class Listener: Sendable {
     let id: UInt64
-    /// The client identifier of a durable listener; nil for one that lives and dies with its process.
+    /// Whether it lives and dies with its process, or is a durable identity's.
     let identity: Identity
     let transport: SocketKind
     let container: Container
@@ -26,7 +26,7 @@ final class Listener: Sendable {
     private let wakeWrite: Mutex<CInt?>
     let spool: SpoolFolder
     /// Where the receive thread hands what it reads; not kept alive by the listener.
-    weak let sink: (any ListenerSink)?
+    let sink: SinkReference
     let stopping = Atomic<Bool>(false)
     /// What it has read and its observers have not yet run: past its bound, the receive thread reads no more.
     let backlog = DeliveryBacklog()
@@ -60,6 +60,7 @@ final class Listener: Sendable {
         id = identity.makeListenerID()
         self.container = container
         self.transport = transport
+        let sink = SinkReference(sink)
         self.sink = sink
         if let identity = identity.clientIdentifier, let previous = Self.ending.withLock({ $0[Self.endingKey(identity, container)] }) {
             // Never on that thread itself (a block of its observers), which would wait for itself.
@@ -86,7 +87,7 @@ final class Listener: Sendable {
             throw error
         }
         inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(
-            transport: transport, dropped: { [weak sink] in sink?.dropped($0, $1) }, warning: { [weak sink] in sink?.warn($0) })))
+            transport: transport, dropped: { sink.dropped($0, $1) }, warning: { sink.warn($0) })))
         socketFile.withLock { $0 = currentSocketFile() }
         backlog.onRoom { [weak self] in self?.wake() }
     }

@@ -12,6 +12,36 @@ protocol ListenerSink: AnyObject, Sendable {
     /// A failure of the receive path itself (``WormholeStatistics/receiveErrors``): counted, and logged when
     /// `says` (a failure that repeats is said at most once a second).
     func receiveFailed(_ reason: String, says: Bool)
-    /// Once a second, and whenever the listener's socket file was bound again.
+    /// Once a second (also while the listener reads nothing, its observers holding too much).
     func keepHouse(for listener: Listener)
+}
+
+/// A listener's sink, held weakly (the sink owns the listener): once it is gone, as when a center went away
+/// while its receive thread finishes, what the listener reads goes nowhere, a durable listener keeps its spool
+/// for its identity's next run, and what it says is still logged.
+final class SinkReference: @unchecked Sendable {
+    // Safe because it is written only in init; a weak reference is read atomically.
+    private weak var sink: (any ListenerSink)?
+
+    init(_ sink: any ListenerSink) {
+        self.sink = sink
+    }
+
+    func received(_ frames: [Frame], by listener: Listener) { sink?.received(frames, by: listener) }
+
+    func holdsBack(_ frame: Frame) -> Bool { sink?.holdsBack(frame) ?? true }
+
+    func dropped(_ count: Int, _ reason: String) {
+        if let sink { sink.dropped(count, reason) } else { Log.warning(reason) }
+    }
+
+    func warn(_ message: String) {
+        if let sink { sink.warn(message) } else { Log.warning(message) }
+    }
+
+    func receiveFailed(_ reason: String, says: Bool) {
+        if let sink { sink.receiveFailed(reason, says: says) } else if says { Log.warning(reason) }
+    }
+
+    func keepHouse(for listener: Listener) { sink?.keepHouse(for: listener) }
 }

@@ -31,7 +31,7 @@ extension Listener {
         /// Hands over frames read from the sockets, or keeps them with what waits.
         func route(_ frames: [Frame]) {
             guard !frames.isEmpty else { return }
-            if waiting != nil { waiting?.append(contentsOf: frames) } else { sink?.received(frames, by: self) }
+            if waiting != nil { waiting?.append(contentsOf: frames) } else { sink.received(frames, by: self) }
         }
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !stopping.load(ordering: .acquiring) {
@@ -54,7 +54,7 @@ extension Listener {
                     let now = DispatchTime.now().uptimeNanoseconds
                     let says = now &- lastWaitWarning >= Limits.repeatedWarningInterval.nanoseconds
                     if says { lastWaitWarning = now }
-                    sink?.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
+                    sink.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
                     Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
                     return true
                 }
@@ -82,7 +82,7 @@ extension Listener {
                         var frames: [Frame] = []
                         _ = keepSocketFile(inbox, into: &frames)
                         route(frames)
-                        sink?.keepHouse(for: self)
+                        sink.keepHouse(for: self)
                     }
                     return true
                 }
@@ -114,7 +114,7 @@ extension Listener {
                 // while the failure persists.
                 if let failure = inbox.boundSocketFailure, lastForcedRebind == 0 || now &- lastForcedRebind >= Limits.forcedRebindInterval.nanoseconds {
                     lastForcedRebind = now
-                    sink?.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
+                    sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
                     var frames: [Frame] = []
                     if keepSocketFile(inbox, force: true, into: &frames) { bellOwed = true }
                     route(frames)
@@ -125,7 +125,7 @@ extension Listener {
                     var frames: [Frame] = []
                     if keepSocketFile(inbox, into: &frames) { bellOwed = true }
                     route(frames)
-                    sink?.keepHouse(for: self)
+                    sink.keepHouse(for: self)
                 }
                 return true
             }
@@ -180,7 +180,7 @@ extension Listener {
                 waiting = direct
                 return true
             }
-            sink?.warn("listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
+            sink.warn("listener \(FileName.hex(id)) cannot read all its sockets and holds too much: handing over what it has")
             handOver(taken, direct: direct, &reader)
             return true
         }
@@ -196,12 +196,12 @@ extension Listener {
             taken, direct: direct,
             SpoolReader.Handlers(
                 deliver: { [self] frames in
-                    sink?.received(frames, by: self)
+                    sink.received(frames, by: self)
                     waitForRoom()
                 },
-                holdBack: { [identity] frame in identity.isDurable && sink?.holdsBack(frame) == true },
-                dropped: { sink?.dropped($0, $1) },
-                warning: { sink?.warn($0) }))
+                holdBack: { [identity] frame in identity.isDurable && sink.holdsBack(frame) },
+                dropped: { sink.dropped($0, $1) },
+                warning: { sink.warn($0) }))
     }
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
@@ -218,11 +218,11 @@ extension Listener {
             inbox.rebind(fresh, into: &frames)
             socketFile.withLock { $0 = currentSocketFile() }
             if !force {
-                sink?.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
+                sink.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }
             return true
         } catch {
-            sink?.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
+            sink.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
             return false
         }
     }
@@ -239,7 +239,7 @@ extension Listener {
             do throws(WormholeError) {
                 ready = try Sys.waitForEvents(&events, timeoutMilliseconds: Limits.housekeepingInterval.milliseconds)
             } catch {
-                sink?.receiveFailed("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", says: true)
+                sink.receiveFailed("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", says: true)
                 Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
                 ready = 0
             }
@@ -250,7 +250,7 @@ extension Listener {
             let now = DispatchTime.now().uptimeNanoseconds
             if now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds {
                 lastHousekeeping = now
-                sink?.keepHouse(for: self)
+                sink.keepHouse(for: self)
             }
         }
     }
