@@ -9,7 +9,8 @@ enum Roles {
     /// The checksum a notification carries of its own poster, sequence and data.
     static func checksum(poster: Int, sequence: Int, data: Data) -> Int {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for value in [UInt64(poster), UInt64(sequence)] { hash = (hash ^ value) &* 0x100_0000_01b3 }
+        // By bit pattern: a notification of another process on this name has no poster or sequence (-1 each).
+        for value in [UInt64(truncatingIfNeeded: poster), UInt64(truncatingIfNeeded: sequence)] { hash = (hash ^ value) &* 0x100_0000_01b3 }
         for byte in data { hash = (hash ^ UInt64(byte)) &* 0x100_0000_01b3 }
         return Int(truncatingIfNeeded: hash >> 1)
     }

@@ -124,6 +124,10 @@ struct StopTests {
         #expect(violations.isEmpty, "\(violations.prefix(5))")
         #expect(stops == 2000)
         print("stop test: \(stops) stops, \(violations.count) with a container lock held, slowest post while a process was stopped: \(slowest)")
+        // The listeners and the observer churner lived through it all (a crash of theirs would go unseen otherwise).
+        for process in processes where !process.process.isRunning {
+            Issue.record("pid \(process.pid) ended: \(process.errorOutput.prefix(3).joined(separator: " | "))")
+        }
         for process in processes + posters { process.signal(SIGKILL) }
         processes.removeAll()
     }

@@ -128,14 +128,12 @@ final class Container: Sendable {
         }
         // The container itself may be reached through a symbolic link; the folders inside it may not.
         let flags = O_RDONLY | O_DIRECTORY | (directory == AT_FDCWD ? 0 : O_NOFOLLOW)
-        let opened = Result { () throws(WormholeError) -> CInt in try Sys.open(path, flags, relativeTo: directory).release() }
         let descriptor: OwnedDescriptor
-        switch opened {
-        case .success(let fd):
-            descriptor = OwnedDescriptor(rawValue: fd)
-        case .failure(let error) where error.systemErrno == Errno.notDirectory || error.systemErrno == Errno.symbolicLink:
+        do throws(WormholeError) {
+            descriptor = try Sys.open(path, flags, relativeTo: directory)
+        } catch where error.systemErrno == Errno.notDirectory || error.systemErrno == Errno.symbolicLink {
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
-        case .failure(let error):
+        } catch {
             throw WormholeError(.invalidContainer, "cannot open \(shown)", errno: error.errno)
         }
         let status = try Sys.status(of: descriptor.rawValue)

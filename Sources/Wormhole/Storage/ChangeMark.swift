@@ -30,7 +30,7 @@ final class ChangeMark: Sendable {
         file.withLock { file -> UInt64 in
             if file == nil, let opened = try? StoredFile.openForReading(name, in: directory, limit: 64) {
                 guard opened.status.st_nlink == 1 else { return 0 }
-                file = OwnedDescriptor(rawValue: opened.file.release())
+                file = consume opened.file
             }
             guard let fd = file?.rawValue else { return 0 }
             var value: UInt64 = 0

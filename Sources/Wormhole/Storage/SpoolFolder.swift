@@ -235,20 +235,19 @@ final class SpoolFolder: Sendable {
         guard let key = SpoolRecord.key(ofHeader: header) else { return .damaged("no segment header") }
         var offset = SpoolRecord.headerSize
         while offset < window.size {
-            guard let recordHeader = window.bytes(at: offset, count: SpoolRecord.recordHeaderSize) else { return .torn }
-            var reader = ByteReader(Array(recordHeader))
-            guard let length = try? reader.read(UInt32.self, "length"), let check = try? reader.read(UInt32.self, "check")
+            guard let head = window.bytes(at: offset, count: SpoolRecord.recordHeaderSize),
+                let (length, check) = SpoolRecord.recordHeader(head)
             else { return .torn }
-            guard Int(length) <= SpoolRecord.maximumFrameSize else {
+            guard length <= SpoolRecord.maximumFrameSize else {
                 return .damaged("record at byte \(offset) claims \(length) bytes")
             }
-            let end = offset + SpoolRecord.recordHeaderSize + Int(length)
+            let end = offset + SpoolRecord.recordHeaderSize + length
             // A record larger than the window is read into an array of its own, handed over as it is: the frame
             // decoded from it keeps it instead of a copy.
             guard end <= window.size,
-                let frame = Int(length) > SegmentWindow.capacity
-                    ? window.ownBytes(at: offset + SpoolRecord.recordHeaderSize, count: Int(length))
-                    : window.bytes(at: offset + SpoolRecord.recordHeaderSize, count: Int(length)).map(Array.init)
+                let frame = length > SegmentWindow.capacity
+                    ? window.ownBytes(at: offset + SpoolRecord.recordHeaderSize, count: length)
+                    : window.bytes(at: offset + SpoolRecord.recordHeaderSize, count: length).map(Array.init)
             else { return .torn }
             guard SpoolRecord.check(frame[...], key: key) == check else {
                 // The last record may still be being copied in by its writer, who will write it again.

@@ -120,9 +120,8 @@ struct ValueStore: Sendable {
         } catch where !Self.isThisProcesssLack(error) {
             return .damaged("version \(version) of value \(name) cannot be read: \(error)")
         }
-        var reader = ByteReader(head, from: SpoolRecord.headerSize)
         guard got == headSize, SpoolRecord.key(ofHeader: head[0..<SpoolRecord.headerSize]) != nil,
-            let length = try? reader.read(UInt32.self, "length"), headSize + Int(length) == size
+            let (length, _) = SpoolRecord.recordHeader(head[SpoolRecord.headerSize...]), headSize + length == size
         else { return .damaged("version \(version) of value \(name) is not one whole record") }
         let bytes: [UInt8]
         do throws(WormholeError) {

@@ -69,6 +69,16 @@ enum SpoolRecord {
         return try? reader.read(UInt64.self, "key")
     }
 
+    /// A record's header, its frame's length and its check, from the bytes at the record's start (big-endian);
+    /// nil when there are fewer than ``recordHeaderSize``. The length is as written: the reader bounds it.
+    static func recordHeader(_ bytes: ArraySlice<UInt8>) -> (length: Int, check: UInt32)? {
+        guard bytes.count >= recordHeaderSize else { return nil }
+        func word(_ at: Int) -> UInt32 {
+            bytes[(bytes.startIndex + at)..<(bytes.startIndex + at + 4)].reduce(0) { $0 << 8 | UInt32($1) }
+        }
+        return (Int(word(0)), word(4))
+    }
+
     /// The frames of a whole segment in memory, and 1 when it ends in anything but whole records (0 otherwise).
     static func decodeAll(_ bytes: [UInt8]) -> (frames: [[UInt8]], damaged: Int) {
         guard bytes.count >= headerSize, let key = key(ofHeader: bytes[0..<headerSize]) else {
@@ -77,14 +87,13 @@ enum SpoolRecord {
         var frames: [[UInt8]] = []
         var offset = headerSize
         while offset < bytes.count {
-            var reader = ByteReader(bytes, from: offset)
-            guard let length = try? reader.read(UInt32.self, "length"), Int(length) <= maximumFrameSize,
-                let check = try? reader.read(UInt32.self, "check"),
-                let frame = try? reader.readBytes(Int(length), "record"),
-                Self.check(frame, key: key) == check
+            guard let (length, check) = recordHeader(bytes[offset...]), length <= maximumFrameSize,
+                length <= bytes.count - offset - recordHeaderSize
             else { return (frames, 1) }
+            let frame = bytes[(offset + recordHeaderSize)..<(offset + recordHeaderSize + length)]
+            guard Self.check(frame, key: key) == check else { return (frames, 1) }
             frames.append(Array(frame))
-            offset += recordHeaderSize + Int(length)
+            offset += recordHeaderSize + length
         }
         return (frames, 0)
     }
