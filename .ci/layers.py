@@ -21,43 +21,35 @@ DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|ope
                   r"(class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)")
 
 
-def layer_of(path):
-    rel = os.path.relpath(path, ROOT)
+def layer_of(path, root):
+    rel = os.path.relpath(path, root)
     parts = rel.split(os.sep)
     return "API" if len(parts) == 1 else parts[0]
 
 
+def interpolations(literal):
+    """The code inside a string literal's interpolations, \\( ... ), which is code like any other."""
+    parts, index = [], literal.find("\\(")
+    while index >= 0:
+        depth, end = 0, index + 1
+        while end < len(literal):
+            depth += {"(": 1, ")": -1}.get(literal[end], 0)
+            if depth == 0:
+                break
+            end += 1
+        parts.append(literal[index + 2:end])
+        index = literal.find("\\(", end)
+    return " ".join(parts)
+
+
 def strip(text):
-    """The code without comments and string literals' contents."""
-    text = re.sub(r'"""[\s\S]*?"""', '""', text)
+    """The code without comments, and without string literals but for their interpolations."""
+    text = re.sub(r'"""[\s\S]*?"""', lambda m: '"" ' + interpolations(m.group(0)), text)
     text = re.sub(r"/\*[\s\S]*?\*/", "", text)
     text = re.sub(r"//[^\n]*", "", text)
-    text = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', text)
+    text = re.sub(r'"(?:\\.|[^"\\\n])*"', lambda m: '"" ' + interpolations(m.group(0)), text)
     return text
 
-
-files = []
-for folder, _, names in os.walk(ROOT):
-    if folder.endswith(".docc") or ".docc" + os.sep in folder:
-        continue
-    files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".swift")]
-
-defined = {}  # type name (a nested one as Outer.Inner) -> layer
-for path in files:
-    outer = None
-    for line in strip(open(path, encoding="utf-8").read()).split("\n"):
-        m = DECL.match(line)
-        if m:
-            defined.setdefault(m.group(2), layer_of(path))
-            outer = m.group(2)
-            continue
-        e = re.match(r"^(?:public |internal )?extension ([A-Z]\w*)\b", line)
-        if e:
-            outer = e.group(1)
-            continue
-        n = DECL.match(line[4:]) if line.startswith("    ") and not line.startswith("     ") else None
-        if n and outer:
-            defined.setdefault(outer + "." + n.group(2), layer_of(path))
 
 LIBC = re.compile(r"(?<![\w.])(?<!func )(open|openat|close|read|pread|write|pwrite|socket|bind|connect|accept|listen|send|sendmsg|recv|recvmsg|"
                   r"poll|fstat|fstatat|stat|lstat|unlinkat|unlink|renameat|rename|linkat|mkdirat|mkdir|ftruncate|fsync|"
@@ -70,34 +62,103 @@ LIBC = re.compile(r"(?<![\w.])(?<!func )(open|openat|close|read|pread|write|pwri
 ERRNO = re.compile(r"\b(E(?:NOENT|EXIST|NOTEMPTY|NOTDIR|LOOP|MFILE|NFILE|NOBUFS|NOMEM|INTR|AGAIN|WOULDBLOCK|NOSYS|INVAL|"
                    r"PIPE|CONNREFUSED|CONNRESET|NOTCONN|DESTADDRREQ|PROTOTYPE|MSGSIZE|ACCES|PERM|BADF|IO|NOSPC|ROFS|"
                    r"XDEV|BUSY|SPIPE|FAULT|OPNOTSUPP|CONNABORTED|NAMETOOLONG))\b|\b(currentErrno)\(")
-problems = []
-for path in files:
-    layer = layer_of(path)
-    code = strip(open(path, encoding="utf-8").read())
-    rel = os.path.relpath(path, os.path.join(ROOT, "..", ".."))
-    # A nested type named with its outer type is a use of the nested one only.
-    nested = set(q for q in re.findall(r"\b([A-Z]\w*\.[A-Z]\w*)\b", code) if q in defined)
-    code = re.sub(r"\b([A-Z]\w*\.[A-Z]\w*)\b", lambda m: "" if m.group(1) in defined else m.group(1), code)
-    used = set(re.findall(r"\b([A-Z]\w*)\b", code)) | nested
-    for name in sorted(used):
-        owner = defined.get(name)
-        if owner is None or owner == layer:
+
+
+def check(root):
+    """The problems of the tree at `root`, as lines."""
+    files = []
+    for folder, _, names in os.walk(root):
+        if folder.endswith(".docc") or ".docc" + os.sep in folder:
             continue
-        shared = SHARED.get(name) or SHARED.get(name.split(".")[0])
-        if shared and RANK[layer] >= RANK[shared]:
-            continue
-        if RANK[owner] > RANK[layer] or (layer, owner) in APART:
-            problems.append(f"{rel}: {layer} uses {name} of {owner}")
-    if layer != "Platform":
-        # An errno is compared by its name (Platform/Errno.swift), which says what it means to the library.
-        for m in sorted(set(a or b for a, b in ERRNO.findall(code))):
-            problems.append(f"{rel}: {layer} names the C library's {m}; use Errno")
-        # A call of the file's own method of that name is not one of the C library's.
-        own = set(re.findall(r"\bfunc (\w+)\s*[<(]", code))
-        calls = set(a or b for a, b in LIBC.findall(code))
-        for m in sorted(calls - own):
-            problems.append(f"{rel}: {layer} calls {m}() of the C library")
-for p in problems:
-    print(p)
-print(f"{len(problems)} problems", file=sys.stderr)
-sys.exit(1 if problems else 0)
+        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".swift")]
+
+    defined = {}  # type name (a nested one as Outer.Inner) -> layer
+    for path in files:
+        outer = None
+        for line in strip(open(path, encoding="utf-8").read()).split("\n"):
+            m = DECL.match(line)
+            if m:
+                defined.setdefault(m.group(2), layer_of(path, root))
+                outer = m.group(2)
+                continue
+            e = re.match(r"^(?:public |internal )?extension ([A-Z]\w*)\b", line)
+            if e:
+                outer = e.group(1)
+                continue
+            n = DECL.match(line[4:]) if line.startswith("    ") and not line.startswith("     ") else None
+            if n and outer:
+                defined.setdefault(outer + "." + n.group(2), layer_of(path, root))
+
+    problems = []
+    for path in files:
+        layer = layer_of(path, root)
+        code = strip(open(path, encoding="utf-8").read())
+        rel = os.path.relpath(path, os.path.join(root, "..", ".."))
+        # A nested type named with its outer type is a use of the nested one only.
+        nested = set(q for q in re.findall(r"\b([A-Z]\w*\.[A-Z]\w*)\b", code) if q in defined)
+        code = re.sub(r"\b([A-Z]\w*\.[A-Z]\w*)\b", lambda m: "" if m.group(1) in defined else m.group(1), code)
+        used = set(re.findall(r"\b([A-Z]\w*)\b", code)) | nested
+        for name in sorted(used):
+            owner = defined.get(name)
+            if owner is None or owner == layer:
+                continue
+            shared = SHARED.get(name) or SHARED.get(name.split(".")[0])
+            if shared and RANK[layer] >= RANK[shared]:
+                continue
+            if RANK[owner] > RANK[layer] or (layer, owner) in APART:
+                problems.append(f"{rel}: {layer} uses {name} of {owner}")
+        if layer != "Platform":
+            # An errno is compared by its name (Platform/Errno.swift), which says what it means to the library.
+            for m in sorted(set(a or b for a, b in ERRNO.findall(code))):
+                problems.append(f"{rel}: {layer} names the C library's {m}; use Errno")
+            # A call of the file's own method of that name is not one of the C library's.
+            own = set(re.findall(r"\bfunc (\w+)\s*[<(]", code))
+            calls = set(a or b for a, b in LIBC.findall(code))
+            for m in sorted(calls - own):
+                problems.append(f"{rel}: {layer} calls {m}() of the C library")
+    return problems
+
+
+# A small tree with one of each kind of problem: the check must find exactly these, or it checks nothing.
+SELF_TEST = {
+    "GroupNotificationCenter.swift": "public final class GroupNotificationCenter {}\n",
+    "Center/Hub.swift": "struct Hub {}\n",
+    "Codec/Coder.swift": "struct Coder {}\n",
+    "Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let center: GroupNotificationCenter? }\n",
+    "Storage/Store.swift": (
+        "struct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
+        "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
+    "Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
+}
+SELF_TEST_FINDS = {
+    "Sources/Wormhole/Platform/Kind.swift: Platform uses GroupNotificationCenter of API",
+    "Sources/Wormhole/Storage/Store.swift: Storage uses Hub of Center",
+    "Sources/Wormhole/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",
+    "Sources/Wormhole/Storage/Store.swift: Storage calls open() of the C library",
+    "Sources/Wormhole/Wire/Frame.swift: Wire uses Coder of Codec",
+}
+
+
+def self_test():
+    import tempfile
+    with tempfile.TemporaryDirectory() as folder:
+        root = os.path.join(folder, "Sources", "Wormhole")
+        for name, text in SELF_TEST.items():
+            os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+            with open(os.path.join(root, name), "w", encoding="utf-8") as file:
+                file.write(text)
+        found = set(check(root))
+    if found != SELF_TEST_FINDS:
+        print("layers.py self-test: missed", sorted(SELF_TEST_FINDS - found), "and wrongly found", sorted(found - SELF_TEST_FINDS))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    if self_test():
+        sys.exit(1)
+    problems = check(ROOT)
+    for p in problems:
+        print(p)
+    print(f"{len(problems)} problems", file=sys.stderr)
+    sys.exit(1 if problems else 0)

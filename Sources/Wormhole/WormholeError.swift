@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// An error reported by Wormhole: what went wrong, where, and the system's errno when the system said no.
 ///
 /// Codes can grow between releases; switch over them with a `default` case.
@@ -85,6 +79,6 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
     /// `system error: open /x/layout: Permission denied (errno 13)`.
     public var description: String {
         guard let errno else { return "\(code): \(detail)" }
-        return "\(code): \(detail): \(String(cString: strerror(errno))) (errno \(errno))"
+        return "\(code): \(detail): \(Errno(errno).message) (errno \(errno))"
     }
 }

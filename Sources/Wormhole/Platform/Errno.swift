@@ -12,6 +12,9 @@ struct Errno: Hashable, Sendable {
 
     init(_ rawValue: CInt) { self.rawValue = rawValue }
 
+    /// What the system says the value means (`strerror(3)`), e.g. "Permission denied".
+    var message: String { String(cString: strerror(rawValue)) }
+
     /// No such file or folder (`ENOENT`): gone, or never made.
     static let noSuchFile = Errno(ENOENT)
     /// The name is taken (`EEXIST`).
