@@ -121,7 +121,7 @@ struct ValueStore: Sendable {
             return .damaged("version \(version) of value \(name) cannot be read: \(error)")
         }
         guard got == headSize, SpoolRecord.key(ofHeader: head[0..<SpoolRecord.headerSize]) != nil,
-            let (length, _) = SpoolRecord.recordHeader(head[SpoolRecord.headerSize...]), headSize + length == size
+            let (length, _) = SpoolRecord.recordHeader(head[SpoolRecord.headerSize...]), length == size - headSize
         else { return .damaged("version \(version) of value \(name) is not one whole record") }
         let bytes: [UInt8]
         do throws(WormholeError) {

@@ -70,13 +70,14 @@ enum SpoolRecord {
     }
 
     /// A record's header, its frame's length and its check, from the bytes at the record's start (big-endian);
-    /// nil when there are fewer than ``recordHeaderSize``. The length is as written: the reader bounds it.
+    /// nil when there are fewer than ``recordHeaderSize``. The length is as written (`Int.max` when a 32-bit `Int`,
+    /// as on watchOS, cannot hold it): the reader bounds it.
     static func recordHeader(_ bytes: ArraySlice<UInt8>) -> (length: Int, check: UInt32)? {
         guard bytes.count >= recordHeaderSize else { return nil }
         func word(_ at: Int) -> UInt32 {
             bytes[(bytes.startIndex + at)..<(bytes.startIndex + at + 4)].reduce(0) { $0 << 8 | UInt32($1) }
         }
-        return (Int(word(0)), word(4))
+        return (Int(exactly: word(0)) ?? .max, word(4))
     }
 
     /// The frames of a whole segment in memory, and 1 when it ends in anything but whole records (0 otherwise).
