@@ -11,10 +11,10 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources",
 RANK = {"API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
 # Side by side: neither uses the other.
 APART = {("Wire", "Codec"), ("Codec", "Wire")}
-# Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits. And the
-# API's values that say what the center does (its configuration, a post's report, the statistics), which the
-# center takes and gives back.
-SHARED = {"WormholeError": "Platform", "Limits": "Platform",
+# Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits (with its
+# Interval, a time limit). And the API's values that say what the center does (its configuration, a post's
+# report, the statistics), which the center takes and gives back.
+SHARED = {"WormholeError": "Platform", "Limits": "Platform", "Interval": "Platform",
           "GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center"}
 
 DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|open|indirect|nonisolated|@\w+(?:\([^)]*\))?)\s+)*"

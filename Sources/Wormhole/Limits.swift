@@ -42,6 +42,10 @@ enum Limits {
     /// How long a durable identity's new listener waits for the receive thread of the one this process stopped
     /// before it (which may be running an observer's block) to end; then the identity is in use.
     static let endingListenerWait: Interval = .seconds(10)
+    /// How long stopping a listener waits for its receive thread to end (unless it runs observers' code), and
+    /// how often it looks meanwhile.
+    static let stopWait: Interval = .seconds(5)
+    static let stopPoll: Interval = .milliseconds(5)
     /// A listener whose socket keeps failing binds it anew at most this often.
     static let forcedRebindInterval: Interval = .seconds(1)
     /// A failure that repeats (a wait for the sockets) is said at most this often; every one is counted.
@@ -122,6 +126,17 @@ enum Limits {
     /// Versions kept behind the newest.
     static let valueKeptVersions: UInt64 = 8
 
+    // MARK: Files in the container
+
+    /// The most names one listing of a folder in the container gives (a spool, the listeners, a value's versions):
+    /// past it the rest waits for a later look, so a folder someone filled cannot make one pass run without end.
+    static let maximumListedNames = 100_000
+    /// How old a writer's temporary file is before housekeeping takes its writer for dead and removes it.
+    static let staleTemporaryAge: Interval = .seconds(600)
+    /// How old a spool folder, a claim's socket or a socket file of no registered listener is before
+    /// housekeeping removes it (a listener killed between making it and registering).
+    static let orphanAge: Interval = .seconds(60)
+
     // MARK: Sockets and reading them
 
     /// The send buffer of a poster's sequenced-packet connection, which is what bounds how many frames queue
@@ -133,6 +148,16 @@ enum Limits {
     static let sendBufferOverhead = 4096
     /// How many messages one receive takes at most.
     static let readBatchSize = 16
+    /// The most messages one socket gives in a round of the receive thread (its wait found the socket ready):
+    /// what remains wakes the next wait, and the other sockets get their turn.
+    static let readsPerRound = 512
+    /// The most messages one socket gives when the receive thread reads everything waiting (before handing over
+    /// what it took from the spool, or as a listener ends), and when it reads a sealed socket to its end.
+    static let readsWhenEmptying = 100_000
+    static let readsWhenClosing = 1_000_000
+    /// How many times a durable listener that ends reads its sockets once more, each read stopping at a round's
+    /// byte budget (``readRoundBudget``), before it hands over what it has.
+    static let lastReads = 16
     /// The most bytes of frames one round of reads takes (an inbox begins a round each time it reads): past it,
     /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
     /// so this bounds what posters can make the listener hold at once.

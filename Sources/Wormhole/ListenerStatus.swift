@@ -96,7 +96,7 @@ extension GroupNotificationCenter {
     /// How many notifications wait in a listener's spool folder, and its bytes; reads the folder, for tools.
     private static func spoolDepth(of listener: UInt64, in container: Container) -> (Int, Int) {
         guard let folder = try? SpoolFolder(listener: listener, in: container, create: false) else { return (0, 0) }
-        let names = (try? Sys.listDirectory(folder.descriptor, limit: 100_000)) ?? []
+        let names = (try? Sys.listDirectory(folder.descriptor)) ?? []
         var count = 0
         for name in names where name.hasSuffix(SpoolFolder.segmentSuffix) || name.hasSuffix(SpoolFolder.takenSuffix)
             || name.hasPrefix(SpoolFolder.heldPrefix)

@@ -31,14 +31,14 @@ final class Delivery: Sendable {
         observers.withLock { $0.hasMatch(name: name, object: object) }
     }
 
-    /// Hands frames to the matching observers. Those without a queue run through `receiveThread`, which runs
-    /// them at once on the receive thread or hands them to it.
+    /// Hands frames to the matching observers. Returns what those without a queue are to run, on the receive
+    /// thread.
     ///
     /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
     /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
     ///
     /// What goes to observers' queues is held in `backlog` until those observers have run.
-    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
+    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
@@ -73,7 +73,7 @@ final class Delivery: Sendable {
                 $0.userInfoRejected += rejected
             }
         }
-        batch.dispatch(backlog: backlog, receiveThread: receiveThread)
+        return batch.dispatch(backlog: backlog)
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.

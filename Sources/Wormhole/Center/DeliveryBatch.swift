@@ -21,14 +21,15 @@ struct DeliveryBatch {
         }
     }
 
-    /// Schedules each queue's deliveries, in the order they were added, and gives those of observers without a
-    /// queue to `receiveThread`. What goes to a queue is held in `backlog` until the queue has run it, or every
-    /// observer it was for was removed.
-    func dispatch(backlog: DeliveryBacklog?, receiveThread: (@escaping @Sendable () -> Void) -> Void) {
+    /// Schedules each queue's deliveries, in the order they were added, and returns those of observers without a
+    /// queue, to run on the receive thread. What goes to a queue is held in `backlog` until the queue has run it,
+    /// or every observer it was for was removed.
+    func dispatch(backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
+        var onReceiveThread: (@Sendable () -> Void)? = nil
         for group in groups {
             let items = DeliveryItems(items: group.items)
             guard !group.first.runsOnReceiveThread else {
-                receiveThread { withAutoreleasePool { for (observer, note) in items.items { observer.call(note) } } }
+                onReceiveThread = { withAutoreleasePool { for (observer, note) in items.items { observer.call(note) } } }
                 continue
             }
             let ticket = backlog?.hold(notifications: group.items.count, bytes: group.bytes)
@@ -41,6 +42,7 @@ struct DeliveryBatch {
                 ticket?.release()
             }
         }
+        return onReceiveThread
     }
 }
 

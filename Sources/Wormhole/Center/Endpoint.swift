@@ -89,7 +89,7 @@ final class Endpoint: Sendable {
         var (report, gone) = fanout.send(
             outgoing, to: registry.snapshot(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
-            reception.deliver([frame], receivedBy: nil)
+            reception.deliverOwn([frame])
             report.delivered += 1
         }
         if !gone.isEmpty {

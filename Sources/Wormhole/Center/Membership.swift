@@ -149,16 +149,17 @@ final class Membership: Sendable {
         let registered = Set(registry.snapshot().entries.map(\.listener))
         func isOld(_ name: String, in directory: CInt) -> Bool {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { return false }
-            return status.ageNanoseconds > 60_000_000_000 || status.ageNanoseconds < -60_000_000_000
+            let limit = Limits.orphanAge.signedNanoseconds
+            return status.ageNanoseconds > limit || status.ageNanoseconds < -limit
         }
-        for name in (try? Sys.listDirectory(container.spoolDescriptor, limit: 10_000)) ?? [] {
+        for name in (try? Sys.listDirectory(container.spoolDescriptor)) ?? [] {
             guard let listener = FileName.value(ofHex: name), !registered.contains(listener),
                 isOld(name, in: container.spoolDescriptor)
             else { continue }
             SpoolFolder.remove(listener: listener, in: container)
         }
         StoredFile.removeStaleTemporaries(
-            in: container.listenersDescriptor, olderThan: 60, prefixes: [StoredFile.temporaryPrefix, ".claim-", ".stale-"])
+            in: container.listenersDescriptor, olderThan: Limits.orphanAge, prefixes: [StoredFile.temporaryPrefix, ".claim-", ".stale-"])
         StoredFile.removeStaleTemporaries(in: container.retainedDescriptor)
         registry.removeStaleTemporaries()
     }

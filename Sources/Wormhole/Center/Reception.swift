@@ -68,24 +68,19 @@ final class Reception: ListenerSink {
         membership.leave(listener.id)
     }
 
-    /// Hands frames to the matching observers. Observers without a queue run on the receive thread: at once when
-    /// called there, else once it wakes. `receiver` is the listener whose receive thread calls, or nil from
-    /// elsewhere (this process's own posts).
-    func deliver(_ frames: [Frame], receivedBy receiver: Listener?) {
-        let listener = receiver ?? self.listener.withLock { $0 }
-        delivery.deliver(frames, backlog: listener?.backlog) { work in
-            if let receiver {
-                receiver.runObserverCode(work)
-            } else if let listener {
-                listener.perform(work)
-            }
+    /// Hands this process's own posts to its matching observers. Observers without a queue run on the receive
+    /// thread, once it wakes.
+    func deliverOwn(_ frames: [Frame]) {
+        let listener = self.listener.withLock { $0 }
+        if let work = delivery.deliver(frames, backlog: listener?.backlog), let listener {
+            listener.perform(work)
         }
     }
 
     // MARK: What the listener hands up
 
-    func received(_ frames: [Frame], by listener: Listener) {
-        deliver(frames, receivedBy: listener)
+    func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)? {
+        delivery.deliver(frames, backlog: listener.backlog)
     }
 
     func holdsBack(_ frame: Frame) -> Bool {

@@ -95,11 +95,13 @@ enum StoredFile {
         }
     }
 
-    /// Removes temporary files older than `age` seconds: left by writers that died between create and rename
-    /// (and, in `listeners/`, sockets of claims that died half-way, with `prefixes`).
-    static func removeStaleTemporaries(in directory: CInt, olderThan age: Int = 600, prefixes: [String] = [temporaryPrefix]) {
-        guard let names = try? Sys.listDirectory(directory, limit: 100_000) else { return }
-        let limit = Int64(age) * 1_000_000_000
+    /// Removes temporary files older than `age`: left by writers that died between create and rename (and, in
+    /// `listeners/`, sockets of claims that died half-way, with `prefixes`).
+    static func removeStaleTemporaries(
+        in directory: CInt, olderThan age: Interval = Limits.staleTemporaryAge, prefixes: [String] = [temporaryPrefix]
+    ) {
+        guard let names = try? Sys.listDirectory(directory) else { return }
+        let limit = age.signedNanoseconds
         for name in names where prefixes.contains(where: { name.hasPrefix($0) }) {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
             // As far in the future counts too: planted, or the clock went back.

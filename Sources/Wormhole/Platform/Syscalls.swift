@@ -137,7 +137,7 @@ enum Sys {
     }
 
     /// The names in the directory open as `directory`, less `.` and `..`; at most `limit` of them.
-    static func listDirectory(_ directory: CInt, limit: Int = 1 << 20) throws(WormholeError) -> [String] {
+    static func listDirectory(_ directory: CInt, limit: Int = Limits.maximumListedNames) throws(WormholeError) -> [String] {
         // fdopendir takes the descriptor over, so it gets one of its own: opened anew, not dup(2)ed, because a
         // duplicate shares the directory's read offset, and two threads listing one folder at once would each
         // see part of it, or nothing.
@@ -167,13 +167,6 @@ enum Sys {
         #else
         Darwin.shutdown(fd, SHUT_RD) == 0
         #endif
-    }
-
-    static func waitForEvents(_ fds: inout [pollfd], timeoutMilliseconds: CInt) throws(WormholeError) -> Int {
-        let count = fds.count
-        return Int(try fds.withUnsafeMutableBufferPointer { (buffer) throws(WormholeError) -> CInt in
-            try valueOrErrno("poll") { poll(buffer.baseAddress, nfds_t(count), timeoutMilliseconds) }
-        })
     }
 
     /// A non-blocking, close-on-exec pipe. On Darwin a write with no reader fails with EPIPE instead of raising

@@ -52,7 +52,7 @@ struct RetainedStore: Sendable {
     }
 
     func clearAll() {
-        let names = (try? Sys.listDirectory(container.retainedDescriptor, limit: 1 << 20)) ?? []
+        let names = (try? Sys.listDirectory(container.retainedDescriptor)) ?? []
         for name in names where name.hasPrefix("n-") || name.hasPrefix("h-") {
             try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)
         }

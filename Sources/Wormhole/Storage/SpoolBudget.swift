@@ -50,7 +50,7 @@ final class SpoolBudget: Sendable {
 
     /// What every spool folder of `container` holds now.
     static func measure(_ container: Container) -> Int {
-        let folders = (try? Sys.listDirectory(container.spoolDescriptor, limit: 100_000)) ?? []
+        let folders = (try? Sys.listDirectory(container.spoolDescriptor)) ?? []
         var total = 0
         for name in folders {
             guard let listener = FileName.value(ofHex: name),

@@ -46,7 +46,7 @@ final class SpoolFolder: Sendable {
     /// claims. Without `includingTaken`, only what waits for the listener to take it (its backlog). Posters' lease
     /// files (``SpoolLease``) are reservations, not data: they count nothing here, sparse or not.
     func totalBytes(includingTaken: Bool = true) -> Int {
-        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        let names = (try? Sys.listDirectory(descriptor)) ?? []
         return names.reduce(0) { total, name in
             guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix), includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
                 status.st_mode & S_IFMT == S_IFREG
@@ -142,7 +142,7 @@ final class SpoolFolder: Sendable {
     /// the order they were made. Taken ones left by a run that died come along. With `renaming` false, only the
     /// segments taken already.
     func takeSegments(renaming: Bool = true) -> [String] {
-        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        let names = (try? Sys.listDirectory(descriptor)) ?? []
         var taken: [String] = []
         for name in names {
             if name.hasSuffix(Self.takenSuffix) {
@@ -169,7 +169,7 @@ final class SpoolFolder: Sendable {
 
     /// Whether any segment waits for the listener: a new link spools behind it rather than overtake it.
     func hasPendingSegments() -> Bool {
-        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        let names = (try? Sys.listDirectory(descriptor)) ?? []
         return names.contains { $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) }
     }
 
@@ -199,7 +199,7 @@ final class SpoolFolder: Sendable {
     /// The held files, oldest first, and the names that look like held files but are not this listener's (not
     /// 16 lowercase hex digits): those are not read.
     func heldFiles() -> (files: [String], planted: [String]) {
-        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        let names = (try? Sys.listDirectory(descriptor)) ?? []
         var files: [(UInt64, String)] = []
         var planted: [String] = []
         for name in names where name.hasPrefix(Self.heldPrefix) {
@@ -273,7 +273,7 @@ final class SpoolFolder: Sendable {
         for _ in 0..<3 {
             guard let folder = try? Sys.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, relativeTo: container.spoolDescriptor)
             else { return }
-            for file in (try? Sys.listDirectory(folder.rawValue, limit: 100_000)) ?? [] {
+            for file in (try? Sys.listDirectory(folder.rawValue)) ?? [] {
                 try? Sys.removeFile(file, relativeTo: folder.rawValue)
             }
             // A poster may have added a segment meanwhile: then the folder is not empty, and we go again.

@@ -94,7 +94,7 @@ extension SpoolFolder {
     /// lease's size is any number another process set). Stale leases (older than ``Limits/leaseLifetime``, or
     /// from further in the future than a clock's drift) are skipped and removed: their posters died or are stopped.
     func leasedBytes(except own: String, limit: Int) -> Int {
-        let names = (try? Sys.listDirectory(descriptor, limit: 100_000)) ?? []
+        let names = (try? Sys.listDirectory(descriptor)) ?? []
         var total = 0
         for name in names where name.hasPrefix(Self.leasePrefix) && name != own {
             guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),

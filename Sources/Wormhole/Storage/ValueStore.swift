@@ -155,7 +155,7 @@ struct ValueStore: Sendable {
             if !planted.contains(where: { $0.version == version }) { planted.append((version, reason)) }
         }
         var versions: [UInt64] = []
-        for version in try Sys.listDirectory(folder, limit: 100_000).compactMap(Self.version(fromName:)) {
+        for version in try Sys.listDirectory(folder).compactMap(Self.version(fromName:)) {
             guard version >= Self.maximumVersion else {
                 versions.append(version)
                 continue

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The inbox of the datagram transport: one socket that every poster sends to. A poster's datagrams queue in
 /// the order sent; a full queue fails its send at once (EAGAIN on Linux, ENOBUFS on Darwin) and it spools.
 final class DatagramInbox: Inbox {
@@ -41,31 +35,31 @@ final class DatagramInbox: Inbox {
     var readAny: Bool { reader.readAny }
 
     /// A failed socket is polled as -1, which a wait passes over.
-    func addPollDescriptors(to events: inout [pollfd]) {
-        events.append(pollfd(fd: boundSocketFailure == nil ? socket : -1, events: Int16(POLLIN), revents: 0))
-        for old in retired { events.append(pollfd(fd: old.fd, events: Int16(POLLIN), revents: 0)) }
+    func addPollDescriptors(to events: inout PollSet) {
+        events.add(boundSocketFailure == nil ? socket : nil)
+        for old in retired { events.add(old.fd) }
     }
 
-    func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
+    func receiveReady(_ events: PollSet.SubSequence, into frames: inout [Frame]) {
         // A batch per socket, as posters may keep it full: what remains wakes the next poll.
         reader.beginRound()
         let paced = ReadPace.applies(to: events)
         // The old sockets first: a poster whose old socket was sealed sends to the new one next, and what it sent
         // before must come first.
-        for event in events where event.revents != 0 && event.fd != socket {
-            if !reader.read(event.fd, into: &frames, limit: 512) { closeRetired(event.fd) }
+        for event in events where event.isReady && event.fd != socket {
+            if !reader.read(event.fd, into: &frames, limit: Limits.readsPerRound) { closeRetired(event.fd) }
         }
         closeSealed(into: &frames)
-        if let bound = events.first(where: { $0.fd == socket }), bound.revents != 0 {
-            readBound(bound.revents, into: &frames, paced: paced)
+        if let bound = events.first(where: { $0.fd == socket }), bound.isReady {
+            readBound(failed: bound.hasFailed, into: &frames, paced: paced)
         }
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
         reader.beginRound()
-        for old in retired where !reader.read(old.fd, into: &frames, limit: 100_000) { closeRetired(old.fd) }
+        for old in retired where !reader.read(old.fd, into: &frames, limit: Limits.readsWhenEmptying) { closeRetired(old.fd) }
         closeSealed(into: &frames)
-        readBound(0, into: &frames, paced: false, limit: 100_000)
+        readBound(failed: false, into: &frames, paced: false, limit: Limits.readsWhenEmptying)
         // What waits in a failed socket may precede what its posters spooled: the spool waits for the rebind.
         return !reader.isOverBudget && boundSocketFailure == nil
     }
@@ -88,7 +82,7 @@ final class DatagramInbox: Inbox {
     /// the next round.
     private func closeSealed(into frames: inout [Frame]) {
         for old in retired where old.sealed && !reader.isOverBudget {
-            if !reader.read(old.fd, into: &frames, limit: 1_000_000) {
+            if !reader.read(old.fd, into: &frames, limit: Limits.readsWhenClosing) {
                 reader.warn("an old socket could not be read to its end and is closed: what it still held is lost")
             } else if reader.isOverBudget {
                 continue
@@ -98,10 +92,10 @@ final class DatagramInbox: Inbox {
     }
 
     /// Reads the socket posters reach, unless it failed; a failure of its read, or an error a wait reported on
-    /// it (`revents`), marks it failed.
-    private func readBound(_ revents: Int16, into frames: inout [Frame], paced: Bool, limit: Int = 512) {
+    /// it (`failed`), marks it failed.
+    private func readBound(failed: Bool, into frames: inout [Frame], paced: Bool, limit: Int = Limits.readsPerRound) {
         guard boundSocketFailure == nil else { return }
-        if revents & Int16(POLLERR | POLLNVAL) != 0 {
+        if failed {
             boundSocketFailure = "a wait reported an error on it"
             return
         }
@@ -132,7 +126,7 @@ final class DatagramInbox: Inbox {
         // The old socket is read whole now if it can be: a round that spent its budget would leave it for later.
         reader.beginRound()
         let sealed = SocketOptions.sealDatagramSocket(old)
-        if failed && !reader.read(old, into: &frames, limit: 1_000_000) {
+        if failed && !reader.read(old, into: &frames, limit: Limits.readsWhenClosing) {
             reader.warn("a failed socket could not be read again and is closed: what it still held is lost")
             Sys.close(old)
             return
@@ -142,7 +136,7 @@ final class DatagramInbox: Inbox {
         let unsealed = retired.filter { !$0.sealed }
         guard unsealed.count > Limits.maximumRetiredSockets, let oldest = unsealed.first else { return }
         reader.warn("an old socket that could not be sealed is closed: a message sent to it as it closes is lost")
-        _ = reader.read(oldest.fd, into: &frames, limit: 1_000_000)
+        _ = reader.read(oldest.fd, into: &frames, limit: Limits.readsWhenClosing)
         closeRetired(oldest.fd)
     }
 }

@@ -1,19 +1,13 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The receiving end of a listener's transport: the sockets its receive thread polls and reads. Owned by the
 /// receive thread once it runs; its sockets close when it is released.
 protocol Inbox: AnyObject {
     /// Appends the descriptors to poll for incoming messages.
-    func addPollDescriptors(to events: inout [pollfd])
+    func addPollDescriptors(to events: inout PollSet)
     /// How long the receive thread may wait for them, in milliseconds, when shorter than its idle interval.
     var pollTimeout: Int32? { get }
     /// Reads a batch from each descriptor that `events` (the ones it added, in order, with their results)
     /// says is ready.
-    func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame])
+    func receiveReady(_ events: PollSet.SubSequence, into frames: inout [Frame])
     /// Whether what the last read found suggests a poster may have spooled (``MessageReader/suggestsSpooling``).
     var suggestsSpooling: Bool { get }
     /// Whether the last read found any message at all (``MessageReader/readAny``).

@@ -1,14 +1,9 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 import Synchronization
 
 /// A process's message-port server in one container: a socket of its transport in `listeners/`, its spool
-/// folder in `spool/`, and a thread of its own (``run()``, in ReceiveLoop.swift) that reads both and hands
-/// frames over in order.
+/// folder in `spool/`, and a thread of its own (``ReceiveThread``, running ``run()`` in ReceiveLoop.swift) that
+/// reads both and hands frames over in order.
 final class Listener: Sendable {
     let id: UInt64
     /// Whether it lives and dies with its process, or is a durable identity's.
@@ -19,32 +14,17 @@ final class Listener: Sendable {
     let inbox: Mutex<(any Inbox)?>
     /// The socket file's identity, to notice when it is removed or replaced.
     let socketFile = Mutex<FileIdentity?>(nil)
-    let wakeRead: CInt
-    /// The wake pipe's write end; nil once closed. A wake writes while holding it, so nothing is written to the
-    /// descriptor after it closed (its number may be another file's by then), and the write end closes before
-    /// the read end (a write with no reader raises SIGPIPE).
-    private let wakeWrite: Mutex<CInt?>
     let spool: SpoolFolder
     /// Where the receive thread hands what it reads; not kept alive by the listener.
     let sink: SinkReference
-    let stopping = Atomic<Bool>(false)
+    /// The receive thread, its wake pipe and its lifecycle.
+    let thread: ReceiveThread
     /// What it has read and its observers have not yet run: past its bound, the receive thread reads no more.
     let backlog = DeliveryBacklog()
-    /// Entered while the receive thread runs.
-    private let running = DispatchGroup()
-    /// Set when an observer was added: frames held back in a durable spool may now have one.
-    let recheck = Atomic<Bool>(true)
-    /// Work handed to the receive thread from others: deliveries of this process's own posts.
-    let pending = Mutex<[@Sendable () -> Void]>([])
-    /// The receive thread, once it runs.
-    private let thread = Mutex<ObjectIdentifier?>(nil)
-    /// Set while the receive thread runs observers' code (the blocks of observers that run on it, work handed
-    /// to it): a stop never waits for that.
-    private let runsObserverCode = Atomic<Bool>(false)
     /// The receive threads of durable identities this process stopped and that have not ended yet, by container
     /// and identity: a listener that claims one of them waits for its thread, which may still be handing over
     /// the identity's spool.
-    private static let ending = Mutex<[String: (running: DispatchGroup, thread: ObjectIdentifier?)]>([:])
+    private static let ending = Mutex<[String: ReceiveThread]>([:])
 
     private static func endingKey(_ identity: String, _ container: Container) -> String {
         container.listenersPath + "\u{0}" + identity
@@ -63,9 +43,7 @@ final class Listener: Sendable {
         let sink = SinkReference(sink)
         self.sink = sink
         if let identity = identity.clientIdentifier, let previous = Self.ending.withLock({ $0[Self.endingKey(identity, container)] }) {
-            // Never on that thread itself (a block of its observers), which would wait for itself.
-            let onIt = previous.thread == ObjectIdentifier(Thread.current)
-            guard !onIt, previous.running.wait(timeout: .now() + .nanoseconds(Int(Limits.endingListenerWait.nanoseconds))) == .success else {
+            guard previous.ends(within: Limits.endingListenerWait) else {
                 throw WormholeError(
                     .identityInUse, "client identifier \"\(identity)\" is still in use by a listener of this process that is ending")
             }
@@ -79,9 +57,7 @@ final class Listener: Sendable {
             throw error
         }
         do throws(WormholeError) {
-            let pipe = try Sys.makePipe()
-            wakeRead = pipe.read
-            wakeWrite = Mutex(pipe.write)
+            thread = try ReceiveThread()
         } catch {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
             throw error
@@ -89,7 +65,7 @@ final class Listener: Sendable {
         inbox = Mutex(transport.makeInbox(bound, reader: MessageReader(
             transport: transport, dropped: { sink.dropped($0, $1) }, warning: { sink.warn($0) })))
         socketFile.withLock { $0 = currentSocketFile() }
-        backlog.onRoom { [weak self] in self?.wake() }
+        backlog.onRoom { [thread] in thread.wake() }
     }
 
     /// The identity of the file at this listener's socket name now.
@@ -159,98 +135,55 @@ final class Listener: Sendable {
     /// Asks the receive thread to offer held-back spooled frames to the observers again.
     func recheckHeldBack() {
         guard identity.isDurable else { return }
-        recheck.store(true, ordering: .releasing)
-        wake()
+        thread.requestRecheck()
     }
 
     /// Runs `work` on the receive thread, after what it is doing now.
     func perform(_ work: @escaping @Sendable () -> Void) {
-        pending.withLock { $0.append(work) }
-        wake()
-    }
-
-    /// Whether the caller is the receive thread.
-    private var isReceiveThread: Bool {
-        let current = ObjectIdentifier(Thread.current)
-        return thread.withLock { $0 == current }
-    }
-
-    private func wake() {
-        wakeWrite.withLock { fd in
-            guard let fd else { return }
-            var byte: UInt8 = 1
-            // Non-blocking: a full pipe already wakes the thread.
-            _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
-        }
+        thread.perform(work)
     }
 
     /// Starts the receive thread.
     func start() {
-        running.enter()
-        let receiver = Thread { [self] in
-            let current = ObjectIdentifier(Thread.current)
-            thread.withLock { $0 = current }
+        thread.start(named: "Wormhole listener") { [self] in
             run()
             // The sockets closed as `run` returned; a socket file bound anew meanwhile goes too.
             removeSocketFile()
             // A durable listener's spool stays, to collect what is posted until its identity runs again.
             if !identity.isDurable { SpoolFolder.remove(listener: id, in: container) }
-            closeWakePipe()
-            running.leave()
+        } ended: { [self] in
             if let identity = identity.clientIdentifier {
                 let key = Self.endingKey(identity, container)
                 Self.ending.withLock { ending in
-                    if ending[key]?.running === running { ending[key] = nil }
+                    if ending[key] === thread { ending[key] = nil }
                 }
             }
         }
-        receiver.name = "Wormhole listener"
-        receiver.stackSize = 4 << 20
-        receiver.start()
     }
 
     /// Stops the listener: removes an ephemeral listener's socket file at once, so posters find it gone (a durable
-    /// one's goes as its thread ends), and tells the receive thread to end. The thread finishes what it is doing (a batch it hands over
-    /// included, so that a durable spool keeps nothing already handed over), then closes its sockets and wake
-    /// pipe and removes an ephemeral listener's spool. Waits for that, at most five seconds, but never while the
-    /// thread runs observers' code (which may be waiting for the caller): then the thread ends on its own.
+    /// one's goes as its thread ends), and tells the receive thread to end. The thread finishes what it is doing
+    /// (a batch it hands over included, so that a durable spool keeps nothing already handed over), then closes
+    /// its sockets and wake pipe and removes an ephemeral listener's spool. Waits for that, at most
+    /// ``Limits/stopWait``, but never while the thread runs observers' code (which may be waiting for the
+    /// caller): then the thread ends on its own.
     func stop() {
-        guard !stopping.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard thread.requestStop() else { return }
         if let identity = identity.clientIdentifier {
             // A durable identity's socket stays until the thread ends: while it hands over the identity's spool,
             // the identity is still in use, and no other process may claim it.
-            let thread = thread.withLock { $0 }
             let key = Self.endingKey(identity, container)
-            Self.ending.withLock { $0[key] = (running, thread) }
-            // Ended already (it saw `stopping` first): its own removal of the entry came before this one.
-            if running.wait(timeout: .now()) == .success {
+            Self.ending.withLock { $0[key] = thread }
+            // Ended already (it saw the stop first): its own removal of the entry came before this one.
+            if thread.hasEnded {
                 Self.ending.withLock { ending in
-                    if ending[key]?.running === running { ending[key] = nil }
+                    if ending[key] === thread { ending[key] = nil }
                 }
             }
         } else {
             removeSocketFile()
         }
-        guard !isReceiveThread else { return }
-        wake()
-        let deadline = DispatchTime.now() + .seconds(5)
-        while running.wait(timeout: .now() + .milliseconds(5)) == .timedOut {
-            if runsObserverCode.load(ordering: .acquiring) || DispatchTime.now() >= deadline { return }
-        }
-    }
-
-    /// Runs observers' code on the receive thread (``stop()`` does not wait for it).
-    func runObserverCode(_ work: () -> Void) {
-        runsObserverCode.store(true, ordering: .releasing)
-        defer { runsObserverCode.store(false, ordering: .releasing) }
-        work()
-    }
-
-    /// Runs the work handed to the receive thread (``perform(_:)``).
-    func runPendingWork() {
-        let work = pending.withLock { work in defer { work = [] }; return work }
-        guard !work.isEmpty else { return }
-        runObserverCode { for item in work { item() } }
+        thread.waitForEnd(within: Limits.stopWait)
     }
 
     /// A fresh socket for a listener whose socket failed, put in place of its own without the name going missing
@@ -280,21 +213,6 @@ final class Listener: Sendable {
         if currentSocketFile() == socketFile.withLock({ $0 }) {
             try? Sys.removeFile(RegistryEntry.socketName(id), relativeTo: container.listenersDescriptor)
         }
-    }
-
-    /// Closes the wake pipe once, whoever asks first: its write end, then its read end.
-    private func closeWakePipe() {
-        let closed = wakeWrite.withLock { fd -> Bool in
-            guard let write = fd else { return false }
-            Sys.close(write)
-            fd = nil
-            return true
-        }
-        if closed { Sys.close(wakeRead) }
-    }
-
-    deinit {
-        closeWakePipe()
     }
 
     /// Removes a gone listener's socket file and spool folder; a missing one is not an error.

@@ -1,8 +1,10 @@
 /// Where a listener's receive thread hands what it reads and says what happened: the one way up from the
 /// transport to the center (``Reception``). Every call comes on the listener's receive thread.
 protocol ListenerSink: AnyObject, Sendable {
-    /// Frames `listener` read, in the order each poster posted them, to hand to observers.
-    func received(_ frames: [Frame], by listener: Listener)
+    /// Frames `listener` read, in the order each poster posted them, to hand to observers. Returns what the
+    /// observers that run on the receive thread make of them, for the listener to run there (as observers' code,
+    /// which a stop does not wait for).
+    func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)?
     /// Whether a durable listener keeps `frame` in its spool for later: nothing in this process observes it yet.
     func holdsBack(_ frame: Frame) -> Bool
     /// Messages or frames dropped, and why: counted and logged.
@@ -27,7 +29,7 @@ final class SinkReference: @unchecked Sendable {
         self.sink = sink
     }
 
-    func received(_ frames: [Frame], by listener: Listener) { sink?.received(frames, by: listener) }
+    func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)? { sink?.received(frames, by: listener) ?? nil }
 
     func holdsBack(_ frame: Frame) -> Bool { sink?.holdsBack(frame) ?? true }
 

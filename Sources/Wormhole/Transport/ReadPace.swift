@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// How many messages the next read of a ready socket asks for. A read that asks for a batch makes the kernel try
 /// for a second message, and on Linux that failed try costs about half a microsecond, a tenth of a message's
 /// whole way between two processes; a `recv(2)` loop elsewhere pays a whole system call for it. So while the
@@ -16,9 +10,9 @@ struct ReadPace {
     /// Whether a round's reads may follow their pace: only when its wait found one socket ready. With several,
     /// each is read dry in the order polled: a poster's older connection holds what it sent before its newer
     /// one's, and a read of one message would leave the rest behind the newer one's.
-    static func applies(to events: some Sequence<pollfd>) -> Bool {
+    static func applies(to events: some Sequence<PollSet.Entry>) -> Bool {
         var ready = 0
-        for event in events where event.revents != 0 {
+        for event in events where event.isReady {
             ready += 1
             if ready > 1 { return false }
         }

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 
 /// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
@@ -46,33 +41,31 @@ final class SeqpacketInbox: Inbox {
 
     var readAny: Bool { reader.readAny }
 
-    func addPollDescriptors(to events: inout [pollfd]) {
-        events.append(pollfd(fd: isAccepting ? listening : -1, events: Int16(POLLIN), revents: 0))
-        for index in connections.indices {
-            events.append(pollfd(fd: connections[index].fd, events: Int16(POLLIN), revents: 0))
-        }
+    func addPollDescriptors(to events: inout PollSet) {
+        events.add(isAccepting ? listening : nil)
+        for connection in connections { events.add(connection.fd) }
     }
 
-    func receiveReady(_ events: ArraySlice<pollfd>, into frames: inout [Frame]) {
+    func receiveReady(_ events: PollSet.SubSequence, into frames: inout [Frame]) {
         guard let first = events.first else { return }
         reader.beginRound()
         // Connections first, by the descriptors polled: accepting may close some and reorder the rest.
         var closed: [CInt] = []
         let now = DispatchTime.now().uptimeNanoseconds
         let paced = ReadPace.applies(to: events.dropFirst())
-        for event in events.dropFirst() where event.revents != 0 {
+        for event in events.dropFirst() where event.isReady {
             guard let index = connections.firstIndex(where: { $0.fd == event.fd }) else { continue }
             let open =
                 paced
-                ? reader.read(event.fd, into: &frames, limit: 512, pace: &connections[index].pace)
-                : reader.read(event.fd, into: &frames, limit: 512)
+                ? reader.read(event.fd, into: &frames, limit: Limits.readsPerRound, pace: &connections[index].pace)
+                : reader.read(event.fd, into: &frames, limit: Limits.readsPerRound)
             if !open { closed.append(event.fd) }
             connections[index].lastRead = now
         }
         close(closed)
-        if first.revents & Int16(POLLERR | POLLNVAL) != 0 && boundSocketFailure == nil {
+        if first.hasFailed && boundSocketFailure == nil {
             boundSocketFailure = "a wait reported an error on it"
-        } else if first.revents != 0 {
+        } else if first.isReady {
             _ = acceptAll(&frames)
         }
     }
@@ -83,7 +76,7 @@ final class SeqpacketInbox: Inbox {
         var closed: [CInt] = []
         for index in connections.indices {
             let fd = connections[index].fd
-            if !reader.read(fd, into: &frames, limit: 100_000) { closed.append(fd) }
+            if !reader.read(fd, into: &frames, limit: Limits.readsWhenEmptying) { closed.append(fd) }
         }
         close(closed)
         return accepted && !reader.isOverBudget
@@ -151,7 +144,7 @@ final class SeqpacketInbox: Inbox {
         for index in connections.indices.prefix(count) {
             let fd = connections[index].fd
             Sys.shutdownReading(fd)
-            _ = reader.read(fd, into: &frames, limit: 1_000_000)
+            _ = reader.read(fd, into: &frames, limit: Limits.readsWhenClosing)
             Sys.close(fd)
         }
         connections.removeFirst(min(count, connections.count))

@@ -1,0 +1,172 @@
+import Foundation
+import Synchronization
+
+/// A listener's receive thread: the thread, the wake pipe through which other threads nudge it out of its wait,
+/// the work they hand it, and where it is in its life, all in one state under one lock.
+///
+/// Its life: ready, then running from ``start(named:_:)`` until its body returns, then ended. A stop may be asked
+/// for at any time (``requestStop()``); the body sees it (``isStopping``) and returns. The wake pipe closes as
+/// the thread ends, or when the listener goes away without ever running.
+final class ReceiveThread: Sendable {
+    private struct State {
+        /// The thread, once it runs.
+        var thread: ObjectIdentifier? = nil
+        var stopping = false
+        /// Set while the thread runs observers' code (the blocks of observers that run on it, work handed to it):
+        /// a stop never waits for that, which may be waiting for the caller.
+        var runsObserverCode = false
+        /// Set when an observer was added: frames a durable spool holds back may have one now.
+        var recheck = true
+        /// Work handed to the thread from others: deliveries of this process's own posts.
+        var pending: [@Sendable () -> Void] = []
+        /// The wake pipe's write end; nil once closed. A wake writes while holding the lock, so nothing is written
+        /// to the descriptor after it closed (its number may be another file's by then), and the write end closes
+        /// before the read end (a write with no reader raises SIGPIPE).
+        var wakeWrite: CInt?
+    }
+
+    private let state: Mutex<State>
+    private let wakeRead: CInt
+    /// Entered from ``start(named:_:)`` until the thread ended, for those who wait for its end.
+    private let running = DispatchGroup()
+
+    init() throws(WormholeError) {
+        let pipe = try Sys.makePipe()
+        wakeRead = pipe.read
+        state = Mutex(State(wakeWrite: pipe.write))
+    }
+
+    /// Starts the thread, which runs `body` and then closes the wake pipe; `ended` runs after anyone waiting for
+    /// the end was let go.
+    func start(named name: String, _ body: @escaping @Sendable () -> Void, ended: @escaping @Sendable () -> Void) {
+        running.enter()
+        let thread = Thread { [self] in
+            let current = ObjectIdentifier(Thread.current)
+            state.withLock { $0.thread = current }
+            body()
+            closeWakePipe()
+            running.leave()
+            ended()
+        }
+        thread.name = name
+        thread.stackSize = 4 << 20
+        thread.start()
+    }
+
+    /// The thread, once it runs.
+    var identifier: ObjectIdentifier? { state.withLock { $0.thread } }
+
+    /// Whether the caller is the thread itself.
+    var isCurrent: Bool {
+        let current = ObjectIdentifier(Thread.current)
+        return state.withLock { $0.thread == current }
+    }
+
+    var isStopping: Bool { state.withLock { $0.stopping } }
+
+    /// Asks the thread to end; returns whether this was the first to ask.
+    func requestStop() -> Bool {
+        state.withLock { state in
+            defer { state.stopping = true }
+            return !state.stopping
+        }
+    }
+
+    /// Whether the thread ended, or never ran.
+    var hasEnded: Bool { running.wait(timeout: .now()) == .success }
+
+    /// Waits at most `limit` for the thread to end; returns whether it did. Never waits on the thread itself,
+    /// which would wait for itself: false at once.
+    func ends(within limit: Interval) -> Bool {
+        !isCurrent && running.wait(timeout: .now() + .nanoseconds(Int(limit.nanoseconds))) == .success
+    }
+
+    /// Wakes the thread and waits for it to end, at most `limit`; returns at once when called on the thread
+    /// itself, or as soon as the thread runs observers' code (which may be waiting for the caller).
+    func waitForEnd(within limit: Interval) {
+        guard !isCurrent else { return }
+        wake()
+        let deadline = DispatchTime.now() + .nanoseconds(Int(limit.nanoseconds))
+        while running.wait(timeout: .now() + .nanoseconds(Int(Limits.stopPoll.nanoseconds))) == .timedOut {
+            if state.withLock({ $0.runsObserverCode }) || DispatchTime.now() >= deadline { return }
+        }
+    }
+
+    /// Ends the thread's wait now (a full pipe already does).
+    func wake() {
+        state.withLock { state in
+            guard let fd = state.wakeWrite else { return }
+            var byte: UInt8 = 1
+            _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
+        }
+    }
+
+    /// Runs `work` on the thread, after what it is doing now.
+    func perform(_ work: @escaping @Sendable () -> Void) {
+        state.withLock { $0.pending.append(work) }
+        wake()
+    }
+
+    /// Asks the thread to offer held-back spooled frames to the observers again.
+    func requestRecheck() {
+        state.withLock { $0.recheck = true }
+        wake()
+    }
+
+    /// Whether a recheck was asked for since the last call.
+    func takeRecheck() -> Bool {
+        state.withLock { state in
+            defer { state.recheck = false }
+            return state.recheck
+        }
+    }
+
+    /// Runs observers' code (``waitForEnd(within:)`` does not wait for it).
+    func runObserverCode(_ work: () -> Void) {
+        state.withLock { $0.runsObserverCode = true }
+        defer { state.withLock { $0.runsObserverCode = false } }
+        work()
+    }
+
+    /// Empties `set`, then adds the wake pipe as its first descriptor; the caller adds its own after it.
+    func prepare(_ set: inout PollSet) {
+        set.removeAll()
+        set.add(wakeRead)
+    }
+
+    /// Waits on `set` (made by ``prepare(_:)``) at most `timeoutMilliseconds`; when woken, empties the wake pipe
+    /// and runs the work handed to the thread. Returns how many descriptors have something, the wake pipe included.
+    func wait(_ set: inout PollSet, timeoutMilliseconds: CInt) throws(WormholeError) -> Int {
+        let ready = try set.wait(timeoutMilliseconds: timeoutMilliseconds)
+        if ready > 0, set[0].isReady {
+            emptyWakePipe()
+            let work = state.withLock { state in
+                defer { state.pending = [] }
+                return state.pending
+            }
+            if !work.isEmpty { runObserverCode { for item in work { item() } } }
+        }
+        return ready
+    }
+
+    private func emptyWakePipe() {
+        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
+        defer { scratch.deallocate() }
+        while let n = try? Sys.readSome(wakeRead, into: scratch), n > 0 {}
+    }
+
+    /// Closes the wake pipe once, whoever asks first: its write end, then its read end.
+    private func closeWakePipe() {
+        let closed = state.withLock { state -> Bool in
+            guard let write = state.wakeWrite else { return false }
+            Sys.close(write)
+            state.wakeWrite = nil
+            return true
+        }
+        if closed { Sys.close(wakeRead) }
+    }
+
+    deinit {
+        closeWakePipe()
+    }
+}
