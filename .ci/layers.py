@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Checks the library's layering: a file uses only types of its own layer and the layers below, and only
-Platform/ calls the C library or names its errno values (the others use Errno's names).
+Platform/ imports or calls the C library or names its errno values (the others use Errno's names). And one
+platform seam: what Linux and Apple platforms do differently is in Platform/Linux/ and Platform/Darwin/, each file
+under one #if; anywhere else an #if that asks for a platform only chooses the C library's module for an import,
+or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`).
 
 Layers, top to bottom (Wire and Codec side by side, neither using the other):
   API (the files at the top of Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
@@ -63,6 +66,32 @@ ERRNO = re.compile(r"\b(E(?:NOENT|EXIST|NOTEMPTY|NOTDIR|LOOP|MFILE|NFILE|NOBUFS|
                    r"PIPE|CONNREFUSED|CONNRESET|NOTCONN|DESTADDRREQ|PROTOTYPE|MSGSIZE|ACCES|PERM|BADF|IO|NOSPC|ROFS|"
                    r"XDEV|BUSY|SPIPE|FAULT|OPNOTSUPP|CONNABORTED|NAMETOOLONG))\b|\b(currentErrno)\(")
 
+IMPORT_C = re.compile(r"^\s*import\s+(Glibc|Darwin|Musl)\b")
+PLATFORM_IF = re.compile(r"^\s*#(?:if|elseif)\b.*(?:\bcanImport\((?:Glibc|Darwin|Musl|ObjectiveC)\)|\bos\(\w+\))")
+
+
+def platform_problems(path, root, layer, code):
+    """Imports of the C library outside Platform/, and #ifs that ask for a platform outside the platform files."""
+    rel_in_root = os.path.relpath(path, root)
+    rel = os.path.relpath(path, os.path.join(root, "..", ".."))
+    problems = []
+    lines = [line for line in code.split("\n") if line.strip()]
+    for index, line in enumerate(lines):
+        m = IMPORT_C.match(line)
+        if m and layer != "Platform":
+            problems.append(f"{rel}: {layer} imports {m.group(1)}; only Platform/ uses the C library")
+        if not PLATFORM_IF.match(line):
+            continue
+        if rel_in_root.startswith(os.path.join("Platform", "Linux") + os.sep) or \
+                rel_in_root.startswith(os.path.join("Platform", "Darwin") + os.sep):
+            continue
+        if index == 0 and re.search(r"\+(Darwin|Linux)\.swift$", path):
+            continue
+        if index + 1 < len(lines) and re.match(r"^\s*import\s+\w+", lines[index + 1]):
+            continue
+        problems.append(f"{rel}: {layer} asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/")
+    return problems
+
 
 def check(root):
     """The problems of the tree at `root`, as lines."""
@@ -107,6 +136,7 @@ def check(root):
                 continue
             if RANK[owner] > RANK[layer] or (layer, owner) in APART:
                 problems.append(f"{rel}: {layer} uses {name} of {owner}")
+        problems += platform_problems(path, root, layer, code)
         if layer != "Platform":
             # An errno is compared by its name (Platform/Errno.swift), which says what it means to the library.
             for m in sorted(set(a or b for a, b in ERRNO.findall(code))):
@@ -122,15 +152,19 @@ def check(root):
 # A small tree with one of each kind of problem: the check must find exactly these, or it checks nothing.
 SELF_TEST = {
     "GroupNotificationCenter.swift": "public final class GroupNotificationCenter {}\n",
-    "Center/Hub.swift": "struct Hub {}\n",
+    "Center/Hub.swift": "struct Hub {\n    #if os(Linux)\n    let linux = true\n    #endif\n}\n",
+    "Codec/Coder+Darwin.swift": "#if canImport(ObjectiveC)\nimport Foundation\nstruct Archiver {}\n#endif\n",
+    "Platform/Linux/Calls.swift": "#if canImport(Glibc)\nimport Glibc\nlet page = 4096\n#endif\n",
     "Codec/Coder.swift": "struct Coder {}\n",
     "Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let center: GroupNotificationCenter? }\n",
     "Storage/Store.swift": (
-        "struct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
+        "#if canImport(Glibc)\nimport Glibc\n#endif\nstruct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
         "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
     "Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
 }
 SELF_TEST_FINDS = {
+    "Sources/Wormhole/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
+    "Sources/Wormhole/Storage/Store.swift: Storage imports Glibc; only Platform/ uses the C library",
     "Sources/Wormhole/Platform/Kind.swift: Platform uses GroupNotificationCenter of API",
     "Sources/Wormhole/Storage/Store.swift: Storage uses Hub of Center",
     "Sources/Wormhole/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",

@@ -22,13 +22,7 @@ extension GroupNotificationCenter {
         public static let environmentVariable = "WORMHOLE_TRANSPORT"
 
         /// The transport of this platform: sequenced packets on Linux, datagrams on Apple platforms.
-        public static var platformDefault: Transport {
-            #if canImport(Darwin)
-            return .datagram
-            #else
-            return .sequencedPacket
-            #endif
-        }
+        public static var platformDefault: Transport { Transport(SocketKind.platformDefault) }
 
         /// The transport a ``Configuration`` gets when it names none: the one `WORMHOLE_TRANSPORT` names, else
         /// ``platformDefault``. An unknown name is ignored with a warning.

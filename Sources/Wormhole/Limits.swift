@@ -28,13 +28,9 @@ enum Limits {
     static let bellLook: Interval = .milliseconds(10)
     /// The most links a posting process keeps open per container; past it, the link used least recently is
     /// closed. A link holds up to five descriptors while it spools (its socket, the listener's spool folder and
-    /// bell, its segment and its lease): on Apple platforms, whose default soft limit is 256 open files, 32 links
-    /// take at most 160 of them; Linux's default is 1,024.
-    #if canImport(Darwin)
-    static let maximumLinks = 32
-    #else
-    static let maximumLinks = 64
-    #endif
+    /// bell, its segment and its lease), so an eighth of the default soft limit of open files: 32 on Apple
+    /// platforms, whose default is 256 (the links take at most 160), and 64 on Linux, whose default is 1,024.
+    static let maximumLinks = min(64, Sys.defaultOpenFileLimit / 8)
     /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
     /// its sockets and its spool (``DeliveryBacklog``): this many notifications, or this many bytes.
     static let deliveryBacklogNotifications = 4096

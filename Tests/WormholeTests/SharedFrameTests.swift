@@ -160,7 +160,7 @@ struct SharedFrameTests {
     ) throws {
         let status = try #require(center.listenerStatus().first { $0.pid == pid })
         let folder = (status.socketPath as NSString).deletingLastPathComponent
-        let directory = try Sys.open(folder, O_RDONLY | O_DIRECTORY)
+        let directory = try Sys.open(folder, .directory)
         let connected = try UnixSocket.connect(
             transport.socketKind, directory: directory.rawValue, directoryPath: folder,
             name: (status.socketPath as NSString).lastPathComponent)

@@ -253,7 +253,7 @@ struct TransportTests {
     @Test("a socket that holds one message at a time is read a message a read, with a batch every eighth read; a queue found is read in batches again")
     func readPace() throws {
         var pair: [CInt] = [-1, -1]
-        try #require(socketpair(AF_UNIX, SocketOptions.type(of: .datagram), 0, &pair) == 0)
+        try #require(socketpair(AF_UNIX, UnixSocket.type(of: .datagram), 0, &pair) == 0)
         defer { pair.forEach { Sys.close($0) } }
         let reader = MessageReader(transport: .datagram, dropped: { _, reason in Issue.record("dropped: \(reason)") }, warning: { Issue.record("warned: \($0)") })
         var pace = ReadPace()

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Foundation
 
 /// The shared directory of a group, opened and checked: a directory of this user's, writable by nobody else.
@@ -37,9 +32,9 @@ final class Container: Sendable {
         self.path = path
         var opened: [CInt] = []
         do throws(WormholeError) {
-            let root = try Self.openDirectory(path, relativeTo: AT_FDCWD, create: true, what: "container")
+            let root = try Self.openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container")
             opened.append(root)
-            FileProtection.keepReadableWhileLocked(path)
+            Sys.keepReadableWhileLocked(path)
             try Self.checkLayout(root, path)
             identity = try Sys.status(of: root).identity
             let registry = try Self.openDirectory("registry", relativeTo: root, create: true, what: "container")
@@ -81,7 +76,7 @@ final class Container: Sendable {
     /// Whether a container with a layout exists at `path`: read-only tools look before opening, so that they
     /// create nothing.
     static func exists(at path: String) -> Bool {
-        guard !path.isEmpty, let root = try? Sys.open(path, O_RDONLY | O_DIRECTORY) else { return false }
+        guard !path.isEmpty, let root = try? Sys.open(path, .directory) else { return false }
         return (try? Sys.status(layoutName, relativeTo: root.rawValue, followLinks: false)) != nil
     }
 
@@ -100,7 +95,7 @@ final class Container: Sendable {
                 }
                 return
             } catch where error.systemErrno == .noSuchFile {
-                if let old = try? Sys.status("registry", relativeTo: root, followLinks: false), old.st_mode & S_IFMT == S_IFREG {
+                if let old = try? Sys.status("registry", relativeTo: root, followLinks: false), old.isRegularFile {
                     throw WormholeError(
                         .incompatibleContainer,
                         "container \(path) was made by an older Wormhole (layout 2); remove it or use another folder")
@@ -115,7 +110,7 @@ final class Container: Sendable {
     static func openDirectory(_ path: String, relativeTo directory: CInt, create: Bool, what: String)
         throws(WormholeError) -> CInt
     {
-        let shown = directory == AT_FDCWD ? path : "\(what) folder \(path)"
+        let shown = directory == Sys.currentDirectory ? path : "\(what) folder \(path)"
         if create {
             do throws(WormholeError) {
                 try Sys.makeDirectory(path, 0o700, relativeTo: directory)
@@ -127,26 +122,26 @@ final class Container: Sendable {
             }
         }
         // The container itself may be reached through a symbolic link; the folders inside it may not.
-        let flags = O_RDONLY | O_DIRECTORY | (directory == AT_FDCWD ? 0 : O_NOFOLLOW)
+        let options: OpenOptions = directory == Sys.currentDirectory ? .directory : [.directory, .noFollow]
         let descriptor: OwnedDescriptor
         do throws(WormholeError) {
-            descriptor = try Sys.open(path, flags, relativeTo: directory)
+            descriptor = try Sys.open(path, options, relativeTo: directory)
         } catch where error.systemErrno == Errno.notDirectory || error.systemErrno == Errno.symbolicLink {
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
         } catch {
             throw WormholeError(.invalidContainer, "cannot open \(shown)", errno: error.errno)
         }
         let status = try Sys.status(of: descriptor.rawValue)
-        guard status.st_mode & S_IFMT == S_IFDIR else {
+        guard status.isDirectory else {
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
         }
-        guard status.st_uid == Sys.effectiveUserID else {
-            throw WormholeError(.insecureContainer, "\(shown) is owned by user \(status.st_uid), not by this user (\(Sys.effectiveUserID))")
+        guard status.owner == Sys.effectiveUserID else {
+            throw WormholeError(.insecureContainer, "\(shown) is owned by user \(status.owner), not by this user (\(Sys.effectiveUserID))")
         }
-        if status.st_mode & 0o020 != 0 {
+        if status.isWritableByGroup {
             throw WormholeError(.insecureContainer, "\(shown) is writable by group; run chmod go-w on it")
         }
-        if status.st_mode & 0o002 != 0 {
+        if status.isWritableByOthers {
             throw WormholeError(.insecureContainer, "\(shown) is writable by others; run chmod go-w on it")
         }
         do throws(WormholeError) {
@@ -164,13 +159,12 @@ final class Container: Sendable {
         guard !group.isEmpty, group != ".", group != "..", !group.contains("/"), !group.contains("\0") else {
             throw WormholeError(.invalidContainer, "group identifier \"\(group)\" cannot name a folder")
         }
-        #if canImport(Darwin)
-        // Apple platforms: the App Group container (not compiled on this Linux machine).
-        guard let url = FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group) else {
-            throw WormholeError(.invalidContainer, "no App Group container for \(group); check the entitlement")
+        if Sys.hasAppGroupContainers {
+            guard let container = Sys.appGroupContainerPath(group) else {
+                throw WormholeError(.invalidContainer, "no App Group container for \(group); check the entitlement")
+            }
+            return container + "/Wormhole"
         }
-        return url.appendingPathComponent("Wormhole").path
-        #else
         let environment = ProcessInfo.processInfo.environment
         if let root = environment["WORMHOLE_CONTAINER_ROOT"], !root.isEmpty {
             return root + "/" + group
@@ -183,12 +177,11 @@ final class Container: Sendable {
         let root = temporary + "/wormhole-\(Sys.effectiveUserID)"
         if create { try ensurePrivateDirectory(root) }
         return root + "/" + group
-        #endif
     }
 
     /// Creates `path` 0700 if missing and checks that it is this user's alone, so nobody can plant a container.
     private static func ensurePrivateDirectory(_ path: String) throws(WormholeError) {
-        let descriptor = try openDirectory(path, relativeTo: AT_FDCWD, create: true, what: "container root")
+        let descriptor = try openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container root")
         Sys.close(descriptor)
     }
 }

@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Reading and writing the container's files so that nothing another process or the file system puts there can
 /// hang, crash or redirect this one, and no lock is ever taken.
 ///
@@ -25,10 +19,10 @@ enum StoredFile {
     static func openForReading(_ name: String, in directory: CInt, limit: Int) throws(WormholeError) -> OpenedFile {
         var attempts = 0
         while true {
-            let file = try Sys.open(name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
+            let file = try Sys.open(name, [.noFollow, .nonBlocking], relativeTo: directory)
             let status = try Sys.status(of: file.rawValue)
             // No link left: a writer renamed a new file over it between the open and the fstat. Open the new one.
-            if status.st_nlink == 0 && status.st_mode & S_IFMT == S_IFREG && attempts < 8 {
+            if status.linkCount == 0 && status.isRegularFile && attempts < 8 {
                 attempts += 1
                 continue
             }
@@ -40,14 +34,14 @@ enum StoredFile {
     /// Refuses anything but a regular file at most `limit` bytes long; one that will be written in place must
     /// also have exactly one link.
     static func check(_ status: FileStatus, _ name: String, limit: Int, forWriting: Bool = false) throws(WormholeError) {
-        guard status.st_mode & S_IFMT == S_IFREG else {
+        guard status.isRegularFile else {
             throw WormholeError(.corruptData, "\(name) is not a regular file")
         }
-        guard status.st_nlink == 1 || !forWriting else {
-            throw WormholeError(.corruptData, "\(name) has \(status.st_nlink) links; a file linked elsewhere is refused")
+        guard status.linkCount == 1 || !forWriting else {
+            throw WormholeError(.corruptData, "\(name) has \(status.linkCount) links; a file linked elsewhere is refused")
         }
-        guard status.st_size >= 0, Int(status.st_size) <= limit else {
-            throw WormholeError(.corruptData, "\(name) is \(status.st_size) bytes, over the \(limit)-byte limit")
+        guard status.size >= 0, status.size <= limit else {
+            throw WormholeError(.corruptData, "\(name) is \(status.size) bytes, over the \(limit)-byte limit")
         }
     }
 
@@ -60,7 +54,7 @@ enum StoredFile {
     /// A new file of `bytes` under a fresh temporary name; returns the name.
     static func writeTemporary(_ bytes: [UInt8], in directory: CInt) throws(WormholeError) -> String {
         let name = temporaryPrefix + FileName.hex(UInt64.random(in: 1...UInt64.max))
-        let file = try Sys.open(name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: directory)
+        let file = try Sys.open(name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: directory)
         do throws(WormholeError) {
             try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, raw, at: 0) }
         } catch {

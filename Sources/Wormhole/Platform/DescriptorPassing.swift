@@ -10,12 +10,7 @@ import Dispatch
 import Synchronization
 
 enum DescriptorPassing {
-    /// What `CMSG_ALIGN` rounds to: `size_t` on Linux, 32 bits on Darwin.
-    #if canImport(Darwin)
-    private static let alignment = MemoryLayout<UInt32>.size
-    #else
-    private static let alignment = MemoryLayout<Int>.size
-    #endif
+    // What `CMSG_ALIGN` rounds to (``alignment``) is the platform's: `size_t` on Linux, 32 bits on Darwin.
     private static func aligned(_ size: Int) -> Int { (size + alignment - 1) & ~(alignment - 1) }
     private static let headerSize = aligned(MemoryLayout<cmsghdr>.size)
     private static let rights = CInt(1)  // SCM_RIGHTS
@@ -52,7 +47,7 @@ enum DescriptorPassing {
             message.msg_iovlen = 1
             message.msg_control = control.baseAddress
             message.msg_controllen = .init(space)
-            return try valueOrErrno("sendmsg") { sendmsg(fd, &message, Sys.sendFlags) }
+            return try valueOrErrno("sendmsg") { sendmsg(fd, &message, UnixSocket.sendFlags) }
         }
     }
 
@@ -91,12 +86,10 @@ extension DescriptorPassing {
     /// `F_GET_SEALS` tells without calling on any file system) at once, anything else on ``closer``, unless
     /// ``Limits/maximumPendingCloses`` already wait there.
     static func closeReceived(_ fd: CInt) {
-        #if canImport(Glibc)
-        if (try? LinuxCalls.seals(of: fd)) != nil {
+        if isMemoryFile(fd) {
             Sys.close(fd)
             return
         }
-        #endif
         guard pendingCloses.add(1, ordering: .relaxed).newValue <= Limits.maximumPendingCloses else {
             pendingCloses.subtract(1, ordering: .relaxed)
             Sys.close(fd)

@@ -29,8 +29,18 @@ struct Errno: Hashable, Sendable {
     static let notImplemented = Errno(ENOSYS)
     /// Interrupted by a signal before it did anything (`EINTR`).
     static let interrupted = Errno(EINTR)
-    /// Nothing now, try later (`EAGAIN`).
+    /// Nothing now, try later (`EAGAIN`; `EWOULDBLOCK` is the same value on Linux and Darwin).
     static let wouldBlock = Errno(EAGAIN)
+    /// The peer of a connection reset it (`ECONNRESET`).
+    static let connectionReset = Errno(ECONNRESET)
+    /// A pending connection was given up by its peer before it was accepted (`ECONNABORTED`).
+    static let connectionAborted = Errno(ECONNABORTED)
+    /// Out of memory (`ENOMEM`).
+    static let outOfMemory = Errno(ENOMEM)
+
+    /// Whether only a bug of this library can cause the value: a descriptor that is not open (`EBADF`) or not a
+    /// socket (`ENOTSOCK`), a bad address (`EFAULT`).
+    var isBug: Bool { self == Errno(EBADF) || self == Errno(ENOTSOCK) || self == Errno(EFAULT) }
 
     /// This process, or the system, ran out of descriptors or memory (`EMFILE`, `ENFILE`, `ENOBUFS`, `ENOMEM`):
     /// a statement about this process's means, not about the file or the peer it was working on.

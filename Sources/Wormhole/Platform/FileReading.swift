@@ -5,10 +5,10 @@ import Darwin
 #endif
 
 /// Reads a file of at most `limit` bytes whole.
-func readSmallFile(_ path: String, relativeTo directory: CInt = AT_FDCWD, limit: Int = 1 << 20)
+func readSmallFile(_ path: String, relativeTo directory: CInt = Sys.currentDirectory, limit: Int = 1 << 20)
     throws(WormholeError) -> [UInt8]
 {
-    let file = try Sys.open(path, O_RDONLY, relativeTo: directory)
+    let file = try Sys.open(path, relativeTo: directory)
     return try readWhole(file.rawValue, limit: limit)
 }
 

@@ -1,7 +1,7 @@
 // Receiving several messages with one system call. On Linux one `recvmmsg(2)` fills every slot, with the
-// descriptors each message carried; elsewhere `recvmsg(2)` fills one at a time, with a control buffer too: xnu
-// installs the descriptors a sender passed even for a plain `recv(2)`, and only a control buffer hands them
-// over to be closed. Darwin's branch is not compiled on this Linux machine.
+// descriptors each message carried (``MessageVector``, in Linux/Linux.swift); elsewhere `recvmsg(2)` fills one at
+// a time, with a control buffer too: xnu installs the descriptors a sender passed even for a plain `recv(2)`, and
+// only a control buffer hands them over to be closed.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -33,43 +33,33 @@ final class MessageBatch {
     private(set) var count = 0
     private let controlSpace = DescriptorPassing.controlSpace(descriptors: 1)
     private let controls: UnsafeMutableRawBufferPointer
-    #if canImport(Glibc)
-    private let vector: UnsafeMutableBufferPointer<LinuxCalls.MessageVectorEntry>
-    private let pieces: UnsafeMutableBufferPointer<iovec>
-    #endif
+    /// Where the platform receives several messages with one call; nil where it takes one at a time.
+    private let vector: MessageVector?
 
     /// Untouched pages cost nothing: a slot's pages are mapped in as messages reach them.
     init(capacity: Int, messageCapacity: Int) {
-        #if canImport(Glibc)
-        self.capacity = LinuxCalls.canReceiveMessages && !InjectedFault.takesApplePaths ? capacity : 1
-        #else
-        self.capacity = 1
-        #endif
+        vector = InjectedFault.takesApplePaths ? nil : MessageVector(capacity: capacity)
+        self.capacity = vector?.capacity ?? 1
         self.messageCapacity = messageCapacity
         buffers = .allocate(byteCount: self.capacity * messageCapacity, alignment: 16)
         lengths = Array(repeating: 0, count: self.capacity)
         controlLengths = Array(repeating: 0, count: self.capacity)
         controlsCut = Array(repeating: false, count: self.capacity)
         controls = .allocate(byteCount: self.capacity * controlSpace, alignment: MemoryLayout<Int>.alignment)
-        #if canImport(Glibc)
-        vector = .allocate(capacity: self.capacity)
-        vector.initialize(repeating: LinuxCalls.MessageVectorEntry())
-        pieces = .allocate(capacity: self.capacity)
-        pieces.initialize(repeating: iovec())
-        #endif
     }
 
     deinit {
         buffers.deallocate()
         controls.deallocate()
-        #if canImport(Glibc)
-        vector.deallocate()
-        pieces.deallocate()
-        #endif
     }
 
     private func slot(_ index: Int) -> UnsafeMutableRawBufferPointer {
         UnsafeMutableRawBufferPointer(rebasing: buffers[(index * messageCapacity)..<((index + 1) * messageCapacity)])
+    }
+
+    /// Where slot `index`'s control data goes.
+    private func control(_ index: Int) -> UnsafeMutableRawPointer? {
+        controls.baseAddress.map { $0 + index * controlSpace }
     }
 
     /// Receives what is waiting on `fd`, up to `limit` messages (at most ``capacity``), without blocking.
@@ -77,41 +67,16 @@ final class MessageBatch {
     /// connection), or nil when nothing is waiting.
     func receive(_ fd: CInt, upTo limit: Int) throws(WormholeError) -> Int? {
         count = 0
-        #if canImport(Glibc)
-        let slots = min(max(limit, 1), capacity)
-        guard capacity > 1 else { return try receiveOne(fd) }
-        for index in 0..<slots {
-            let buffer = slot(index)
-            pieces[index] = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
-            var header = msghdr()
-            header.msg_iov = pieces.baseAddress.map { $0 + index }
-            header.msg_iovlen = 1
-            header.msg_control = controls.baseAddress.map { $0 + index * controlSpace }
-            header.msg_controllen = .init(DescriptorPassing.controlLength(descriptors: 1))
-            vector[index] = LinuxCalls.MessageVectorEntry(header: header, length: 0)
-        }
-        let received: Int?
-        do throws(WormholeError) {
-            received = try LinuxCalls.receiveMessages(
-                fd, UnsafeMutableBufferPointer(rebasing: vector[0..<slots]),
-                flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec)
-        } catch where error.errno == ECONNRESET {
-            received = 1
-            vector[0].length = 0
-            vector[0].header.msg_controllen = 0
-            vector[0].header.msg_flags = 0
-        }
+        guard let vector else { return try receiveOne(fd) }
+        let received = try vector.receive(
+            fd, slots: min(max(limit, 1), capacity), buffer: slot, control: control,
+            controlLength: DescriptorPassing.controlLength(descriptors: 1))
         guard let received else { return nil }
         for index in 0..<received {
-            lengths[index] = Int(vector[index].length)
-            controlLengths[index] = Int(vector[index].header.msg_controllen)
-            controlsCut[index] = vector[index].header.msg_flags & CInt(MSG_CTRUNC) != 0
+            (lengths[index], controlLengths[index], controlsCut[index]) = vector.received(index)
         }
         count = received
         return received
-        #else
-        return try receiveOne(fd)
-        #endif
     }
 
     /// The message in slot `index` (below the last ``receive(_:upTo:)``'s count). Takes its descriptors: call it
@@ -119,8 +84,7 @@ final class MessageBatch {
     func message(_ index: Int) -> Message {
         let length = lengths[index]
         let bytes = UnsafeRawBufferPointer(rebasing: slot(index)[0..<min(length, messageCapacity)])
-        let control = UnsafeRawBufferPointer(
-            start: controls.baseAddress.map { $0 + index * controlSpace }, count: controlSpace)
+        let control = UnsafeRawBufferPointer(start: control(index), count: controlSpace)
         return Message(
             bytes: bytes, length: length, controlTruncated: controlsCut[index],
             descriptors: DescriptorPassing.descriptors(in: control, length: controlLengths[index]))

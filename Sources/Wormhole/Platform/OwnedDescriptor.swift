@@ -23,3 +23,32 @@ struct OwnedDescriptor: ~Copyable {
         Sys.close(rawValue)
     }
 }
+
+/// A pipe's two ends, closed together exactly once, by ``close()`` or when dropped: the write end first, so that
+/// no write ever finds the pipe without a reader (which raises SIGPIPE where the system cannot be told not to).
+struct Pipe: ~Copyable {
+    /// The ends' descriptors; -1 once closed.
+    private(set) var read: CInt
+    private(set) var write: CInt
+
+    init(read: CInt, write: CInt) {
+        self.read = read
+        self.write = write
+    }
+
+    var isOpen: Bool { write >= 0 }
+
+    /// Closes both ends, the write end first; once closed, does nothing.
+    mutating func close() {
+        guard isOpen else { return }
+        Sys.close(write)
+        Sys.close(read)
+        write = -1
+        read = -1
+    }
+
+    deinit {
+        if write >= 0 { Sys.close(write) }
+        if read >= 0 { Sys.close(read) }
+    }
+}

@@ -1,10 +1,22 @@
-// The one place that calls libc. Every shim retries EINTR and turns -1 into a WormholeError carrying errno.
-// Apple-platform branches are written from the documentation; this Linux machine cannot compile them.
+// The one place that calls the C library: one shim per call, and one policy for what a failed call's errno
+// means, said here once.
+// - EINTR (a signal came before the call did anything) is retried, by `valueOrErrno` and `valueOrNothing`;
+//   never for close(2), which has released the descriptor whatever it returns.
+// - EAGAIN (EWOULDBLOCK is the same value on Linux and Darwin) from a non-blocking call is "nothing now":
+//   `valueOrNothing` returns nil, and its callers wait for the next poll.
+// - Errnos that only a bug of this library can cause (EBADF, EFAULT, ENOTSOCK: a descriptor closed twice or a
+//   bad buffer) are surfaced like any other failure, and said (`Errno.isBug`), at most once a second: never a
+//   trap, since a descriptor another process sends can be anything.
+// - Every other errno becomes a ``WormholeError`` that carries it; what it says about a peer is PeerState's to
+//   tell, and the layers above compare it by Errno's names only.
+// What Linux and Apple platforms do differently is in Linux/Linux.swift and Darwin/Darwin.swift, each file under
+// one #if; this file and the others here are compiled alike on both.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Synchronization
 
 /// Runs `body` until it stops failing with `EINTR`; a `-1` result becomes a ``WormholeError`` naming `call`.
 @inline(__always)
@@ -16,43 +28,75 @@ func valueOrErrno<R: FixedWidthInteger>(
     while true {
         let result = body()
         guard result == -1 else { return result }
-        let error = currentErrno()
-        if retryOnInterrupt && error == EINTR { continue }
-        throw WormholeError(.system, call(), errno: error)
+        let error = Errno(currentErrno())
+        if retryOnInterrupt && error == .interrupted { continue }
+        throw failure(call(), error)
     }
 }
 
+/// ``valueOrErrno(_:retryOnInterrupt:_:)`` for a call on a non-blocking descriptor: nil when it would block
+/// (`EAGAIN`), as nothing is there now.
 @inline(__always)
-func currentErrno() -> CInt {
-    #if canImport(Glibc)
-    return Glibc.errno
-    #else
-    return Darwin.errno
-    #endif
+func valueOrNothing<R: FixedWidthInteger>(_ call: @autoclosure () -> String, _ body: () -> R) throws(WormholeError) -> R? {
+    while true {
+        let result = body()
+        guard result == -1 else { return result }
+        let error = Errno(currentErrno())
+        if error == .interrupted { continue }
+        if error == .wouldBlock { return nil }
+        throw failure(call(), error)
+    }
+}
+
+/// The error of a failed call; one that only a bug can cause is said too, at most once a second.
+private func failure(_ call: String, _ error: Errno) -> WormholeError {
+    if error.isBug { bugReport.say("\(call) failed: \(error.message) (errno \(error.rawValue)): a bug in Wormhole; please report it") }
+    return WormholeError(.system, call, errno: error)
+}
+
+private let bugReport = RepeatedWarning()
+
+/// A warning said at most once a second, however often it happens.
+final class RepeatedWarning: Sendable {
+    private let lastSaid = Atomic<UInt64>(0)
+
+    func say(_ message: @autoclosure () -> String) {
+        let now = Sys.uptimeNanoseconds
+        let last = lastSaid.load(ordering: .relaxed)
+        guard last == 0 || now &- last >= 1_000_000_000,
+            lastSaid.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
+        else { return }
+        Log.warning(message())
+    }
+}
+
+/// How ``Sys/open(_:_:mode:relativeTo:)`` opens a file: `open(2)`'s flags, named. Without ``writeOnly``, the
+/// file opens for reading; every file opens close-on-exec.
+struct OpenOptions: OptionSet, Sendable {
+    let rawValue: CInt
+
+    /// `O_WRONLY`.
+    static let writeOnly = OpenOptions(rawValue: O_WRONLY)
+    /// `O_CREAT`: made, with the mode given, when missing.
+    static let create = OpenOptions(rawValue: O_CREAT)
+    /// `O_EXCL`: with ``create``, fails (`EEXIST`) when anything is there already, a link included.
+    static let exclusive = OpenOptions(rawValue: O_EXCL)
+    /// `O_NOFOLLOW`: a symbolic link at the name fails (`ELOOP`) rather than be followed.
+    static let noFollow = OpenOptions(rawValue: O_NOFOLLOW)
+    /// `O_NONBLOCK`: a FIFO opens at once (or fails, for writing) rather than wait for its other end.
+    static let nonBlocking = OpenOptions(rawValue: O_NONBLOCK)
+    /// `O_DIRECTORY`: anything but a folder fails (`ENOTDIR`).
+    static let directory = OpenOptions(rawValue: O_DIRECTORY)
 }
 
 enum Sys {
-    static let cloexec: CInt = {
-        #if canImport(Glibc)
-        return CInt(SOCK_CLOEXEC.rawValue)
-        #else
-        return 0
-        #endif
-    }()
+    /// What a path relative to no folder is relative to: the working directory (`AT_FDCWD`).
+    static let currentDirectory: CInt = AT_FDCWD
 
-    /// Flags for every send: never block, and never raise SIGPIPE (Darwin sets SO_NOSIGPIPE per socket instead).
-    static let sendFlags: CInt = {
-        #if canImport(Glibc)
-        return CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL)
-        #else
-        return MSG_DONTWAIT
-        #endif
-    }()
-
-    static func open(_ path: String, _ flags: CInt, mode: mode_t = 0o600, relativeTo directory: CInt = AT_FDCWD)
+    static func open(_ path: String, _ options: OpenOptions = [], mode: UInt16 = 0o600, relativeTo directory: CInt = currentDirectory)
         throws(WormholeError) -> OwnedDescriptor
     {
-        let fd = try valueOrErrno("open \(path)") { openat(directory, path, flags | O_CLOEXEC, mode) }
+        let fd = try valueOrErrno("open \(path)") { openat(directory, path, options.rawValue | O_CLOEXEC, mode_t(mode)) }
         return OwnedDescriptor(rawValue: fd)
     }
 
@@ -89,41 +133,41 @@ enum Sys {
     }
 
     static func status(of fd: CInt) throws(WormholeError) -> FileStatus {
-        var info = FileStatus()
+        var info = SystemStatus()
         _ = try valueOrErrno("fstat") { fstat(fd, &info) }
-        return info
+        return FileStatus(info)
     }
 
-    static func status(_ path: String, relativeTo directory: CInt = AT_FDCWD, followLinks: Bool = true)
+    static func status(_ path: String, relativeTo directory: CInt = currentDirectory, followLinks: Bool = true)
         throws(WormholeError) -> FileStatus
     {
-        var info = FileStatus()
+        var info = SystemStatus()
         let flags = followLinks ? 0 : AT_SYMLINK_NOFOLLOW
         _ = try valueOrErrno("stat \(path)") { fstatat(directory, path, &info, flags) }
-        return info
+        return FileStatus(info)
     }
 
     static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
         _ = try valueOrErrno("ftruncate") { ftruncate(fd, off_t(size)) }
     }
 
-    static func changeMode(of fd: CInt, _ mode: mode_t) throws(WormholeError) {
-        _ = try valueOrErrno("fchmod") { fchmod(fd, mode) }
+    static func changeMode(of fd: CInt, _ mode: UInt16) throws(WormholeError) {
+        _ = try valueOrErrno("fchmod") { fchmod(fd, mode_t(mode)) }
     }
 
-    static func changeMode(_ path: String, _ mode: mode_t, relativeTo directory: CInt = AT_FDCWD) throws(WormholeError) {
-        _ = try valueOrErrno("chmod \(path)") { fchmodat(directory, path, mode, 0) }
+    static func changeMode(_ path: String, _ mode: UInt16, relativeTo directory: CInt = currentDirectory) throws(WormholeError) {
+        _ = try valueOrErrno("chmod \(path)") { fchmodat(directory, path, mode_t(mode), 0) }
     }
 
-    static func makeDirectory(_ path: String, _ mode: mode_t, relativeTo directory: CInt = AT_FDCWD) throws(WormholeError) {
-        _ = try valueOrErrno("mkdir \(path)") { mkdirat(directory, path, mode) }
+    static func makeDirectory(_ path: String, _ mode: UInt16, relativeTo directory: CInt = currentDirectory) throws(WormholeError) {
+        _ = try valueOrErrno("mkdir \(path)") { mkdirat(directory, path, mode_t(mode)) }
     }
 
     static func renameFile(_ from: String, _ to: String, in directory: CInt) throws(WormholeError) {
         _ = try valueOrErrno("rename \(from) to \(to)") { renameat(directory, from, directory, to) }
     }
 
-    static func removeFile(_ path: String, relativeTo directory: CInt = AT_FDCWD) throws(WormholeError) {
+    static func removeFile(_ path: String, relativeTo directory: CInt = currentDirectory) throws(WormholeError) {
         _ = try valueOrErrno("unlink \(path)") { unlinkat(directory, path, 0) }
     }
 
@@ -158,37 +202,32 @@ enum Sys {
         return names
     }
 
-    /// `shutdown(2)`: with `SHUT_RD`, a peer's later sends fail (`EPIPE`) while what it sent before stays readable.
-    /// Returns false when it failed (Darwin: ENOTCONN for a socket that is not connected).
-    @discardableResult
-    static func shutdownReading(_ fd: CInt) -> Bool {
-        #if canImport(Glibc)
-        Glibc.shutdown(fd, CInt(SHUT_RD)) == 0
-        #else
-        Darwin.shutdown(fd, SHUT_RD) == 0
-        #endif
-    }
-
-    /// A non-blocking, close-on-exec pipe. On Darwin a write with no reader fails with EPIPE instead of raising
-    /// SIGPIPE (`F_SETNOSIGPIPE`); elsewhere the caller closes the write end first.
-    static func makePipe() throws(WormholeError) -> (read: CInt, write: CInt) {
+    /// A non-blocking, close-on-exec pipe. Where the system can say so, a write with no reader fails with EPIPE
+    /// instead of raising SIGPIPE (``keepFromSignalling(pipe:)``); elsewhere its write end closes first.
+    static func makePipe() throws(WormholeError) -> Pipe {
         var fds: [CInt] = [-1, -1]
         _ = try valueOrErrno("pipe") { pipe(&fds) }
+        let made = Pipe(read: fds[0], write: fds[1])
         for fd in fds {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         }
-        #if canImport(Darwin)
-        _ = fcntl(fds[1], F_SETNOSIGPIPE, 1)
-        #endif
-        return (fds[0], fds[1])
+        keepFromSignalling(pipe: made.write)
+        return made
     }
 
     static func writeSome(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
         try valueOrErrno("write") { libcWrite(fd, bytes.baseAddress, bytes.count) }
     }
 
-    static var processID: pid_t { getpid() }
+    static var processID: Int32 { getpid() }
+
+    /// Nanoseconds since an arbitrary start, never going back (`CLOCK_MONOTONIC`).
+    static var uptimeNanoseconds: UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        return UInt64(now.tv_sec) &* 1_000_000_000 &+ UInt64(now.tv_nsec)
+    }
 
     /// `path` with every symbolic link, `.` and `..` resolved, or nil when it cannot be (`realpath(3)`).
     static func realPath(_ path: String) -> String? {
@@ -207,39 +246,13 @@ enum Sys {
         var pause = timespec(tv_sec: Int(nanoseconds / 1_000_000_000), tv_nsec: Int(nanoseconds % 1_000_000_000))
         nanosleep(&pause, nil)
     }
-    static var effectiveUserID: uid_t { geteuid() }
+    static var effectiveUserID: UInt32 { geteuid() }
 }
 
-
-#if canImport(Glibc)
-typealias FileStatus = Glibc.stat
-#else
-typealias FileStatus = Darwin.stat
-#endif
 
 private func libcClose(_ fd: CInt) -> CInt { close(fd) }
 private func libcRead(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 private func libcWrite(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
-
-extension FileStatus {
-    /// The last modification time, in nanoseconds since 1970. Any process can set a file's time to any value: one
-    /// past what 64 bits of nanoseconds hold (before 1678 or after 2262) reads as the nearest end of that range.
-    var modifiedNanoseconds: Int64 {
-        #if canImport(Glibc)
-        return nanoseconds(Int64(st_mtim.tv_sec), Int64(st_mtim.tv_nsec))
-        #else
-        // Darwin's field name; not compiled on this Linux machine.
-        return nanoseconds(Int64(st_mtimespec.tv_sec), Int64(st_mtimespec.tv_nsec))
-        #endif
-    }
-
-    /// How long ago, by the wall clock, the file was last modified, in nanoseconds: negative for a time in the
-    /// future, and never past the ends of `Int64`, whatever time another process set.
-    var ageNanoseconds: Int64 { nanosecondsSince(modifiedNanoseconds) }
-
-    /// Which file this is: its device and inode. `dev_t` is signed on Darwin: taken by its bit pattern.
-    var identity: FileIdentity { FileIdentity(device: UInt64(truncatingIfNeeded: st_dev), inode: UInt64(truncatingIfNeeded: st_ino)) }
-}
 
 /// The wall clock, in nanoseconds since 1970: what file times are measured in.
 func wallClockNanoseconds() -> Int64 {
@@ -256,7 +269,7 @@ func nanosecondsSince(_ time: Int64) -> Int64 {
 }
 
 /// Seconds and nanoseconds as nanoseconds, held at the ends of `Int64` rather than trapping.
-private func nanoseconds(_ seconds: Int64, _ nanoseconds: Int64) -> Int64 {
+func nanoseconds(_ seconds: Int64, _ nanoseconds: Int64) -> Int64 {
     let (scaled, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
     if overflow { return seconds < 0 ? .min : .max }
     let (sum, overflowed) = scaled.addingReportingOverflow(nanoseconds)

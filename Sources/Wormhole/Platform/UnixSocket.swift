@@ -12,7 +12,7 @@ enum UnixSocket {
 
     /// A new non-blocking, close-on-exec socket of `transport`, set up for it (``SocketOptions``).
     static func make(_ transport: SocketKind) throws(WormholeError) -> OwnedDescriptor {
-        let fd = try valueOrErrno("socket") { socket(AF_UNIX, SocketOptions.type(of: transport) | Sys.cloexec, 0) }
+        let fd = try valueOrErrno("socket") { socket(AF_UNIX, type(of: transport) | socketFlags, 0) }
         let descriptor = OwnedDescriptor(rawValue: fd)
         try SocketOptions.prepare(fd, for: transport)
         _ = try valueOrErrno("fcntl") { fcntl(fd, F_SETFL, O_NONBLOCK) }
@@ -27,10 +27,10 @@ enum UnixSocket {
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        let bound = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
-            address, length in systemBind(fd, address, length) == 0 ? 0 : currentErrno()
+        _ = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+            (address, length) throws(WormholeError) in
+            try valueOrErrno("bind \(directoryPath)/\(name)") { systemBind(fd, address, length) }
         }
-        guard bound == 0 else { throw WormholeError(.system, "bind \(directoryPath)/\(name)", errno: bound) }
         try Sys.changeMode(name, 0o600, relativeTo: directory)
         SocketOptions.prepareReceiving(fd, for: transport)
         if transport == .sequencedPacket { _ = try valueOrErrno("listen") { systemListen(fd, backlog) } }
@@ -44,36 +44,34 @@ enum UnixSocket {
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        let result = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
-            address, length in
-            while true {
-                if systemConnect(fd, address, length) == 0 { return CInt(0) }
-                let error = currentErrno()
-                if error != EINTR { return error }
-            }
+        _ = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+            (address, length) throws(WormholeError) in
+            try valueOrErrno("connect \(name)") { systemConnect(fd, address, length) }
         }
-        guard result == 0 else { throw WormholeError(.system, "connect \(name)", errno: result) }
         return descriptor
     }
 
-    /// Accepts one pending connection of a sequenced-packet socket, or returns nil when none is pending.
+    /// Accepts one pending connection of a sequenced-packet socket, or returns nil when none is pending (a
+    /// connection its poster gave up before it was accepted included).
     static func accept(_ listener: CInt) throws(WormholeError) -> OwnedDescriptor? {
         // accept4 is not exported to Swift here; the listener is close-on-exec and only this thread accepts.
-        let fd = systemAccept(listener, nil, nil)
-        if fd >= 0 {
-            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, O_NONBLOCK)
-            return OwnedDescriptor(rawValue: fd)
+        let fd: CInt
+        do throws(WormholeError) {
+            guard let accepted = try valueOrNothing("accept", { systemAccept(listener, nil, nil) }) else { return nil }
+            fd = accepted
+        } catch where error.systemErrno == .connectionAborted {
+            return nil
         }
-        let error = currentErrno()
-        if error == EAGAIN || error == EWOULDBLOCK || error == EINTR || error == ECONNABORTED { return nil }
-        throw WormholeError(.system, "accept", errno: error)
+        let connection = OwnedDescriptor(rawValue: fd)
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        _ = fcntl(fd, F_SETFL, O_NONBLOCK)
+        return connection
     }
 
     /// Sends one whole message without blocking; a failure's ``WormholeError/peerState`` says why.
     static func send(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) {
         try InjectedFault.failSend()
-        _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, Sys.sendFlags) }
+        _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, sendFlags) }
     }
 
     /// Receives one message as `header` describes, with the descriptors it carried when `header` has control
@@ -81,24 +79,13 @@ enum UnixSocket {
     /// tells it (Linux: larger than the buffer when it was cut; elsewhere a cut message fills the buffer), 0 when
     /// the peer closed the connection, or nil when nothing is waiting.
     static func receiveMessage(_ fd: CInt, _ header: inout msghdr) throws(WormholeError) -> Int? {
-        #if canImport(Glibc)
-        let flags = CInt(MSG_DONTWAIT) | CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec
-        #else
-        let flags = MSG_DONTWAIT
-        #endif
-        while true {
-            let n = recvmsg(fd, &header, flags)
-            if n >= 0 { return n }
-            let error = currentErrno()
-            if error == EINTR { continue }
-            if error == EAGAIN || error == EWOULDBLOCK { return nil }
-            if error == ECONNRESET {
-                // Nothing was received: no control data either.
-                header.msg_controllen = 0
-                header.msg_flags = 0
-                return 0
-            }
-            throw WormholeError(.system, "recvmsg", errno: error)
+        do throws(WormholeError) {
+            return try valueOrNothing("recvmsg") { recvmsg(fd, &header, receiveFlags) }
+        } catch where error.systemErrno == .connectionReset {
+            // Nothing was received: no control data either.
+            header.msg_controllen = 0
+            header.msg_flags = 0
+            return 0
         }
     }
 }

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Synchronization
 
 /// An 8-byte file whose value every writer changes (to a fresh random number) after changing what it marks:
@@ -29,7 +24,7 @@ final class ChangeMark: Sendable {
     var value: UInt64 {
         file.withLock { file -> UInt64 in
             if file == nil, let opened = try? StoredFile.openForReading(name, in: directory, limit: 64) {
-                guard opened.status.st_nlink == 1 else { return 0 }
+                guard opened.status.linkCount == 1 else { return 0 }
                 file = consume opened.file
             }
             guard let fd = file?.rawValue else { return 0 }
@@ -59,7 +54,7 @@ final class ChangeMark: Sendable {
                 }
                 let kept = writer != nil
                 if writer == nil {
-                    let file = try Sys.open(name, O_WRONLY | O_NOFOLLOW | O_NONBLOCK, relativeTo: directory)
+                    let file = try Sys.open(name, [.writeOnly, .noFollow, .nonBlocking], relativeTo: directory)
                     try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64, forWriting: true)
                     writer = consume file
                 }

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Synchronization
 
@@ -129,7 +124,7 @@ final class Registry: Sendable {
         var changed = !cache.loaded
         for name in names where FileName.value(ofHex: name) != nil {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { continue }
-            let identity = status.identity, size = Int(status.st_size), modified = status.modifiedNanoseconds
+            let identity = status.identity, size = status.size, modified = status.modifiedNanoseconds
             // A file changed within the last moments may share inode, size and (coarse) time with the one read
             // before it: read it again, as git does with "racily clean" files.
             let settled = status.ageNanoseconds > Limits.registryEntrySettled.signedNanoseconds

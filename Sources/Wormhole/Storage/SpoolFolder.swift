@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// One listener's spool: the folder `spool/<id>/`, holding what posters could not put in its socket.
 ///
@@ -49,11 +44,10 @@ final class SpoolFolder: Sendable {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
         return names.reduce(0) { total, name in
             guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix), includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
-                status.st_mode & S_IFMT == S_IFREG
+                status.isRegularFile
             else { return total }
-            // A file system can claim any block count: held at the size rather than overflowing.
-            let allocated = Int(status.st_blocks).multipliedReportingOverflow(by: 512)
-            let held = max(0, allocated.overflow ? Int(status.st_size) : min(Int(status.st_size), allocated.partialValue))
+            // A sparse file counts what its blocks hold; a file system can claim any count, held within Int.
+            let held = max(0, min(status.size, status.allocatedBytes))
             let sum = total.addingReportingOverflow(held)
             return sum.overflow ? .max : sum.partialValue
         }
@@ -81,7 +75,7 @@ final class SpoolFolder: Sendable {
     ) throws(WormholeError) -> SpoolSegment? {
         let name = FileName.hex(stamp) + "-" + FileName.hex(poster)
         let unnamed = name + Self.unnamedSuffix
-        let file = try Sys.open(unnamed, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, mode: 0o600, relativeTo: descriptor)
+        let file = try Sys.open(unnamed, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor)
         let identity = try Sys.status(of: file.rawValue).identity
         var segment = SpoolSegment(
             name: name + Self.segmentSuffix, file: file, identity: identity, key: UInt64.random(in: 0...UInt64.max))
@@ -208,19 +202,10 @@ final class SpoolFolder: Sendable {
         return (files.sorted { $0.0 < $1.0 }.map(\.1), planted)
     }
 
-    /// How a segment ended.
-    enum SegmentEnd: Equatable {
-        /// After its last whole record.
-        case whole
-        /// In a record cut short: a write in progress or a writer that died mid-write; nothing was posted there.
-        case torn
-        /// In bytes that are no record: the rest of the file was skipped.
-        case damaged(String)
-    }
-
-    /// Reads the segment `name` record by record, through a window of at most 1 MiB (a larger record is read on
-    /// its own): memory stays bounded however large the file, and a run of small records costs one read.
-    func readSegment(_ name: String, _ body: ([UInt8]) -> Void) -> SegmentEnd {
+    /// Reads the segment `name` record by record (``SpoolRecord/readRecords(_:_:)``), through a window of at most
+    /// 1 MiB (a larger record is read on its own): memory stays bounded however large the file, and a run of
+    /// small records costs one read. A missing file reads as a whole empty one.
+    func readSegment(_ name: String, _ body: ([UInt8]) -> Void) -> SpoolRecord.End {
         let opened: OpenedFile
         do throws(WormholeError) {
             opened = try StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize)
@@ -229,34 +214,8 @@ final class SpoolFolder: Sendable {
         } catch {
             return .damaged("\(error)")
         }
-        var window = SegmentWindow(fd: opened.file.rawValue, size: Int(opened.status.st_size))
-        guard window.size > 0 else { return .whole }
-        guard let header = window.bytes(at: 0, count: SpoolRecord.headerSize) else { return .torn }
-        guard let key = SpoolRecord.key(ofHeader: header) else { return .damaged("no segment header") }
-        var offset = SpoolRecord.headerSize
-        while offset < window.size {
-            guard let head = window.bytes(at: offset, count: SpoolRecord.recordHeaderSize),
-                let (length, check) = SpoolRecord.recordHeader(head)
-            else { return .torn }
-            guard length <= SpoolRecord.maximumFrameSize else {
-                return .damaged("record at byte \(offset) claims \(length) bytes")
-            }
-            let end = offset + SpoolRecord.recordHeaderSize + length
-            // A record larger than the window is read into an array of its own, handed over as it is: the frame
-            // decoded from it keeps it instead of a copy.
-            guard end <= window.size,
-                let frame = length > SegmentWindow.capacity
-                    ? window.ownBytes(at: offset + SpoolRecord.recordHeaderSize, count: length)
-                    : window.bytes(at: offset + SpoolRecord.recordHeaderSize, count: length).map(Array.init)
-            else { return .torn }
-            guard SpoolRecord.check(frame[...], key: key) == check else {
-                // The last record may still be being copied in by its writer, who will write it again.
-                return end == window.size ? .torn : .damaged("record at byte \(offset) fails its check")
-            }
-            body(frame)
-            offset = end
-        }
-        return .whole
+        var window = SegmentWindow(fd: opened.file.rawValue, size: opened.status.size)
+        return SpoolRecord.readRecords(&window, body)
     }
 
     private func read(_ fd: CInt, into bytes: inout [UInt8], at offset: Int) -> Int {
@@ -271,7 +230,7 @@ final class SpoolFolder: Sendable {
     static func remove(listener: UInt64, in container: Container) {
         let name = RegistryEntry.spoolName(listener)
         for _ in 0..<3 {
-            guard let folder = try? Sys.open(name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW, relativeTo: container.spoolDescriptor)
+            guard let folder = try? Sys.open(name, [.directory, .noFollow], relativeTo: container.spoolDescriptor)
             else { return }
             for file in (try? Sys.listDirectory(folder.rawValue)) ?? [] {
                 try? Sys.removeFile(file, relativeTo: folder.rawValue)
@@ -301,7 +260,7 @@ struct SpoolSegment: ~Copyable {
 }
 
 /// A window onto a segment file: reads it a megabyte at a time.
-private struct SegmentWindow {
+private struct SegmentWindow: SegmentBytes {
     static let capacity = 1 << 20
     let fd: CInt
     let size: Int
@@ -313,9 +272,16 @@ private struct SegmentWindow {
         self.size = size
     }
 
+    /// A frame's bytes: through the window, or for one larger than the window in an array of their own, read
+    /// past the window (which stays as it was) and handed over as it is: the frame decoded from it keeps it
+    /// instead of a copy.
+    mutating func frame(at offset: Int, count: Int) -> [UInt8]? {
+        count > Self.capacity ? ownBytes(at: offset, count: count) : bytes(at: offset, count: count).map(Array.init)
+    }
+
     /// `count` bytes at `offset` in an array of their own, read past the window (which stays as it was), or nil
     /// when the file holds fewer.
-    func ownBytes(at offset: Int, count: Int) -> [UInt8]? {
+    private func ownBytes(at offset: Int, count: Int) -> [UInt8]? {
         guard offset >= 0, count >= 0, offset + count <= size else { return nil }
         var complete = true
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in

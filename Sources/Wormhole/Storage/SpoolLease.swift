@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// A poster's reservation of room in one listener's spool, so that the listener's cap holds when many posters
 /// spool at once, without a lock and without any poster waiting for another.
@@ -57,9 +52,9 @@ extension SpoolFolder {
         for _ in 0..<2 {
             do throws(WormholeError) {
                 // Non-blocking: opening a planted FIFO for writing fails (ENXIO) rather than waiting for a reader.
-                let file = try Sys.open(name, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, mode: 0o600, relativeTo: descriptor)
+                let file = try Sys.open(name, [.writeOnly, .create, .noFollow, .nonBlocking], mode: 0o600, relativeTo: descriptor)
                 let status = try Sys.status(of: file.rawValue)
-                if status.st_mode & S_IFMT == S_IFREG && status.st_nlink == 1 {
+                if status.isRegularFile && status.linkCount == 1 {
                     return SpoolLease(name: name, file: file, identity: status.identity)
                 }
             } catch where error.systemErrno == .noSuchFile {
@@ -98,13 +93,13 @@ extension SpoolFolder {
         var total = 0
         for name in names where name.hasPrefix(Self.leasePrefix) && name != own {
             guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
-                status.st_mode & S_IFMT == S_IFREG
+                status.isRegularFile
             else { continue }
             guard SpoolLease.isFresh(age: status.ageNanoseconds) else {
                 remove(name)
                 continue
             }
-            let claimed = min(max(0, Int(truncatingIfNeeded: status.st_size)), max(0, limit))
+            let claimed = min(max(0, status.size), max(0, limit))
             let sum = total.addingReportingOverflow(claimed)
             total = sum.overflow ? .max : sum.partialValue
         }

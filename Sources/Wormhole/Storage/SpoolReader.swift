@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The listener's side of its spool, run by the receive thread only: takes what posters wrote, hands it over
 /// in order and in bounded chunks, drops copies it already had, and keeps what a durable listener must hold
 /// for later in held files of its own.
@@ -159,7 +153,7 @@ private struct HeldWriter {
 
     init?(folder: SpoolFolder) {
         guard let name = try? StoredFile.writeTemporary(SpoolRecord.header(key: key), in: folder.descriptor),
-            let file = try? Sys.open(name, O_WRONLY | O_NOFOLLOW, relativeTo: folder.descriptor).release()
+            let file = try? Sys.open(name, [.writeOnly, .noFollow], relativeTo: folder.descriptor).release()
         else { return nil }
         self.folder = folder
         temporary = name

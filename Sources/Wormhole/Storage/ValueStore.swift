@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The versions of one group value: the folder `values/<name>/`, holding files `v-<version>` (16 hex digits),
 /// each a spool segment of one frame whose userInfo is the value.
@@ -107,7 +102,7 @@ struct ValueStore: Sendable {
         } catch where !Self.isThisProcesssLack(error) {
             return .damaged("\(error)")
         }
-        let size = Int(opened.status.st_size)
+        let size = opened.status.size
         // Only versions behind newer whole ones are emptied, and the reading stops at the first whole one.
         if size == 0 { return .damaged("version \(version) of value \(name) is empty") }
         let headSize = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
@@ -206,7 +201,7 @@ struct ValueStore: Sendable {
             let name = Self.fileName(old)
             if version - old > Limits.valueKeptNames {
                 try? Sys.removeFile(name, relativeTo: folder)
-            } else if let status = try? Sys.status(name, relativeTo: folder, followLinks: false), status.st_size > 0 {
+            } else if let status = try? Sys.status(name, relativeTo: folder, followLinks: false), status.size > 0 {
                 try? StoredFile.replace(name, in: folder, with: [])
             }
         }

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// Reads messages from a socket into frames, a batch per system call where the platform can
 /// (``MessageBatch``), counting what it must drop. Shared frames (``SharedFrame``) are read from the

@@ -1,8 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
 import Dispatch
 import Synchronization
 
@@ -265,11 +260,9 @@ final class PeerLink: Sendable {
     /// memory; the rest is spooled, in order).
     private func canShare(_ frame: OutgoingFrame, _ state: inout State) -> Bool {
         guard SharedFrame.isAvailable, frame.count <= SharedFrame.maximumSize else { return false }
-        #if canImport(Glibc)
-        if state.sharedUnread > 0, let fd = state.socket?.rawValue, LinuxCalls.unreadBytes(fd) == 0 {
+        if state.sharedUnread > 0, let fd = state.socket?.rawValue, UnixSocket.unreadBytes(fd) == 0 {
             state.sharedUnread = 0
         }
-        #endif
         return state.sharedUnread == 0 || state.sharedUnread + frame.count <= Limits.maximumSharedUnread
     }
 

@@ -8,7 +8,7 @@ import Synchronization
 /// for at any time (``requestStop()``); the body sees it (``isStopping``) and returns. The wake pipe closes as
 /// the thread ends, or when the listener goes away without ever running.
 final class ReceiveThread: Sendable {
-    private struct State {
+    private struct State: ~Copyable {
         /// The thread, once it runs.
         var thread: ObjectIdentifier? = nil
         var stopping = false
@@ -19,13 +19,13 @@ final class ReceiveThread: Sendable {
         var recheck = true
         /// Work handed to the thread from others: deliveries of this process's own posts.
         var pending: [@Sendable () -> Void] = []
-        /// The wake pipe's write end; nil once closed. A wake writes while holding the lock, so nothing is written
-        /// to the descriptor after it closed (its number may be another file's by then), and the write end closes
-        /// before the read end (a write with no reader raises SIGPIPE).
-        var wakeWrite: CInt?
+        /// The wake pipe. A wake writes while holding the lock, so nothing is written to it after it closed (its
+        /// number may be another file's by then).
+        var pipe: Pipe
     }
 
     private let state: Mutex<State>
+    /// The wake pipe's read end, which only the thread reads and polls, until it closes the pipe as it ends.
     private let wakeRead: CInt
     /// Entered from ``start(named:_:)`` until the thread ended, for those who wait for its end.
     private let running = DispatchGroup()
@@ -33,7 +33,7 @@ final class ReceiveThread: Sendable {
     init() throws(WormholeError) {
         let pipe = try Sys.makePipe()
         wakeRead = pipe.read
-        state = Mutex(State(wakeWrite: pipe.write))
+        state = Mutex(State(pipe: pipe))
     }
 
     /// Starts the thread, which runs `body` and then closes the wake pipe; `ended` runs after anyone waiting for
@@ -95,7 +95,8 @@ final class ReceiveThread: Sendable {
     /// Ends the thread's wait now (a full pipe already does).
     func wake() {
         state.withLock { state in
-            guard let fd = state.wakeWrite else { return }
+            guard state.pipe.isOpen else { return }
+            let fd = state.pipe.write
             var byte: UInt8 = 1
             _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
         }
@@ -155,18 +156,8 @@ final class ReceiveThread: Sendable {
         while let n = try? Sys.readSome(wakeRead, into: scratch), n > 0 {}
     }
 
-    /// Closes the wake pipe once, whoever asks first: its write end, then its read end.
+    /// Closes the wake pipe, as the thread ends; it closes anyway when the thread never ran.
     private func closeWakePipe() {
-        let closed = state.withLock { state -> Bool in
-            guard let write = state.wakeWrite else { return false }
-            Sys.close(write)
-            state.wakeWrite = nil
-            return true
-        }
-        if closed { Sys.close(wakeRead) }
-    }
-
-    deinit {
-        closeWakePipe()
+        state.withLock { $0.pipe.close() }
     }
 }

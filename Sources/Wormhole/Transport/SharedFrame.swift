@@ -1,9 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A frame too large for the socket, passed to a running listener as a sealed memory file instead of written
 /// to its spool: the poster writes the frame into a `memfd`, seals it against shrinking, growing and writing,
 /// and sends the descriptor (`SCM_RIGHTS`) with a small message in the frame's place in the connection:
@@ -25,13 +19,7 @@ enum SharedFrame {
     static let maximumSize = Frame.maximumSize
 
 
-    static var isAvailable: Bool {
-        #if canImport(Glibc)
-        return LinuxCalls.canMakeMemoryFiles && !InjectedFault.takesApplePaths
-        #else
-        return false
-        #endif
-    }
+    static var isAvailable: Bool { MemoryFile.isAvailable }
 
     /// Whether `bytes` is a shared frame's message (by its kind), to be read with the descriptor it carried.
     static func isMessage(_ bytes: UnsafeRawBufferPointer) -> Bool {
@@ -52,15 +40,10 @@ enum SharedFrame {
 
     /// A memory file holding a frame, `head` then `userInfo`, sealed against writing, growing and shrinking.
     static func makeFile(head: [UInt8], userInfo: ArchiveBytes?) throws(WormholeError) -> OwnedDescriptor {
-        #if canImport(Glibc)
-        let file = try LinuxCalls.makeMemoryFile("wormhole-frame")
-        try head.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: 0) }
-        try userInfo?.withBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, bytes, at: head.count) }
-        try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
-        return file
-        #else
-        throw WormholeError(.system, "shared frames need memfd_create", errno: Errno.notImplemented)
-        #endif
+        try MemoryFile.sealed { (file) throws(WormholeError) in
+            try head.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file, bytes, at: 0) }
+            try userInfo?.withBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file, bytes, at: head.count) }
+        }
     }
 
     /// The files of the last shared frames a listener read. A poster makes a new file for every post, so a file
@@ -81,26 +64,14 @@ enum SharedFrame {
             throw WormholeError(.corruptData, "shared frame declares \(declared) bytes, over the \(maximumSize)-byte limit")
         }
         let size = Int(declared)
-        #if canImport(Glibc)
-        // The seals first: F_GET_SEALS answers within the kernel and fails for anything but a memory file, so a
-        // descriptor of a file whose server could stall a call (FUSE) is refused before any call reaches it.
-        // Only a memfd made to be sealed can carry the write, grow and shrink seals.
-        let seals: CInt
-        do throws(WormholeError) {
-            seals = try LinuxCalls.seals(of: file)
-        } catch {
-            throw WormholeError(.corruptData, "shared frame's descriptor is not a sealable memory file: \(error)")
-        }
-        guard seals & LinuxCalls.payloadSeals == LinuxCalls.payloadSeals else {
-            throw WormholeError(.corruptData, "shared frame's file is not sealed against writing and resizing")
-        }
-        #endif
+        // The seals first: asked of the kernel alone, before any call reaches the file's server.
+        try MemoryFile.checkSealed(file)
         let status = try Sys.status(of: file)
-        guard status.st_mode & S_IFMT == S_IFREG, Int(status.st_size) == size else {
+        guard status.isRegularFile, status.size == size else {
             throw WormholeError(.corruptData, "shared frame's descriptor is not a regular file of \(size) bytes")
         }
         // A sparse file costs its sender nothing and this process a full read: refused.
-        guard Int(status.st_blocks) * 512 >= size else {
+        guard status.allocatedBytes >= size else {
             throw WormholeError(.corruptData, "shared frame's file of \(size) bytes is sparse")
         }
         guard !recent.contains(status.identity) else {
@@ -118,7 +89,7 @@ enum SharedFrame {
         }
         if length > 0 {
             frame.userInfo = try userInfo(
-                of: file, size: size, at: offset, count: length, mappable: Int(status.st_blksize) == FileMapping.pageSize)
+                of: file, size: size, at: offset, count: length, mappable: status.preferredBlockSize == FileMapping.pageSize)
         }
         recent.insert(status.identity)
         return frame

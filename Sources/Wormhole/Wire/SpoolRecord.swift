@@ -80,22 +80,73 @@ enum SpoolRecord {
         return (Int(exactly: word(0)) ?? .max, word(4))
     }
 
+    /// How a segment ended.
+    enum End: Equatable {
+        /// After its last whole record.
+        case whole
+        /// In a record cut short: a write in progress or a writer that died mid-write; nothing was posted there.
+        case torn
+        /// In bytes that are no record: the rest of the segment was skipped.
+        case damaged(String)
+    }
+
+    /// Reads a segment record by record from `source`, hands each frame to `body` in order, and says how the
+    /// segment ended: the one parser of segments, whether they are read from a file (a spool's, through a
+    /// window) or lie in memory (``decodeAll(_:)``). A record's length is bounded before anything is read for
+    /// it, and the last record failing its check is torn (its writer may still be copying it in, and will write
+    /// it again); any other is damaged, and nothing after it is read.
+    static func readRecords<Source: SegmentBytes>(_ source: inout Source, _ body: ([UInt8]) -> Void) -> End {
+        let size = source.size
+        guard size > 0 else { return .whole }
+        guard let header = source.bytes(at: 0, count: headerSize) else { return .torn }
+        guard let key = key(ofHeader: header) else { return .damaged("no segment header") }
+        var offset = headerSize
+        while offset < size {
+            guard let head = source.bytes(at: offset, count: recordHeaderSize), let (length, check) = recordHeader(head)
+            else { return .torn }
+            guard length <= maximumFrameSize else { return .damaged("record at byte \(offset) claims \(length) bytes") }
+            let end = offset + recordHeaderSize + length
+            guard end <= size, let frame = source.frame(at: offset + recordHeaderSize, count: length) else { return .torn }
+            guard Self.check(frame[...], key: key) == check else {
+                return end == size ? .torn : .damaged("record at byte \(offset) fails its check")
+            }
+            body(frame)
+            offset = end
+        }
+        return .whole
+    }
+
     /// The frames of a whole segment in memory, and 1 when it ends in anything but whole records (0 otherwise).
     static func decodeAll(_ bytes: [UInt8]) -> (frames: [[UInt8]], damaged: Int) {
-        guard bytes.count >= headerSize, let key = key(ofHeader: bytes[0..<headerSize]) else {
-            return ([], bytes.isEmpty ? 0 : 1)
-        }
+        var source = SegmentInMemory(bytes: bytes)
         var frames: [[UInt8]] = []
-        var offset = headerSize
-        while offset < bytes.count {
-            guard let (length, check) = recordHeader(bytes[offset...]), length <= maximumFrameSize,
-                length <= bytes.count - offset - recordHeaderSize
-            else { return (frames, 1) }
-            let frame = bytes[(offset + recordHeaderSize)..<(offset + recordHeaderSize + length)]
-            guard Self.check(frame, key: key) == check else { return (frames, 1) }
-            frames.append(Array(frame))
-            offset += recordHeaderSize + length
-        }
-        return (frames, 0)
+        let end = readRecords(&source) { frames.append($0) }
+        return (frames, end == .whole ? 0 : 1)
+    }
+}
+
+/// Where ``SpoolRecord/readRecords(_:_:)`` finds a segment's bytes.
+protocol SegmentBytes {
+    /// The segment's length in bytes.
+    var size: Int { get }
+    /// `count` bytes at `offset`, valid until the next call; nil when the segment holds fewer.
+    mutating func bytes(at offset: Int, count: Int) -> ArraySlice<UInt8>?
+    /// A frame's `count` bytes at `offset`, in an array of their own; nil when the segment holds fewer.
+    mutating func frame(at offset: Int, count: Int) -> [UInt8]?
+}
+
+/// A segment that lies whole in memory.
+struct SegmentInMemory: SegmentBytes {
+    let bytes: [UInt8]
+
+    var size: Int { bytes.count }
+
+    func bytes(at offset: Int, count: Int) -> ArraySlice<UInt8>? {
+        guard offset >= 0, count >= 0, count <= bytes.count - offset else { return nil }
+        return bytes[offset..<(offset + count)]
+    }
+
+    func frame(at offset: Int, count: Int) -> [UInt8]? {
+        bytes(at: offset, count: count).map(Array.init)
     }
 }

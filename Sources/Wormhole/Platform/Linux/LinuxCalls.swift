@@ -51,16 +51,11 @@ enum LinuxCalls {
         throws(WormholeError) -> Int?
     {
         guard let receiveMessages else { throw WormholeError(.system, "recvmmsg is not available", errno: ENOSYS) }
-        while true {
-            let n = receiveMessages(
-                fd, UnsafeMutableRawPointer(vector.baseAddress), CUnsignedInt(vector.count), flags | CInt(MSG_DONTWAIT),
-                nil)
-            if n >= 0 { return Int(n) }
-            let error = currentErrno()
-            if error == EINTR { continue }
-            if error == EAGAIN || error == EWOULDBLOCK { return nil }
-            throw WormholeError(.system, "recvmmsg", errno: error)
+        let received = try valueOrNothing("recvmmsg") {
+            receiveMessages(
+                fd, UnsafeMutableRawPointer(vector.baseAddress), CUnsignedInt(vector.count), flags | CInt(MSG_DONTWAIT), nil)
         }
+        return received.map(Int.init)
     }
 
     /// `memfd_create(2)`: an anonymous, close-on-exec file in memory that can be sealed.

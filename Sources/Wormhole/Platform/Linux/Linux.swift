@@ -1,0 +1,221 @@
+// What Linux does its own way, in one file. Every declaration here has its namesake for Apple platforms in
+// Darwin/Darwin.swift, and the shared code calls them without asking which system it runs on. The calls glibc
+// hides from Swift (recvmmsg, memfd_create) are in LinuxCalls.swift beside this file.
+#if canImport(Glibc)
+import Glibc
+
+// MARK: - Calls and files
+
+/// The errno of the calling thread's last failed call.
+@inline(__always)
+func currentErrno() -> CInt { Glibc.errno }
+
+/// The C library's `struct stat`, which ``FileStatus`` reads.
+typealias SystemStatus = Glibc.stat
+
+/// Runs `body`: without Objective-C there is no autorelease pool to drain.
+@inline(__always)
+func withAutoreleasePool<Result>(_ body: () -> Result) -> Result { body() }
+
+extension FileStatus {
+    /// The last modification time, as `stat(2)` gives it: seconds and nanoseconds since 1970.
+    var modifiedTime: (seconds: Int64, nanoseconds: Int64) {
+        (Int64(system.st_mtim.tv_sec), Int64(system.st_mtim.tv_nsec))
+    }
+}
+
+extension Sys {
+    /// The soft limit of open files a process gets by default: 1,024.
+    static let defaultOpenFileLimit = 1024
+
+    /// `shutdown(2)` with `SHUT_RD`: a peer's later sends fail (`EPIPE`) while what it sent before stays
+    /// readable. Returns false when it failed.
+    @discardableResult
+    static func shutdownReading(_ fd: CInt) -> Bool {
+        Glibc.shutdown(fd, CInt(SHUT_RD)) == 0
+    }
+
+    /// Nothing to set: a write to a pipe with no reader raises SIGPIPE here, so the write end closes first.
+    static func keepFromSignalling(pipe fd: CInt) {}
+
+    /// Nothing to set: Linux has no data protection classes.
+    static func keepReadableWhileLocked(_ path: String) {}
+
+    /// Linux has no App Group containers: the default container is found by environment variables.
+    static let hasAppGroupContainers = false
+    static func appGroupContainerPath(_ group: String) -> String? { nil }
+
+    /// What the system says of another process, from `/proc/<pid>/stat`.
+    static func processState(_ pid: Int32) -> ProcessState {
+        guard let stat = try? readSmallFile("/proc/\(pid)/stat") else { return kill(pid, 0) == 0 ? .unknown : .gone }
+        // The state letter follows the command name, which is in parentheses and may itself hold spaces.
+        guard let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return .unknown }
+        switch stat[close + 2] {
+        case UInt8(ascii: "T"), UInt8(ascii: "t"): return .stopped
+        case UInt8(ascii: "Z"), UInt8(ascii: "X"): return .gone
+        default: return .running
+        }
+    }
+}
+
+// MARK: - Sockets
+
+extension SocketKind {
+    /// Sequenced packets: a connection per poster, whose buffer is charged to its sender.
+    static let platformDefault = SocketKind.sequencedPacket
+}
+
+extension UnixSocket {
+    /// Flags given to `socket(2)`: close-on-exec from the start.
+    static let socketFlags = CInt(SOCK_CLOEXEC.rawValue)
+    /// Flags for every send: never block, and never raise SIGPIPE.
+    static let sendFlags = CInt(MSG_DONTWAIT) | CInt(MSG_NOSIGNAL)
+    /// Flags for every receive: never block, say a message's real length when it was cut, and make the
+    /// descriptors it carried close-on-exec from the start.
+    static let receiveFlags = CInt(MSG_DONTWAIT) | CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec
+
+    /// The socket type of `transport`.
+    static func type(of transport: SocketKind) -> CInt {
+        switch transport {
+        case .sequencedPacket: CInt(SOCK_SEQPACKET.rawValue)
+        case .datagram: CInt(SOCK_DGRAM.rawValue)
+        }
+    }
+
+    /// The bytes `fd` sent that its peer has not read yet (`SIOCOUTQ`); nil when unknown.
+    static func unreadBytes(_ fd: CInt) -> Int? { LinuxCalls.unreadBytes(fd) }
+}
+
+extension SocketOptions {
+    /// `shutdown(SHUT_RD)`: posters' sends fail with EPIPE from then on.
+    static func sealDatagramSocket(_ fd: CInt) -> Bool { Sys.shutdownReading(fd) }
+
+    /// Sizes the send buffer of a new socket. SOCK_CLOEXEC was given to socket(), MSG_NOSIGNAL goes with each send.
+    static func prepare(_ fd: CInt, for transport: SocketKind) throws(WormholeError) {
+        switch transport {
+        case .sequencedPacket: sizeSendBuffer(fd, asking: Limits.sequencedPacketSendBuffer, transport)
+        case .datagram: sizeSendBuffer(fd, asking: CInt(datagramSendBuffer), transport)
+        }
+    }
+
+    /// Nothing to set: a datagram receiver's queue is bounded by message count (`net.unix.max_dgram_qlen`), not
+    /// by its buffer.
+    static func prepareReceiving(_ fd: CInt, for transport: SocketKind) {}
+}
+
+extension SocketAddress {
+    /// The longest socket path: what `sun_path` holds (a longer one is reached through ``reachablePath``).
+    static var maximumPathLength: Int { UnixSocket.maximumPathLength }
+
+    /// `path`, or for one too long for `sun_path` the same file through the open directory's descriptor
+    /// (`/proc/self/fd/<n>/<name>`).
+    static func reachablePath(_ path: String, directory: CInt, name: String) -> String {
+        path.utf8.count > UnixSocket.maximumPathLength ? "/proc/self/fd/\(directory)/\(name)" : path
+    }
+
+    /// Linux's address has no length field.
+    static func setLength(_ address: inout sockaddr_un, _ length: Int) {}
+}
+
+extension DescriptorPassing {
+    /// What `CMSG_ALIGN` rounds to: `size_t`.
+    static let alignment = MemoryLayout<Int>.size
+
+    /// Whether `fd` is a memory file, which `F_GET_SEALS` tells without calling on any file system.
+    static func isMemoryFile(_ fd: CInt) -> Bool { (try? LinuxCalls.seals(of: fd)) != nil }
+}
+
+// MARK: - Receiving several messages at once
+
+/// `recvmmsg(2)`'s vector for a ``MessageBatch``: a header per slot, pointing at the slot's buffer and control
+/// space, filled by one call.
+final class MessageVector {
+    let capacity: Int
+    private let entries: UnsafeMutableBufferPointer<LinuxCalls.MessageVectorEntry>
+    private let pieces: UnsafeMutableBufferPointer<iovec>
+
+    /// Nil where the C library has no `recvmmsg`, or for a capacity of one.
+    init?(capacity: Int) {
+        guard LinuxCalls.canReceiveMessages, capacity > 1 else { return nil }
+        self.capacity = capacity
+        entries = .allocate(capacity: capacity)
+        entries.initialize(repeating: LinuxCalls.MessageVectorEntry())
+        pieces = .allocate(capacity: capacity)
+        pieces.initialize(repeating: iovec())
+    }
+
+    deinit {
+        entries.deallocate()
+        pieces.deallocate()
+    }
+
+    /// Receives up to `slots` messages without blocking, the one at index i into `buffer(i)` with room for
+    /// `controlLength` bytes of descriptors at `control(i)`. Returns how many, or nil when nothing is waiting;
+    /// a connection reset reads as one message of no bytes.
+    func receive(
+        _ fd: CInt, slots: Int, buffer: (Int) -> UnsafeMutableRawBufferPointer,
+        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int
+    ) throws(WormholeError) -> Int? {
+        for index in 0..<slots {
+            let slot = buffer(index)
+            pieces[index] = iovec(iov_base: slot.baseAddress, iov_len: slot.count)
+            var header = msghdr()
+            header.msg_iov = pieces.baseAddress.map { $0 + index }
+            header.msg_iovlen = 1
+            header.msg_control = control(index)
+            header.msg_controllen = .init(controlLength)
+            entries[index] = LinuxCalls.MessageVectorEntry(header: header, length: 0)
+        }
+        do throws(WormholeError) {
+            return try LinuxCalls.receiveMessages(
+                fd, UnsafeMutableBufferPointer(rebasing: entries[0..<slots]), flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec)
+        } catch where error.systemErrno == .connectionReset {
+            entries[0].length = 0
+            entries[0].header.msg_controllen = 0
+            entries[0].header.msg_flags = 0
+            return 1
+        }
+    }
+
+    /// What the last ``receive(_:slots:buffer:control:controlLength:)`` put in slot `index`: the message's real
+    /// length, the length of its control data, and whether that was cut (`MSG_CTRUNC`).
+    func received(_ index: Int) -> (length: Int, controlLength: Int, controlCut: Bool) {
+        let entry = entries[index]
+        return (Int(entry.length), Int(entry.header.msg_controllen), entry.header.msg_flags & CInt(MSG_CTRUNC) != 0)
+    }
+}
+
+// MARK: - Sealed memory files
+
+/// Anonymous files in memory, sealed so that nobody can change them once written (`memfd_create(2)`,
+/// `F_ADD_SEALS`): how a frame too large for the socket reaches a listener without going through the disk.
+enum MemoryFile {
+    /// Whether this process makes them (not while it takes the paths Apple platforms take).
+    static var isAvailable: Bool { LinuxCalls.canMakeMemoryFiles && !InjectedFault.takesApplePaths }
+
+    /// A new memory file that `write` fills (given its descriptor), then sealed against writing, growing and
+    /// shrinking.
+    static func sealed(_ write: (CInt) throws(WormholeError) -> Void) throws(WormholeError) -> OwnedDescriptor {
+        let file = try LinuxCalls.makeMemoryFile("wormhole-frame")
+        try write(file.rawValue)
+        try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
+        return file
+    }
+
+    /// Throws ``WormholeError/Code/corruptData`` unless `fd` is a memory file sealed against writing, growing and
+    /// shrinking. `F_GET_SEALS` answers within the kernel and fails for anything but a memory file, so a
+    /// descriptor of a file whose server could stall a call (FUSE) is refused before any call reaches it; only a
+    /// memfd made to be sealed can carry these seals.
+    static func checkSealed(_ fd: CInt) throws(WormholeError) {
+        let seals: CInt
+        do throws(WormholeError) {
+            seals = try LinuxCalls.seals(of: fd)
+        } catch {
+            throw WormholeError(.corruptData, "shared frame's descriptor is not a sealable memory file: \(error)")
+        }
+        guard seals & LinuxCalls.payloadSeals == LinuxCalls.payloadSeals else {
+            throw WormholeError(.corruptData, "shared frame's file is not sealed against writing and resizing")
+        }
+    }
+}
+#endif
