@@ -11,17 +11,24 @@ final class Container: Sendable {
     static let layoutName = "layout"
 
     let path: String
-    let descriptor: CInt
     let listenersPath: String
-    let listenersDescriptor: CInt
-    let spoolDescriptor: CInt
-    let registryDescriptor: CInt
-    let retainedDescriptor: CInt
     let retainedPath: String
-    let valuesDescriptor: CInt
     /// The directory this container opened, to notice when its path names another one.
     let identity: FileIdentity
-    private let owned: [CInt]
+    /// The container's folder and the folders in it, open as long as the container is.
+    private let root: OwnedDescriptor
+    private let listeners: OwnedDescriptor
+    private let spool: OwnedDescriptor
+    private let registry: OwnedDescriptor
+    private let retained: OwnedDescriptor
+    private let values: OwnedDescriptor
+
+    var descriptor: CInt { root.rawValue }
+    var listenersDescriptor: CInt { listeners.rawValue }
+    var spoolDescriptor: CInt { spool.rawValue }
+    var registryDescriptor: CInt { registry.rawValue }
+    var retainedDescriptor: CInt { retained.rawValue }
+    var valuesDescriptor: CInt { values.rawValue }
 
     /// Opens (creating it 0700 if it is missing) and checks the container at `path`.
     /// - Throws: ``WormholeError/Code/invalidContainer`` when it is not a usable directory, and
@@ -30,40 +37,18 @@ final class Container: Sendable {
         let path = rawPath.count > 1 && rawPath.hasSuffix("/") ? String(rawPath.dropLast()) : rawPath
         guard !path.isEmpty else { throw WormholeError(.invalidContainer, "container path is empty") }
         self.path = path
-        var opened: [CInt] = []
-        do throws(WormholeError) {
-            let root = try Self.openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container")
-            opened.append(root)
-            Sys.keepReadableWhileLocked(path)
-            try Self.checkLayout(root, path)
-            identity = try Sys.status(of: root).identity
-            let registry = try Self.openDirectory("registry", relativeTo: root, create: true, what: "container")
-            opened.append(registry)
-            registryDescriptor = registry
-            let listeners = try Self.openDirectory("listeners", relativeTo: root, create: true, what: "container")
-            opened.append(listeners)
-            let spool = try Self.openDirectory("spool", relativeTo: root, create: true, what: "container")
-            opened.append(spool)
-            let retained = try Self.openDirectory("retained", relativeTo: root, create: true, what: "container")
-            opened.append(retained)
-            retainedDescriptor = retained
-            retainedPath = path + "/retained"
-            let values = try Self.openDirectory("values", relativeTo: root, create: true, what: "container")
-            opened.append(values)
-            valuesDescriptor = values
-            descriptor = root
-            listenersDescriptor = listeners
-            spoolDescriptor = spool
-            listenersPath = path + "/listeners"
-            owned = opened
-        } catch {
-            opened.forEach(Sys.close)
-            throw error
-        }
-    }
-
-    deinit {
-        owned.forEach(Sys.close)
+        listenersPath = path + "/listeners"
+        retainedPath = path + "/retained"
+        // What is open when a later step throws closes as the half-made container goes.
+        root = try Self.openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container")
+        Sys.keepReadableWhileLocked(path)
+        try Self.checkLayout(root.rawValue, path)
+        identity = try Sys.status(of: root.rawValue).identity
+        registry = try Self.openDirectory("registry", relativeTo: root.rawValue, create: true, what: "container")
+        listeners = try Self.openDirectory("listeners", relativeTo: root.rawValue, create: true, what: "container")
+        spool = try Self.openDirectory("spool", relativeTo: root.rawValue, create: true, what: "container")
+        retained = try Self.openDirectory("retained", relativeTo: root.rawValue, create: true, what: "container")
+        values = try Self.openDirectory("values", relativeTo: root.rawValue, create: true, what: "container")
     }
 
     /// Whether the container's path still names the directory this process opened (not moved, removed or
@@ -108,7 +93,7 @@ final class Container: Sendable {
 
     /// Opens a directory, creating it 0700 when asked, and refuses one that is not this user's alone.
     static func openDirectory(_ path: String, relativeTo directory: CInt, create: Bool, what: String)
-        throws(WormholeError) -> CInt
+        throws(WormholeError) -> OwnedDescriptor
     {
         let shown = directory == Sys.currentDirectory ? path : "\(what) folder \(path)"
         if create {
@@ -149,7 +134,7 @@ final class Container: Sendable {
         } catch {
             throw WormholeError(.invalidContainer, "\(shown) is not writable", errno: error.errno)
         }
-        return descriptor.release()
+        return descriptor
     }
 
     /// The default container of a group: `$WORMHOLE_CONTAINER_ROOT/<group>`, else
@@ -181,7 +166,6 @@ final class Container: Sendable {
 
     /// Creates `path` 0700 if missing and checks that it is this user's alone, so nobody can plant a container.
     private static func ensurePrivateDirectory(_ path: String) throws(WormholeError) {
-        let descriptor = try openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container root")
-        Sys.close(descriptor)
+        _ = try openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container root")
     }
 }

@@ -52,3 +52,15 @@ struct Pipe: ~Copyable {
         if read >= 0 { Sys.close(read) }
     }
 }
+
+/// An ``OwnedDescriptor`` that an array or several owners can hold (an array cannot hold a `~Copyable` value):
+/// closed when the last reference goes.
+final class HeldDescriptor {
+    private let owned: OwnedDescriptor
+
+    init(_ owned: consuming OwnedDescriptor) {
+        self.owned = owned
+    }
+
+    var rawValue: CInt { owned.rawValue }
+}

@@ -20,21 +20,20 @@ final class SpoolFolder: Sendable {
     static let leasePrefix = "lease-"
 
     let listener: UInt64
-    let descriptor: CInt
+    /// The folder, open as long as this is.
+    private let folder: OwnedDescriptor
     let bell: ChangeMark
+
+    var descriptor: CInt { folder.rawValue }
 
     /// Opens the spool folder of `listener`. Its listener creates it (`create`); a poster only opens it, so a
     /// missing folder means a gone listener (`ENOENT`).
     init(listener: UInt64, in container: Container, create: Bool) throws(WormholeError) {
         self.listener = listener
         let name = RegistryEntry.spoolName(listener)
-        descriptor = try Container.openDirectory(name, relativeTo: container.spoolDescriptor, create: create, what: "spool")
-        bell = ChangeMark(Self.bellName, in: descriptor)
+        folder = try Container.openDirectory(name, relativeTo: container.spoolDescriptor, create: create, what: "spool")
+        bell = ChangeMark(Self.bellName, in: folder.rawValue)
         if create { bell.touch() }
-    }
-
-    deinit {
-        Sys.close(descriptor)
     }
 
     /// The bytes the folder's files take on disk. A sparse file counts what it really holds, not the size it

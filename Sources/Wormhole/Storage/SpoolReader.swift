@@ -143,26 +143,32 @@ struct SpoolReader: ~Copyable {
     }
 }
 
-/// A held file being written: a temporary segment, renamed into place once whole.
-private struct HeldWriter {
+/// A held file being written: a temporary segment, renamed into place once whole. Its descriptor closes as the
+/// writer goes.
+private final class HeldWriter {
     let folder: SpoolFolder
     let temporary: String
     let key = UInt64.random(in: 0...UInt64.max)
     var offset = 0
-    let file: CInt
+    private let opened: OwnedDescriptor
 
     init?(folder: SpoolFolder) {
-        guard let name = try? StoredFile.writeTemporary(SpoolRecord.header(key: key), in: folder.descriptor),
-            let file = try? Sys.open(name, [.writeOnly, .noFollow], relativeTo: folder.descriptor).release()
-        else { return nil }
+        guard let name = try? StoredFile.writeTemporary(SpoolRecord.header(key: key), in: folder.descriptor) else { return nil }
+        do throws(WormholeError) {
+            opened = try Sys.open(name, [.writeOnly, .noFollow], relativeTo: folder.descriptor)
+        } catch {
+            folder.remove(name)
+            return nil
+        }
         self.folder = folder
         temporary = name
-        self.file = file
         offset = SpoolRecord.headerSize
     }
 
+    private var file: CInt { opened.rawValue }
+
     /// Appends `frame`'s record: its header and head, then its userInfo as it is (not copied behind them).
-    mutating func append(_ frame: Frame) -> Bool {
+    func append(_ frame: Frame) -> Bool {
         let head = frame.encodedHead()
         let (fd, at, key) = (file, offset, key)
         let written = try? head.withRawBytes { (head) throws(WormholeError) -> Int in
@@ -182,7 +188,6 @@ private struct HeldWriter {
 
     /// Renames the file into place; false (and the file removed) when that fails.
     func publish(as name: String) -> Bool {
-        Sys.close(file)
         do throws(WormholeError) {
             try Sys.renameFile(temporary, name, in: folder.descriptor)
             return true

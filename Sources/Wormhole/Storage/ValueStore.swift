@@ -25,7 +25,7 @@ struct ValueStore: Sendable {
         folderName = RetainedStore.fileName(for: name)
     }
 
-    private func openFolder(create: Bool) throws(WormholeError) -> CInt {
+    private func openFolder(create: Bool) throws(WormholeError) -> OwnedDescriptor {
         try Container.openDirectory(folderName, relativeTo: container.valuesDescriptor, create: create, what: "value")
     }
 
@@ -49,13 +49,13 @@ struct ValueStore: Sendable {
     /// before it, and writers claim past it. Versions are emptied only behind newer whole ones, so a reading
     /// that skipped one lists the folder again: when the newest changed meanwhile, it reads again.
     func latest() throws(WormholeError) -> Reading {
-        let folder: CInt
+        let opened: OwnedDescriptor
         do throws(WormholeError) {
-            folder = try openFolder(create: false)
+            opened = try openFolder(create: false)
         } catch where error.systemErrno == .noSuchFile {
             return Reading(newest: 0, version: 0, frame: nil)
         }
-        defer { Sys.close(folder) }
+        let folder = opened.rawValue
         var planted: [(version: UInt64, reason: String)] = []
         for _ in 0..<64 {
             let versions = try listVersions(folder, planted: &planted)
@@ -181,8 +181,8 @@ struct ValueStore: Sendable {
     /// Publishes `frame` as `version`, the one after the newest; false when another process took it first, or
     /// when the number is so far behind the newest that the caller's read was stale (it must read again).
     func publish(_ frame: [UInt8], version: UInt64) throws(WormholeError) -> Bool {
-        let folder = try openFolder(create: true)
-        defer { Sys.close(folder) }
+        let opened = try openFolder(create: true)
+        let folder = opened.rawValue
         guard try StoredFile.create(Self.fileName(version), in: folder, with: SpoolRecord.segment([frame])) else { return false }
         var planted: [(version: UInt64, reason: String)] = []
         let versions = try listVersions(folder, planted: &planted)

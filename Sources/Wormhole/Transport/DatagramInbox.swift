@@ -4,28 +4,25 @@ final class DatagramInbox: Inbox {
 
     /// A socket this inbox was bound to before a rebind.
     private struct Retired {
-        var fd: CInt
+        let socket: HeldDescriptor
         /// Sealed (``SocketOptions/sealDatagramSocket(_:)``): nothing more reaches it, and it closes once read dry.
         var sealed: Bool
+        var fd: CInt { socket.rawValue }
     }
 
-    /// Descriptors this inbox owns, closed in `deinit`: the socket bound under the name now, and those it was
+    /// The sockets this inbox owns, each closed as it leaves: the one bound under the name now, and those it was
     /// bound to before, oldest first.
-    private var socket: CInt
+    private var bound: HeldDescriptor
     private var retired: [Retired] = []
+    private var socket: CInt { bound.rawValue }
     private(set) var boundSocketFailure: String?
     private let reader: MessageReader
     /// How many messages the next read of `socket` asks for; the retired ones are read in batches.
     private var pace = ReadPace()
 
     init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
-        self.socket = socket.release()
+        bound = HeldDescriptor(socket)
         self.reader = reader
-    }
-
-    deinit {
-        Sys.close(socket)
-        retired.forEach { Sys.close($0.fd) }
     }
 
     var pollTimeout: Int32? { nil }
@@ -75,7 +72,6 @@ final class DatagramInbox: Inbox {
     /// one), or a sealed one read dry.
     private func closeRetired(_ fd: CInt) {
         retired.removeAll { $0.fd == fd }
-        Sys.close(fd)
     }
 
     /// Reads each sealed socket to its end and closes it; one the round's byte budget leaves unread waits for
@@ -118,20 +114,20 @@ final class DatagramInbox: Inbox {
     ///
     /// A socket replaced because it failed is read once more; if that read fails, what it held is lost (said).
     func rebind(_ fresh: consuming OwnedDescriptor, into frames: inout [Frame]) {
-        let old = socket
+        let old = bound
         let failed = boundSocketFailure != nil
         boundSocketFailure = nil
-        socket = fresh.release()
+        bound = HeldDescriptor(fresh)
         pace = ReadPace()
         // The old socket is read whole now if it can be: a round that spent its budget would leave it for later.
         reader.beginRound()
-        let sealed = SocketOptions.sealDatagramSocket(old)
-        if failed && !reader.read(old, into: &frames, limit: Limits.readsWhenClosing) {
+        let sealed = SocketOptions.sealDatagramSocket(old.rawValue)
+        if failed && !reader.read(old.rawValue, into: &frames, limit: Limits.readsWhenClosing) {
+            // Closed as `old` goes.
             reader.warn("a failed socket could not be read again and is closed: what it still held is lost")
-            Sys.close(old)
             return
         }
-        retired.append(Retired(fd: old, sealed: sealed))
+        retired.append(Retired(socket: old, sealed: sealed))
         closeSealed(into: &frames)
         let unsealed = retired.filter { !$0.sealed }
         guard unsealed.count > Limits.maximumRetiredSockets, let oldest = unsealed.first else { return }

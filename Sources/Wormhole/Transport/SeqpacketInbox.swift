@@ -5,14 +5,16 @@ final class SeqpacketInbox: Inbox {
 
     /// One accepted connection, when it was last read, and how many messages its next read asks for.
     private struct Connection {
-        var fd: CInt
+        let socket: HeldDescriptor
         var lastRead: UInt64
         var pace = ReadPace()
+        var fd: CInt { socket.rawValue }
     }
 
-    /// Descriptors this inbox owns, closed in `deinit`.
-    private var listening: CInt
+    /// The sockets this inbox owns, each closed as it leaves: the listening one and a connection per poster.
+    private var listeningSocket: HeldDescriptor
     private var connections: [Connection] = []
+    private var listening: CInt { listeningSocket.rawValue }
     private let reader: MessageReader
     /// While accept fails for want of descriptors, the listening socket is left alone until then.
     private var acceptPausedUntil: UInt64 = 0
@@ -22,13 +24,8 @@ final class SeqpacketInbox: Inbox {
     private var sealed = false
 
     init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
-        listening = socket.release()
+        listeningSocket = HeldDescriptor(socket)
         self.reader = reader
-    }
-
-    deinit {
-        Sys.close(listening)
-        connections.forEach { Sys.close($0.fd) }
     }
 
     private var isAccepting: Bool {
@@ -98,8 +95,7 @@ final class SeqpacketInbox: Inbox {
         if !acceptAll(&frames, rebinding: true) && failed {
             reader.warn("connections still pending on a failed socket are lost as it closes; their posters connect again")
         }
-        Sys.close(listening)
-        listening = fresh.release()
+        listeningSocket = HeldDescriptor(fresh)
     }
 
     /// Accepts every pending connection. Past ``Limits/maximumConnections``, or when the process is out of
@@ -133,7 +129,7 @@ final class SeqpacketInbox: Inbox {
             guard let connection = accepted else { return true }
             if sealed { Sys.shutdownReading(connection.rawValue) }
             if connections.count >= Limits.maximumConnections { closeLeastRecent(1, &frames) }
-            connections.append(Connection(fd: connection.release(), lastRead: DispatchTime.now().uptimeNanoseconds))
+            connections.append(Connection(socket: HeldDescriptor(connection), lastRead: DispatchTime.now().uptimeNanoseconds))
         }
     }
 
@@ -145,14 +141,14 @@ final class SeqpacketInbox: Inbox {
             let fd = connections[index].fd
             Sys.shutdownReading(fd)
             _ = reader.read(fd, into: &frames, limit: Limits.readsWhenClosing)
-            Sys.close(fd)
         }
+        // Closed as they leave.
         connections.removeFirst(min(count, connections.count))
     }
 
+    /// Closes the connections `closed`, as they leave.
     private func close(_ closed: [CInt]) {
         guard !closed.isEmpty else { return }
         connections.removeAll { closed.contains($0.fd) }
-        closed.forEach(Sys.close)
     }
 }
