@@ -16,9 +16,10 @@ RANK = {"API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec":
 APART = {("Wire", "Codec"), ("Codec", "Wire")}
 # Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits (with its
 # Interval, a time limit). And the API's values that say what the center does (its configuration, a post's
-# report, the statistics), which the center takes and gives back.
+# report, the statistics, the listeners' status), which the center takes and gives back.
 SHARED = {"WormholeError": "Platform", "Limits": "Platform", "Interval": "Platform",
-          "GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center"}
+          "GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center",
+          "ListenerStatus": "Center"}
 
 DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|open|indirect|nonisolated|@\w+(?:\([^)]*\))?)\s+)*"
                   r"(class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)")

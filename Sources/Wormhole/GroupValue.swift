@@ -30,14 +30,12 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     public let defaultValue: Value
 
     private let center: GroupNotificationCenter
-    private let store: ValueStore
+    private let versions: ValueVersions
     private let queue: OperationQueue?
     /// Whether reading ``value`` starts watching for other processes' changes.
     private let tracksChanges: Bool
     private let registrar = ObservationRegistrar()
     private let watching = Mutex<Watch?>(nil)
-    /// The newest damaged version logged, so that each is said once.
-    private let reportedDamage = Mutex<UInt64>(0)
 
     /// What the value does while something watches it: its observer, a timer, and who waits in ``values``.
     private struct Watch {
@@ -71,7 +69,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         self.center = center
         self.queue = queue
         self.tracksChanges = tracksChanges
-        store = ValueStore(container: center.endpoint.container, name: name)
+        versions = ValueVersions(name, in: center.endpoint)
     }
 
     deinit {
@@ -85,7 +83,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
 
     /// The name of the notification posted with each change of the value `name`.
     public static func notificationName(for name: String) -> Notification.Name {
-        Notification.Name(GroupValueName.notification(for: name))
+        Notification.Name(ValueVersions.notification(for: name))
     }
 
     /// The current value, read from the container: the default until a process sets it, and when the stored
@@ -132,10 +130,10 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     public func update<Result>(_ body: (inout Value) throws -> Result) throws -> Result {
         while true {
             let reading = try read()
-            var value = try decode(reading.frame, version: reading.version)
+            var value = try decode(reading.archive, version: reading.version)
             let result = try body(&value)
             // Claimed past the newest version, whole or not: a damaged one never stands in the way.
-            let next = try ValueStore.successor(of: reading.newest)
+            let next = try ValueVersions.successor(of: reading.newest)
             if try publish(try encode(value, version: next), version: next) { return result }
         }
     }
@@ -144,7 +142,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// - Throws: A system error when the container cannot be written.
     public func reset() throws {
         while true {
-            if try publish(nil, version: try ValueStore.successor(of: try read().newest)) { return }
+            if try publish(nil, version: try ValueVersions.successor(of: try read().newest)) { return }
         }
     }
 
@@ -173,9 +171,9 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     private func current() -> (version: UInt64, value: Value) {
         do {
             let reading = try read()
-            let (version, frame) = (reading.version, reading.frame)
+            let version = reading.version
             do {
-                return (version, try decode(frame, version: version))
+                return (version, try decode(reading.archive, version: version))
             } catch {
                 let first = watching.withLock { watch -> Bool in
                     guard watch?.rejectedVersion != version else { return false }
@@ -194,27 +192,14 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         }
     }
 
-    /// The store's reading; versions it skipped as damaged are counted and logged, once each.
-    private func read() throws(WormholeError) -> ValueStore.Reading {
-        let reading = try store.latest()
-        guard let newest = reading.damaged.first else { return reading }
-        let first = reportedDamage.withLock { reported in
-            guard reported != newest.version else { return false }
-            reported = newest.version
-            return true
-        }
-        if first {
-            center.endpoint.counters.count { $0.dropped += reading.damaged.count }
-            for (version, reason) in reading.damaged {
-                Log.warning("value \(name): version \(version) skipped, newer versions claim past it: \(reason)")
-            }
-        }
-        return reading
+    /// The newest whole version; versions skipped as damaged are counted and logged, once each.
+    private func read() throws(WormholeError) -> ValueVersions.Reading {
+        try versions.latest()
     }
 
-    /// The value a version's frame holds: the default for none or a reset.
-    private func decode(_ frame: Frame?, version: UInt64) throws(WormholeError) -> Value {
-        guard let archive = frame?.userInfo else { return defaultValue }
+    /// The value a version's userInfo archive holds: the default for none or a reset.
+    private func decode(_ archive: ArchiveBytes?, version: UInt64) throws(WormholeError) -> Value {
+        guard let archive else { return defaultValue }
         let userInfo = try UserInfoCodec.decode(archive, allowed: .propertyList)
         guard let stored = userInfo["value"] else { return defaultValue }
         do {
@@ -248,23 +233,9 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     }
 
     /// Writes `archive` (nil: the default) as `version`, then announces it; false when another process took
-    /// that version first.
+    /// that version first. This process's own observers of the value learn of the change at once, watching or not.
     private func publish(_ archive: [UInt8]?, version: UInt64) throws(WormholeError) -> Bool {
-        let notification = GroupValueName.notification(for: name)
-        let endpoint = center.endpoint
-        let frame = Frame(poster: endpoint.poster, sequence: version, name: notification, object: nil, userInfo: archive)
-        StopPoint.reached("value.publish")
-        guard try store.publish(frame.encoded(), version: version) else { return false }
-        // This process's own observers of the value learn of the change at once, watching or not.
-        registrar.withMutation(of: self, keyPath: \.value) {}
-        do {
-            _ = try endpoint.post(name: notification, object: nil, userInfo: archive ?? (try UserInfoCodec.encode(
-                ["version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)))
-        } catch {
-            // Written: watchers find it within a second even unannounced.
-            Log.warning("change of value \(name) not announced: \(error)")
-        }
-        return true
+        try versions.publish(archive, version: version) { registrar.withMutation(of: self, keyPath: \.value) {} }
     }
 
     // MARK: Watching

@@ -1,6 +1,7 @@
 /// The documented limits and the tunables, in one place: every layer reads its numbers here (the API's public
-/// ones included). What is left where it is used: the per-read message caps of the inboxes, the bounds of a
-/// directory listing, and numbers that belong to one build or platform.
+/// ones included). What is left where it is used: numbers that belong to one build or platform (the fuzzing
+/// build's shared-data minimum; a Darwin datagram socket's receive buffer and each system's default open-file
+/// limit, in Platform/Darwin and Platform/Linux), and the retry counts of loops that race other processes.
 enum Limits {
     /// The largest encoded userInfo a notification may carry. Larger posts are refused whole.
     static let maximumPayloadSize = 16 << 20

@@ -38,6 +38,22 @@ public struct ListenerStatus: Sendable, Hashable {
     public var spooledBytes: Int
 
     var subscriptions: [Subscription]
+
+    init(
+        identifier: String, clientIdentifier: String?, lastSeen: Date?, pid: Int32, socketPath: String,
+        transport: SocketKind, state: State, spooledNotifications: Int, spooledBytes: Int, subscriptions: [Subscription]
+    ) {
+        self.identifier = identifier
+        self.clientIdentifier = clientIdentifier
+        self.lastSeen = lastSeen
+        self.pid = pid
+        self.socketPath = socketPath
+        self.transport = GroupNotificationCenter.Transport(transport)
+        self.state = state
+        self.spooledNotifications = spooledNotifications
+        self.spooledBytes = spooledBytes
+        self.subscriptions = subscriptions
+    }
 }
 
 extension GroupNotificationCenter {
@@ -72,37 +88,6 @@ extension GroupNotificationCenter {
     /// Every listener in the registry, with its state and spool depth. Reads files; meant for tools.
     /// - Returns: One status per registry entry, durable identities that no process runs included.
     public func listenerStatus() -> [ListenerStatus] {
-        let container = endpoint.container
-        return endpoint.registry.snapshot().entries.map { entry in
-            var state: ListenerStatus.State
-            switch ListenerProbe.probe(entry, in: container) {
-            case .listening: state = .alive
-            case .gone: state = .dead
-            // A full backlog: it is not reading.
-            case .busy, .unknown: state = .stopped
-            }
-            if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
-            if state == .dead && entry.isDurable { state = .offline }
-            let (spooledNotifications, spooledBytes) = Self.spoolDepth(of: entry.listener, in: container)
-            return ListenerStatus(
-                identifier: FileName.hex(entry.listener), clientIdentifier: entry.identity,
-                lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
-                socketPath: container.listenersPath + "/" + entry.socketName, transport: Transport(entry.transport), state: state,
-                spooledNotifications: spooledNotifications, spooledBytes: spooledBytes,
-                subscriptions: entry.subscriptions)
-        }
-    }
-
-    /// How many notifications wait in a listener's spool folder, and its bytes; reads the folder, for tools.
-    private static func spoolDepth(of listener: UInt64, in container: Container) -> (Int, Int) {
-        guard let folder = try? SpoolFolder(listener: listener, in: container, create: false) else { return (0, 0) }
-        let names = (try? Sys.listDirectory(folder.descriptor)) ?? []
-        var count = 0
-        for name in names where name.hasSuffix(SpoolFolder.segmentSuffix) || name.hasSuffix(SpoolFolder.takenSuffix)
-            || name.hasPrefix(SpoolFolder.heldPrefix)
-        {
-            _ = folder.readSegment(name) { _ in count += 1 }
-        }
-        return (count, folder.totalBytes())
+        endpoint.listenerStatus()
     }
 }

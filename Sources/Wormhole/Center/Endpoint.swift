@@ -65,6 +65,11 @@ final class Endpoint: Sendable {
         membership.removeDeadListeners(listeners)
     }
 
+    /// Every listener in the registry, with what the system says of it now.
+    func listenerStatus() -> [ListenerStatus] {
+        membership.listenerStatus()
+    }
+
     /// This process's own spool folder in the container, once it listens.
     var listenerSpool: SpoolFolder? { reception.spool }
 

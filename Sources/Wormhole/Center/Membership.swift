@@ -163,4 +163,41 @@ final class Membership: Sendable {
         StoredFile.removeStaleTemporaries(in: container.retainedDescriptor)
         registry.removeStaleTemporaries()
     }
+
+    // MARK: Status, for tools
+
+    /// Every listener in the registry: whether it listens now (probed), its process's state, and its spool's depth.
+    func listenerStatus() -> [ListenerStatus] {
+        registry.snapshot().entries.map { entry in
+            var state: ListenerStatus.State
+            switch ListenerProbe.probe(entry, in: container) {
+            case .listening: state = .alive
+            case .gone: state = .dead
+            // A full backlog: it is not reading.
+            case .busy, .unknown: state = .stopped
+            }
+            if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
+            if state == .dead && entry.isDurable { state = .offline }
+            let (spooledNotifications, spooledBytes) = spoolDepth(of: entry.listener)
+            return ListenerStatus(
+                identifier: FileName.hex(entry.listener), clientIdentifier: entry.identity,
+                lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
+                socketPath: container.listenersPath + "/" + entry.socketName, transport: entry.transport, state: state,
+                spooledNotifications: spooledNotifications, spooledBytes: spooledBytes,
+                subscriptions: entry.subscriptions)
+        }
+    }
+
+    /// How many notifications wait in a listener's spool folder, and its bytes; reads the folder.
+    private func spoolDepth(of listener: UInt64) -> (Int, Int) {
+        guard let folder = try? SpoolFolder(listener: listener, in: container, create: false) else { return (0, 0) }
+        let names = (try? Sys.listDirectory(folder.descriptor)) ?? []
+        var count = 0
+        for name in names where name.hasSuffix(SpoolFolder.segmentSuffix) || name.hasSuffix(SpoolFolder.takenSuffix)
+            || name.hasPrefix(SpoolFolder.heldPrefix)
+        {
+            _ = folder.readSegment(name) { _ in count += 1 }
+        }
+        return (count, folder.totalBytes())
+    }
 }

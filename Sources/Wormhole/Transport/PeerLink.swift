@@ -97,16 +97,9 @@ final class PeerLink: Sendable {
                 // From the first spooled frame on, later ones follow it into the spool until the listener took it,
                 // also when this one was spooled only for its size: a smaller one must not overtake it.
                 state.spooling = true
-                // The spool path must still notice a dead listener, or it would fill a dead spool forever.
-                if !durable && state.socket == nil {
-                    do throws(WormholeError) {
-                        state.socket = try connect()
-                    } catch where error.peerState == .gone {
-                        return .gone
-                    } catch {
-                        // Its backlog is full, or it listens with the other transport: it is alive; spool.
-                    }
-                }
+                // The spool path must still notice a dead listener, or it would fill a dead spool forever; anything
+                // else (a full backlog, the other transport, an error of this process's) leaves it to the spool.
+                if !durable, case .gone = reach(&state) { return .gone }
                 guard let started = try spool(frame, &state) else { return .gone }
                 // A listener takes a segment whole: its bell and a nudge are needed only when one is begun.
                 if started && !wake(nudge, &state) { return .gone }
@@ -269,17 +262,11 @@ final class PeerLink: Sendable {
     /// Tries the socket once, reconnecting once if the connection broke.
     private func sendDirect(_ frame: OutgoingFrame, _ state: inout State) throws(WormholeError) -> DirectResult {
         for _ in 0..<2 {
-            if state.socket == nil {
-                do throws(WormholeError) {
-                    state.socket = try connect()
-                    state.sharedUnread = 0
-                } catch {
-                    switch error.peerState {
-                    case .busy, .otherTransport, .unusable: return .full
-                    case .gone: return durable ? .full : .gone
-                    case .failed: throw error
-                    }
-                }
+            switch reach(&state) {
+            case .connected: break
+            case .alive: return .full
+            case .gone: return .gone
+            case .failed(let error): throw error
             }
             guard let fd = state.socket?.rawValue else { return .full }
             do throws(WormholeError) {
@@ -315,14 +302,10 @@ final class PeerLink: Sendable {
     private func wake(_ nudge: [UInt8], _ state: inout State) -> Bool {
         state.folder?.bell.touch()
         for _ in 0..<2 {
-            if state.socket == nil {
-                do throws(WormholeError) {
-                    state.socket = try connect()
-                } catch where error.peerState == .gone {
-                    return durable
-                } catch {
-                    return true
-                }
+            switch reach(&state) {
+            case .connected: break
+            case .gone: return false
+            case .alive, .failed: return true
             }
             guard let fd = state.socket?.rawValue else { return true }
             do throws(WormholeError) {
@@ -335,6 +318,38 @@ final class PeerLink: Sendable {
             }
         }
         return true
+    }
+
+    /// What trying the listener's socket says of the listener, connecting unless this link is connected.
+    private enum Reach {
+        /// This link holds a connection to it, new or kept.
+        case connected
+        /// Alive, but not taking a connection now: its backlog is full, it listens with the other transport, or
+        /// the socket went bad under it (``PeerState``). A durable listener is never gone: its spool collects what
+        /// is posted until its identity runs again.
+        case alive
+        /// Nobody listens there.
+        case gone
+        /// An error that says nothing of the listener (this process is out of descriptors, say).
+        case failed(WormholeError)
+    }
+
+    /// The one place that says what a failed connect means for this link (a failed send on a connection is
+    /// read where it happens: gone there means the connection closed, and the link connects again).
+    private func reach(_ state: inout State) -> Reach {
+        guard state.socket == nil else { return .connected }
+        do throws(WormholeError) {
+            state.socket = try connect()
+            // Shared frames sent on an earlier connection were read, or went with it.
+            state.sharedUnread = 0
+            return .connected
+        } catch {
+            switch error.peerState {
+            case .busy, .otherTransport, .unusable: return .alive
+            case .gone: return durable ? .alive : .gone
+            case .failed: return .failed(error)
+            }
+        }
     }
 
     private func connect() throws(WormholeError) -> OwnedDescriptor {
