@@ -77,7 +77,7 @@ extension GroupNotificationCenter {
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Message) -> Void
     ) -> any NSObjectProtocol {
         let endpoint = self.endpoint
-        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: { _ in 256 })
+        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: { _ in Limits.queuedNotificationBytes })
         let observer = addMessageObserver(of: type, object: object, queue: nil, includingRetained: includingRetained, using: relay.feed)
         relay.start(observer)
         return observer

@@ -32,6 +32,10 @@ enum Limits {
     /// bell, its segment and its lease), so an eighth of the default soft limit of open files: 32 on Apple
     /// platforms, whose default is 256 (the links take at most 160), and 64 on Linux, whose default is 1,024.
     static let maximumLinks = min(64, Sys.defaultOpenFileLimit / 8)
+    /// What a notification waiting for an observer's actor counts for in the delivery backlog beyond its name
+    /// and its values' bytes (the notification, its dictionary, the task's bookkeeping), about; a value that is
+    /// neither `Data` nor a string counts a quarter of it.
+    static let queuedNotificationBytes = 256
     /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
     /// its sockets and its spool (``DeliveryBacklog``): this many notifications, or this many bytes.
     static let deliveryBacklogNotifications = 4096
@@ -88,6 +92,9 @@ enum Limits {
 
     /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
     static let maximumSegmentSize = 1 << 30
+    /// How much of a segment a listener reads at once: a run of small records costs one read, and a record larger
+    /// than this is read on its own.
+    static let segmentReadWindow = 1 << 20
     /// How old an unnamed segment must be before a listener removes it: its poster died, or was
     /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
     /// a new one, so this only bounds how long a dead poster's file takes room.
@@ -128,6 +135,9 @@ enum Limits {
     /// The most names one listing of a folder in the container gives (a spool, the listeners, a value's versions):
     /// past it the rest waits for a later look, so a folder someone filled cannot make one pass run without end.
     static let maximumListedNames = 100_000
+    /// The most spool folders one housekeeping pass looks at for orphans (each costs a `stat(2)`): it runs once a
+    /// second, and a `spool/` someone filled is worked through over several passes.
+    static let orphanedSpoolsPerPass = 10_000
     /// How old a writer's temporary file is before housekeeping takes its writer for dead and removes it.
     static let staleTemporaryAge: Interval = .seconds(600)
     /// How old a spool folder, a claim's socket or a socket file of no registered listener is before
@@ -145,6 +155,11 @@ enum Limits {
     static let sendBufferOverhead = 4096
     /// How many messages one receive takes at most.
     static let readBatchSize = 16
+    /// How many connections a sequenced-packet listener's socket holds before they are accepted (`listen(2)`'s
+    /// backlog); past it a poster's connect fails at once, and it spools.
+    static let listenBacklog: CInt = 128
+    /// The stack of a listener's receive thread, on which the blocks of observers without a queue also run.
+    static let receiveThreadStack = 4 << 20
     /// The most messages one socket gives in a round of the receive thread (its wait found the socket ready):
     /// what remains wakes the next wait, and the other sockets get their turn.
     static let readsPerRound = 512

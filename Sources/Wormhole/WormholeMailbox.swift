@@ -99,7 +99,7 @@ public final class WormholeMailbox: Sendable {
         @_inheritActorContext listener: @escaping @isolated(any) @Sendable (Any?) -> Void
     ) -> any NSObjectProtocol {
         let endpoint = center.endpoint
-        let relay = ActorDelivery.relay(to: listener, backlog: { endpoint.deliveryBacklog }, weight: { ($0 as? Data)?.count ?? 256 })
+        let relay = ActorDelivery.relay(to: listener, backlog: { endpoint.deliveryBacklog }, weight: { ($0 as? Data)?.count ?? Limits.queuedNotificationBytes })
         let observer = listen(identifier, queue: nil, includingCurrent: includingCurrent, allowedClasses: allowedClasses, listener: relay.feed)
         relay.start(observer)
         return observer

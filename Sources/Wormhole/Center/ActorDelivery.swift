@@ -40,14 +40,14 @@ enum ActorDelivery {
 
     /// What a notification keeps in memory while it waits, about: its name and its userInfo's top-level values.
     static func weight(of note: Notification) -> Int {
-        var bytes = 256 + note.name.rawValue.utf8.count
+        var bytes = Limits.queuedNotificationBytes + note.name.rawValue.utf8.count
         for value in note.userInfo?.values ?? [:].values {
             if let data = value as? Data {
                 bytes += data.count
             } else if let text = value as? String {
                 bytes += text.utf8.count
             } else {
-                bytes += 64
+                bytes += Limits.queuedNotificationBytes / 4
             }
         }
         return bytes

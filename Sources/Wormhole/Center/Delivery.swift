@@ -32,13 +32,13 @@ final class Delivery: Sendable {
     }
 
     /// Hands frames to the matching observers. Returns what those without a queue are to run, on the receive
-    /// thread.
+    /// thread; `caller` says whether that is the caller (``DeliveryBatch/dispatch(backlog:from:)``).
     ///
     /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
     /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
     ///
     /// What goes to observers' queues is held in `backlog` until those observers have run.
-    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
+    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, from caller: DeliveryBatch.Caller) -> (@Sendable () -> Void)? {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
@@ -73,7 +73,7 @@ final class Delivery: Sendable {
                 $0.userInfoRejected += rejected
             }
         }
-        return batch.dispatch(backlog: backlog)
+        return batch.dispatch(backlog: backlog, from: caller)
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.

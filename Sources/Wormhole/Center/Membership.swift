@@ -152,7 +152,7 @@ final class Membership: Sendable {
             let limit = Limits.orphanAge.signedNanoseconds
             return status.ageNanoseconds > limit || status.ageNanoseconds < -limit
         }
-        for name in (try? Sys.listDirectory(container.spoolDescriptor)) ?? [] {
+        for name in (try? Sys.listDirectory(container.spoolDescriptor, limit: Limits.orphanedSpoolsPerPass)) ?? [] {
             guard let listener = FileName.value(ofHex: name), !registered.contains(listener),
                 isOld(name, in: container.spoolDescriptor)
             else { continue }

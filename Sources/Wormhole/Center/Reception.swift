@@ -72,7 +72,7 @@ final class Reception: ListenerSink {
     /// thread, once it wakes.
     func deliverOwn(_ frames: [Frame]) {
         let listener = self.listener.withLock { $0 }
-        if let work = delivery.deliver(frames, backlog: listener?.backlog), let listener {
+        if let work = delivery.deliver(frames, backlog: listener?.backlog, from: .other), let listener {
             listener.perform(work)
         }
     }
@@ -80,7 +80,7 @@ final class Reception: ListenerSink {
     // MARK: What the listener hands up
 
     func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)? {
-        delivery.deliver(frames, backlog: listener.backlog)
+        delivery.deliver(frames, backlog: listener.backlog, from: .receiveThread)
     }
 
     func holdsBack(_ frame: Frame) -> Bool {

@@ -11,7 +11,7 @@ enum SocketOptions {
     /// The send buffer of a datagram socket bounds the largest datagram it sends (on Darwin 2,048 bytes by
     /// default, `net.local.dgram.maxdgram`): raised so that every frame the socket path takes fits. Set on Linux
     /// too (whose default is already larger), so that the same path runs here.
-    static let datagramSendBuffer = Limits.maximumDirectFrameSize + 4096
+    static let datagramSendBuffer = Limits.maximumDirectFrameSize + Limits.sendBufferOverhead
 
     /// The largest frame a socket of `transport` sends whole: ``Limits/maximumDirectFrameSize``, or less when the
     /// system granted a smaller send buffer than asked (larger frames then go as shared frames or through the

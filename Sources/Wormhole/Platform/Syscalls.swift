@@ -16,6 +16,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 import Synchronization
 
 /// Runs `body` until it stops failing with `EINTR`; a `-1` result becomes a ``WormholeError`` naming `call`.
@@ -48,9 +49,13 @@ func valueOrNothing<R: FixedWidthInteger>(_ call: @autoclosure () -> String, _ b
     }
 }
 
-/// The error of a failed call; one that only a bug can cause is said too, at most once a second.
+/// The error of a failed call; one that only a bug can cause is said too, at most once a second, from another
+/// thread: the caller may hold a lock that the application's log handler would wait for.
 private func failure(_ call: String, _ error: Errno) -> WormholeError {
-    if error.isBug { bugReport.say("\(call) failed: \(error.message) (errno \(error.rawValue)): a bug in Wormhole; please report it") }
+    if error.isBug {
+        let message = "\(call) failed: \(error.message) (errno \(error.rawValue)): a bug in Wormhole; please report it"
+        DispatchQueue.global().async { bugReport.say(message) }
+    }
     return WormholeError(.system, call, errno: error)
 }
 

@@ -23,7 +23,7 @@ enum UnixSocket {
     /// `directoryPath`; the socket file is made 0600. A sequenced-packet socket also listens for connections.
     static func bind(
         _ transport: SocketKind, directory: CInt, directoryPath: String, name: String,
-        backlog: CInt = 128
+        backlog: CInt = Limits.listenBacklog
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue

@@ -260,7 +260,7 @@ struct SpoolSegment: ~Copyable {
 
 /// A window onto a segment file: reads it a megabyte at a time.
 private struct SegmentWindow: SegmentBytes {
-    static let capacity = 1 << 20
+    static let capacity = Limits.segmentReadWindow
     let fd: CInt
     let size: Int
     private var buffer: [UInt8] = []

@@ -2,8 +2,8 @@
 /// transport to the center (``Reception``). Every call comes on the listener's receive thread.
 protocol ListenerSink: AnyObject, Sendable {
     /// Frames `listener` read, in the order each poster posted them, to hand to observers. Returns what the
-    /// observers that run on the receive thread make of them, for the listener to run there (as observers' code,
-    /// which a stop does not wait for).
+    /// receive thread is to run at once, as observers' code (which a stop does not wait for): the observers that
+    /// run on it, and what was to follow them.
     func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)?
     /// Whether a durable listener keeps `frame` in its spool for later: nothing in this process observes it yet.
     func holdsBack(_ frame: Frame) -> Bool

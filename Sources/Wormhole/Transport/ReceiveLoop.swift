@@ -85,7 +85,7 @@ extension Listener {
                         // among it rang the bell after the look; a poster whose nudge found the socket full may have.
                         // While taken segments wait, the next round tries again at its usual pace, not at once.
                         let outcome = drain.drain(inbox, includingHeld: recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
-                        if outcome.heldNotOffered { thread.requestRecheck() }
+                        if outcome.heldNotOffered { thread.recheckLater() }
                         if outcome.readMessages, !drain.isWaiting {
                             bellOwedNow = inbox.suggestsSpooling
                             bellOwed = !bellOwedNow

@@ -49,7 +49,7 @@ final class ReceiveThread: Sendable {
             ended()
         }
         thread.name = name
-        thread.stackSize = 4 << 20
+        thread.stackSize = Limits.receiveThreadStack
         thread.start()
     }
 
@@ -108,10 +108,16 @@ final class ReceiveThread: Sendable {
         wake()
     }
 
-    /// Asks the thread to offer held-back spooled frames to the observers again.
+    /// Asks the thread to offer held-back spooled frames to the observers again, at once.
     func requestRecheck() {
         state.withLock { $0.recheck = true }
         wake()
+    }
+
+    /// Has the thread offer held-back spooled frames again in a later round, at its usual pace: asked by the
+    /// thread itself when it could not offer them now (woken at once, it would only fail again, and spin).
+    func recheckLater() {
+        state.withLock { $0.recheck = true }
     }
 
     /// Whether a recheck was asked for since the last call.
@@ -136,12 +142,14 @@ final class ReceiveThread: Sendable {
     }
 
     /// Waits on `set` (made by ``prepare(_:)``) at most `timeoutMilliseconds`; when woken, empties the wake pipe
-    /// and runs the work handed to the thread. Returns how many descriptors have something, the wake pipe included.
+    /// and runs the work handed to the thread, unless it is to stop (then the work is dropped, as the thread
+    /// ends). Returns how many descriptors have something, the wake pipe included.
     func wait(_ set: inout PollSet, timeoutMilliseconds: CInt) throws(WormholeError) -> Int {
         let ready = try set.wait(timeoutMilliseconds: timeoutMilliseconds)
         if ready > 0, set[0].isReady {
             emptyWakePipe()
-            let work = state.withLock { state in
+            let work = state.withLock { state -> [@Sendable () -> Void] in
+                guard !state.stopping else { return [] }
                 defer { state.pending = [] }
                 return state.pending
             }
