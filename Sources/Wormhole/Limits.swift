@@ -135,9 +135,12 @@ enum Limits {
     /// The most names one listing of a folder in the container gives (a spool, the listeners, a value's versions):
     /// past it the rest waits for a later look, so a folder someone filled cannot make one pass run without end.
     static let maximumListedNames = 100_000
-    /// The most spool folders one housekeeping pass looks at for orphans (each costs a `stat(2)`): it runs once a
-    /// second, and a `spool/` someone filled is worked through over several passes.
+    /// The most names of `spool/` one housekeeping pass looks at for orphaned folders (each may cost a `stat(2)`):
+    /// it runs once a second, so a `spool/` someone filled costs each pass no more than this.
     static let orphanedSpoolsPerPass = 10_000
+    /// The most names a clean-up asked for by a tool lists at once (`wormhole retained --clear`): it runs on
+    /// demand, not each second.
+    static let maximumNamesCleared = 1 << 20
     /// How old a writer's temporary file is before housekeeping takes its writer for dead and removes it.
     static let staleTemporaryAge: Interval = .seconds(600)
     /// How old a spool folder, a claim's socket or a socket file of no registered listener is before

@@ -52,9 +52,9 @@ func valueOrNothing<R: FixedWidthInteger>(_ call: @autoclosure () -> String, _ b
 /// The error of a failed call; one that only a bug can cause is said too, at most once a second, from another
 /// thread: the caller may hold a lock that the application's log handler would wait for.
 private func failure(_ call: String, _ error: Errno) -> WormholeError {
-    if error.isBug {
+    if error.isBug, bugReport.isDue() {
         let message = "\(call) failed: \(error.message) (errno \(error.rawValue)): a bug in Wormhole; please report it"
-        DispatchQueue.global().async { bugReport.say(message) }
+        DispatchQueue.global().async { Log.warning(message) }
     }
     return WormholeError(.system, call, errno: error)
 }
@@ -65,13 +65,12 @@ private let bugReport = RepeatedWarning()
 final class RepeatedWarning: Sendable {
     private let lastSaid = Atomic<UInt64>(0)
 
-    func say(_ message: @autoclosure () -> String) {
+    /// Whether the warning is to be said now: true at most once a second, to one caller.
+    func isDue() -> Bool {
         let now = Sys.uptimeNanoseconds
         let last = lastSaid.load(ordering: .relaxed)
-        guard last == 0 || now &- last >= 1_000_000_000,
-            lastSaid.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
-        else { return }
-        Log.warning(message())
+        return (last == 0 || now &- last >= Limits.repeatedWarningInterval.nanoseconds)
+            && lastSaid.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
     }
 }
 

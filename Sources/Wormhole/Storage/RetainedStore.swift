@@ -47,14 +47,9 @@ struct RetainedStore: Sendable {
     }
 
     func clearAll() {
-        // A listing gives at most ``Limits/maximumListedNames``: listed again while it found some to remove.
-        for _ in 0..<16 {
-            let names = (try? Sys.listDirectory(container.retainedDescriptor)) ?? []
-            var removed = 0
-            for name in names where name.hasPrefix("n-") || name.hasPrefix("h-") {
-                if (try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)) != nil { removed += 1 }
-            }
-            if removed == 0 || names.count < Limits.maximumListedNames { return }
+        let names = (try? Sys.listDirectory(container.retainedDescriptor, limit: Limits.maximumNamesCleared)) ?? []
+        for name in names where name.hasPrefix("n-") || name.hasPrefix("h-") {
+            try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)
         }
     }
 }
