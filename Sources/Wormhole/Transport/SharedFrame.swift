@@ -84,7 +84,8 @@ enum SharedFrame {
         }
         let length = try Frame.userInfoLength(&reader)
         let offset = reader.offset
-        guard offset + length == size else {
+        // The head was read from within the file, so `offset` is at most `size`.
+        guard length == size - offset else {
             throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
         }
         if length > 0 {

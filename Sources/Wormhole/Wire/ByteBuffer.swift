@@ -63,8 +63,14 @@ struct ByteReader {
     }
 
     /// A `UInt32` count then that many bytes, refused above `limit`.
+    /// A `UInt32` length or count as another process wrote it, as an `Int`: `Int.max` where a 32-bit `Int` (watchOS)
+    /// cannot hold it, which every caller's bound then refuses, rather than a trap on the conversion.
+    mutating func readLength(_ what: @autoclosure () -> String) throws(WormholeError) -> Int {
+        Int(exactly: try read(UInt32.self, what())) ?? .max
+    }
+
     mutating func readField(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> ArraySlice<UInt8> {
-        let count = Int(try read(UInt32.self, what()))
+        let count = try readLength(what())
         guard count <= limit else { throw WormholeError(.corruptData, "\(what()) claims \(count) bytes, over \(limit)") }
         return try readBytes(count, what())
     }

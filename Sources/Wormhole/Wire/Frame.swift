@@ -163,9 +163,9 @@ struct Frame: Sendable {
         userInfo = nil
     }
 
-    /// The length of the userInfo that follows a frame's head.
+    /// The length of the userInfo that follows a frame's head (``ByteReader/readLength(_:)``: the caller bounds it).
     static func userInfoLength(_ reader: inout ByteReader) throws(WormholeError) -> Int {
-        Int(try reader.read(UInt32.self, "userInfo length"))
+        try reader.readLength("userInfo length")
     }
 
     private init(kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: ArchiveBytes?) {

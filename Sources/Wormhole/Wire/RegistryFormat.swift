@@ -58,7 +58,7 @@ enum RegistryFormat {
         let pid = try reader.read(Int32.self, "pid")
         let lastSeen = try reader.read(Int64.self, "last seen")
         let identity = try readOptional(&reader, "identity")
-        let count = Int(try reader.read(UInt32.self, "subscription count"))
+        let count = try reader.readLength("subscription count")
         guard count <= reader.remaining / 2 else {
             throw WormholeError(.corruptData, "registry entry claims \(count) subscriptions")
         }
