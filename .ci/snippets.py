@@ -15,8 +15,9 @@ blocks; the comment is for a fragment that makes no sense alone.
 
 Each program is compiled to object code, not only type-checked: the checks of region-based isolation
 ("sending ... risks causing data races") run after type-checking, and `-typecheck` misses them. Every block
-is built twice: as a package's target builds it (nothing isolated by default), and as an app made by Xcode 26
-builds it (the main actor by default, and the "approachable concurrency" features). A warning fails the
+is built twice: as a package's target builds it (nothing isolated by default), and as a main-actor app builds it:
+the main actor as the default isolation and the "approachable concurrency" features, the settings of an app
+project new in Xcode 26. A warning fails the
 check as an error does: what a reader pastes should build clean.
 
 A block that imports a framework that exists only on Apple platforms (SwiftUI, WidgetKit, ...) is built only
@@ -35,7 +36,7 @@ CONTINUES = "<!-- continues -->"
 APPLE_ONLY = {"SwiftUI", "WidgetKit", "UIKit", "AppKit", "WatchConnectivity", "AppIntents", "ActivityKit"}
 MODES = {
     "package": [],
-    "Xcode 26 app": ["-default-isolation", "MainActor",
+    "main-actor app": ["-default-isolation", "MainActor",
                      "-enable-upcoming-feature", "NonisolatedNonsendingByDefault",
                      "-enable-upcoming-feature", "InferIsolatedConformances"],
 }
@@ -77,8 +78,8 @@ def build(program, index, work, modules, mode):
     source.write_text("".join(f'#sourceLocation(file: "{path}", line: {line})\n{code}' for path, line, code in program)
                       + "#sourceLocation()\n")
     result = subprocess.run(
-        ["swiftc", "-c", "-swift-version", "6", "-diagnostic-style", "llvm", "-module-name", f"Snippet{index}", "-I", str(modules),
-         *MODES[mode], "-o", str(source.with_suffix(".o")), str(source)],
+        ["swiftc", "-c", "-swift-version", "6", "-diagnostic-style", "llvm", "-module-name", f"Snippet{index}",
+         "-I", str(modules), *MODES[mode], "-o", str(source.with_suffix(".o")), str(source)],
         capture_output=True, text=True)
     output = (result.stdout + result.stderr).strip()
     if result.returncode or re.search(r": (error|warning):", output):
@@ -128,13 +129,13 @@ def main():
         for (program, _, mode), output in results:
             if output:
                 path, line, _ = program[0]
-                failures.append(f"{path}:{line}: the block does not build clean as a {mode} builds it:\n{output}")
+                failures.append(f"{path}:{line}: does not build clean as a {mode} target builds it:\n{output}")
     print("\n\n".join(failures))
     for block in skipped:
         print(f"snippets: skipped on this platform, which lacks an Apple framework it imports: {block}")
     blocks = sum(len(program) for program in compiled)
     print(f"snippets: {blocks} Swift blocks built as {len(compiled)} programs, each as a "
-          f"{' and as a '.join(MODES)} builds it; {len(manifests)} manifests resolved; {len(skipped)} skipped; "
+          f"{' and as a '.join(MODES)} target builds it; {len(manifests)} manifests resolved; {len(skipped)} skipped; "
           f"{len(failures)} failing")
     return 1 if failures else 0
 
