@@ -16,10 +16,11 @@ import Synchronization
 ///
 /// The value lives in the container (`values/<name>/`, one file per version) and survives its writers: a
 /// process started later, or after every writer exited, reads it. Each change is also posted as an ordinary
-/// notification named ``notificationName(for:)`` whose userInfo holds `"value"` (the value as a property list:
-/// a bare number or string, an array, or a dictionary of a struct's fields) and `"version"` (an `Int` that grows
-/// by one with each change), so untyped observers and `wormhole listen` see it too. Values are stored and travel
-/// through the same secure codec as notifications.
+/// notification named ``notificationName(for:)`` whose userInfo holds `"value"` (the value as property-list
+/// values: a bare number or string, an array, or a dictionary of a struct's fields; nil is `NSNull`, a string
+/// always a string), `"version"` (an `Int` that grows by one with each change) and `"format"` (`2`), so untyped
+/// observers and `wormhole listen` see it too. Values are stored and travel through the same secure codec as
+/// notifications; values stored by earlier versions of Wormhole read as they were written.
 ///
 /// No file lock is ever held: an update writes a new version whole and claims its number with `link(2)`, so a
 /// process stopped or killed in the middle of its update blocks nobody.
@@ -214,27 +215,25 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// The value a version's userInfo archive holds: the default for none or a reset.
     ///
     /// A value stored by this version of Wormhole carries `"format": 2` and is a ``ValueTreeLeaf`` tree (nil is
-    /// `NSNull`); one without `"format"` was stored by an earlier version, through `PropertyListEncoder`, and is
-    /// read as it was written: the string `"$null"` is nil where the type allows nil. A format newer than 2 is
-    /// of a later version: read as another type is.
+    /// `NSNull`). One without `"format"` was stored by an earlier version, through `PropertyListEncoder`: there
+    /// the string `"$null"` is nil where the type allows nil, as `PropertyListDecoder` read it, and a string
+    /// where the type asks for one. Another format is of a later version: read as another type is.
     private func decode(_ archive: ArchiveBytes?, version: UInt64) throws(WormholeError) -> Value {
         guard let archive else { return defaultValue }
         let userInfo = try UserInfoCodec.decode(archive, allowed: AllowedClasses.groupValue)
         guard let stored = userInfo[ValueFormat.valueKey] else { return defaultValue }
         let format = userInfo[ValueFormat.formatKey]
+        let earlier = format == nil
         do {
-            let userInfo: [CodingUserInfoKey: Any] = [.storedPropertyList: StoredPropertyList(value: stored)]
-            switch format {
-            case nil:
-                let data = try PropertyListSerialization.data(fromPropertyList: ["value": stored], format: .binary, options: 0)
-                let decoder = PropertyListDecoder()
-                decoder.userInfo = userInfo
-                return try decoder.decode(Box.self, from: data).value
-            case let number as NSNumber where !number.isBoolean && !number.isReal && number.int64Value == ValueFormat.current:
-                return try ValueTreeDecoder.decode(Box.self, from: ["value": stored], userInfo: userInfo).value
-            default:
-                throw WormholeError(.corruptData, "stored in format \(format ?? ""), which this version does not read")
+            if !earlier {
+                guard let number = format as? NSNumber, !number.isBoolean, !number.isReal, number.int64Value == ValueFormat.current else {
+                    throw WormholeError(.corruptData, "stored in format \(format ?? ""), which this version does not read")
+                }
             }
+            return try ValueTreeDecoder.decode(
+                Box.self, from: [ValueFormat.valueKey: stored],
+                userInfo: [.storedPropertyList: StoredPropertyList(value: stored)], nullStrings: earlier
+            ).value
         } catch {
             throw WormholeError(.corruptData, "value \(name) (version \(version)) is not a \(Value.self): \(error)")
         }
@@ -356,8 +355,9 @@ public struct GroupValues<Value: Sendable>: AsyncSequence, Sendable {
 /// as the `wormhole` tool's does) finds the stored value in its decoder's `userInfo` under
 /// `CodingUserInfoKey.storedPropertyList`, when it is the group value itself (a coding path of one key).
 public struct StoredPropertyList: @unchecked Sendable {
-    /// A property-list value (`String`, `NSNumber`, `Date`, `Data`, arrays and dictionaries of them): immutable
-    /// Foundation values, never mutated.
+    /// A property-list value (`String`, `NSNumber`, `Date`, `Data`, arrays and dictionaries of them) or `NSNull`,
+    /// which stands for nil: immutable Foundation values, never mutated. (In a value stored by an earlier
+    /// version of Wormhole, nil is the string `"$null"` instead, and there is no `NSNull`.)
     public let value: Any
 }
 

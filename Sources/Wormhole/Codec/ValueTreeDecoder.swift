@@ -3,19 +3,36 @@ import Foundation
 /// Decodes a `Decodable` value from a ``ValueTreeLeaf`` tree, as ``ValueTreeEncoder`` writes it and another
 /// process stored it: `NSNull` is nil, and only `NSNull` (a string `"$null"` is a string).
 ///
+/// A tree of the earlier format (what `PropertyListEncoder` made, where nil is the string `"$null"`) is read
+/// with `nullStrings`: there, where the type allows nil, `"$null"` is nil, as `PropertyListDecoder` reads it;
+/// where it asks for a string, `"$null"` is that string (which `PropertyListDecoder` refuses).
+///
 /// The tree is another process's: anything in it that does not fit the type is a `DecodingError`, never a trap.
 enum ValueTreeDecoder {
     /// The value of type `T` that `tree` holds; `userInfo` is the decoders' `userInfo`.
     /// - Throws: `DecodingError` saying where the tree does not fit `T`, and what `T`'s `init(from:)` throws.
-    static func decode<T: Decodable>(_ type: T.Type, from tree: Any, userInfo: [CodingUserInfoKey: Any] = [:]) throws -> T {
-        try unbox(tree, as: type, codingPath: [], userInfo: userInfo)
+    static func decode<T: Decodable>(
+        _ type: T.Type, from tree: Any, userInfo: [CodingUserInfoKey: Any] = [:], nullStrings: Bool = false
+    ) throws -> T {
+        try unbox(tree, as: type, codingPath: [], context: Context(userInfo: userInfo, nullStrings: nullStrings))
+    }
+
+    /// What every container of one decoding shares.
+    fileprivate struct Context {
+        let userInfo: [CodingUserInfoKey: Any]
+        /// Whether the string `"$null"` is nil too (the earlier format).
+        let nullStrings: Bool
+
+        func isNil(_ value: Any) -> Bool {
+            value is NSNull || (nullStrings && (value as? String) == "$null")
+        }
     }
 
     fileprivate static func unbox<T: Decodable>(
-        _ value: Any, as type: T.Type, codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any]
+        _ value: Any, as type: T.Type, codingPath: [any CodingKey], context: Context
     ) throws -> T {
         guard let leafType = type as? any ValueTreeLeaf.Type else {
-            return try T(from: TreeDecoder(value: value, codingPath: codingPath, userInfo: userInfo))
+            return try T(from: TreeDecoder(value: value, codingPath: codingPath, context: context))
         }
         if value is NSNull {
             throw DecodingError.valueNotFound(type, .init(codingPath: codingPath, debugDescription: "found null"))
@@ -64,29 +81,30 @@ enum ValueTreeDecoder {
 private struct TreeDecoder: Decoder {
     let value: Any
     let codingPath: [any CodingKey]
-    let userInfo: [CodingUserInfoKey: Any]
+    let context: ValueTreeDecoder.Context
+    var userInfo: [CodingUserInfoKey: Any] { context.userInfo }
 
     func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
         guard let dictionary = value as? [String: Any] else {
             throw ValueTreeDecoder.mismatch([String: Any].self, value, codingPath)
         }
-        return KeyedDecodingContainer(KeyedTreeDecoder(dictionary: dictionary, codingPath: codingPath, userInfo: userInfo))
+        return KeyedDecodingContainer(KeyedTreeDecoder(dictionary: dictionary, codingPath: codingPath, context: context))
     }
 
     func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
         guard let array = value as? [Any] else { throw ValueTreeDecoder.mismatch([Any].self, value, codingPath) }
-        return UnkeyedTreeDecoder(array: array, codingPath: codingPath, userInfo: userInfo)
+        return UnkeyedTreeDecoder(array: array, codingPath: codingPath, context: context)
     }
 
     func singleValueContainer() throws -> any SingleValueDecodingContainer {
-        SingleTreeDecoder(value: value, codingPath: codingPath, userInfo: userInfo)
+        SingleTreeDecoder(value: value, codingPath: codingPath, context: context)
     }
 }
 
 private struct KeyedTreeDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let dictionary: [String: Any]
     let codingPath: [any CodingKey]
-    let userInfo: [CodingUserInfoKey: Any]
+    let context: ValueTreeDecoder.Context
 
     var allKeys: [Key] { dictionary.keys.compactMap { Key(stringValue: $0) } }
 
@@ -100,10 +118,10 @@ private struct KeyedTreeDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol 
     }
 
     private func leaf<T: Decodable>(_ type: T.Type, _ key: Key) throws -> T {
-        try ValueTreeDecoder.unbox(try value(key), as: type, codingPath: codingPath + [key], userInfo: userInfo)
+        try ValueTreeDecoder.unbox(try value(key), as: type, codingPath: codingPath + [key], context: context)
     }
 
-    func decodeNil(forKey key: Key) throws -> Bool { try value(key) is NSNull }
+    func decodeNil(forKey key: Key) throws -> Bool { context.isNil(try value(key)) }
     func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try leaf(type, key) }
     func decode(_ type: String.Type, forKey key: Key) throws -> String { try leaf(type, key) }
     func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try leaf(type, key) }
@@ -123,33 +141,33 @@ private struct KeyedTreeDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol 
     func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws
         -> KeyedDecodingContainer<NestedKey>
     {
-        try TreeDecoder(value: try value(key), codingPath: codingPath + [key], userInfo: userInfo).container(keyedBy: type)
+        try TreeDecoder(value: try value(key), codingPath: codingPath + [key], context: context).container(keyedBy: type)
     }
 
     func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
-        try TreeDecoder(value: try value(key), codingPath: codingPath + [key], userInfo: userInfo).unkeyedContainer()
+        try TreeDecoder(value: try value(key), codingPath: codingPath + [key], context: context).unkeyedContainer()
     }
 
     func superDecoder() throws -> any Decoder {
         let key = ValueTreeDecoder.SuperKey()
-        return TreeDecoder(value: dictionary[key.stringValue] ?? NSNull(), codingPath: codingPath + [key], userInfo: userInfo)
+        return TreeDecoder(value: dictionary[key.stringValue] ?? NSNull(), codingPath: codingPath + [key], context: context)
     }
 
     func superDecoder(forKey key: Key) throws -> any Decoder {
-        TreeDecoder(value: dictionary[key.stringValue] ?? NSNull(), codingPath: codingPath + [key], userInfo: userInfo)
+        TreeDecoder(value: dictionary[key.stringValue] ?? NSNull(), codingPath: codingPath + [key], context: context)
     }
 }
 
 private struct UnkeyedTreeDecoder: UnkeyedDecodingContainer {
     let array: [Any]
     let codingPath: [any CodingKey]
-    let userInfo: [CodingUserInfoKey: Any]
+    let context: ValueTreeDecoder.Context
     private(set) var currentIndex = 0
 
-    init(array: [Any], codingPath: [any CodingKey], userInfo: [CodingUserInfoKey: Any]) {
+    init(array: [Any], codingPath: [any CodingKey], context: ValueTreeDecoder.Context) {
         self.array = array
         self.codingPath = codingPath
-        self.userInfo = userInfo
+        self.context = context
     }
 
     var count: Int? { array.count }
@@ -166,13 +184,13 @@ private struct UnkeyedTreeDecoder: UnkeyedDecodingContainer {
     }
 
     private mutating func leaf<T: Decodable>(_ type: T.Type) throws -> T {
-        let decoded = try ValueTreeDecoder.unbox(try next(type), as: type, codingPath: path, userInfo: userInfo)
+        let decoded = try ValueTreeDecoder.unbox(try next(type), as: type, codingPath: path, context: context)
         currentIndex += 1
         return decoded
     }
 
     mutating func decodeNil() throws -> Bool {
-        guard try next(Never.self) is NSNull else { return false }
+        guard context.isNil(try next(Never.self)) else { return false }
         currentIndex += 1
         return true
     }
@@ -196,19 +214,19 @@ private struct UnkeyedTreeDecoder: UnkeyedDecodingContainer {
     mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws
         -> KeyedDecodingContainer<NestedKey>
     {
-        let container = try TreeDecoder(value: try next(type), codingPath: path, userInfo: userInfo).container(keyedBy: type)
+        let container = try TreeDecoder(value: try next(type), codingPath: path, context: context).container(keyedBy: type)
         currentIndex += 1
         return container
     }
 
     mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer {
-        let container = try TreeDecoder(value: try next([Any].self), codingPath: path, userInfo: userInfo).unkeyedContainer()
+        let container = try TreeDecoder(value: try next([Any].self), codingPath: path, context: context).unkeyedContainer()
         currentIndex += 1
         return container
     }
 
     mutating func superDecoder() throws -> any Decoder {
-        let decoder = TreeDecoder(value: try next(Any.self), codingPath: path, userInfo: userInfo)
+        let decoder = TreeDecoder(value: try next(Any.self), codingPath: path, context: context)
         currentIndex += 1
         return decoder
     }
@@ -217,13 +235,13 @@ private struct UnkeyedTreeDecoder: UnkeyedDecodingContainer {
 private struct SingleTreeDecoder: SingleValueDecodingContainer {
     let value: Any
     let codingPath: [any CodingKey]
-    let userInfo: [CodingUserInfoKey: Any]
+    let context: ValueTreeDecoder.Context
 
     private func leaf<T: Decodable>(_ type: T.Type) throws -> T {
-        try ValueTreeDecoder.unbox(value, as: type, codingPath: codingPath, userInfo: userInfo)
+        try ValueTreeDecoder.unbox(value, as: type, codingPath: codingPath, context: context)
     }
 
-    func decodeNil() -> Bool { value is NSNull }
+    func decodeNil() -> Bool { context.isNil(value) }
     func decode(_ type: Bool.Type) throws -> Bool { try leaf(type) }
     func decode(_ type: String.Type) throws -> String { try leaf(type) }
     func decode(_ type: Double.Type) throws -> Double { try leaf(type) }
