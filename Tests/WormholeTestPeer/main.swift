@@ -139,10 +139,15 @@ case "listen":
         sigemptyset(&unblocked)
         sigaddset(&unblocked, SIGUSR1)
         pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+        #if canImport(Glibc)
+        let openFiles = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+        let openFiles = RLIMIT_NOFILE
+        #endif
         var limit = rlimit()
-        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 {
+        if getrlimit(openFiles, &limit) == 0 {
             limit.rlim_cur = min(limit.rlim_cur, 256)
-            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = setrlimit(openFiles, &limit)
         }
         var held: [Int32] = []
         while case let fd = dup(2), fd >= 0 { held.append(fd) }
