@@ -62,7 +62,7 @@ let object = option("object")
 
 switch CommandLine.arguments.dropFirst().first {
 case "post":
-    // Posts --count numbered notifications, then exits without waiting for anything.
+    // Posts --count numbered notifications, then exits without waiting for anything (but with --stay).
     let count = Int(option("count") ?? "1") ?? 1
     let start = Int(option("start") ?? "0") ?? 0
     let payload = Int(option("payload") ?? "0") ?? 0
@@ -120,6 +120,8 @@ case "post":
         "posted": count, "delivered": delivered, "spooled": spooled, "failed": failed, "spoolFull": spoolFull,
         "dropped": center.statistics.dropped,
     ])
+    // --stay: lives on until killed, as an app that posted does (its leases, say, stay a live poster's).
+    if flag("stay") { while true { sleep(1000) } }
     exit(0)
 case "listen":
     let limit = Int(option("count") ?? "0") ?? 0
