@@ -84,7 +84,7 @@ struct SpoolLease: ~Copyable {
     /// than is left. Best effort: a file that cannot be set keeps claiming more, which errs on the safe side.
     mutating func recordWritten() {
         guard claimed > remaining, remaining == 0 || claimed - remaining >= Limits.leaseShrinkStep else { return }
-        if (try? setClaim(remaining)) == nil { return }
+        try? setClaim(remaining)
     }
 
     /// Gives back the whole lease, when its link stops spooling or goes away: removes its file if its name still
