@@ -99,7 +99,9 @@ struct SpoolLeaseTests {
         // Naming a process that is gone, and this process with another start (its pid taken by a new process).
         try plantLease(lease(8), holder: ProcessMark(pid: ended.processIdentifier, start: 0, namespace: me.namespace), claim: cap, modified: Date())
         try plantLease(lease(9), holder: ProcessMark(pid: me.pid, start: me.start &+ 1, namespace: me.namespace), claim: cap, modified: Date())
-        let fresh = [target, lease(5), lease(6), lease(7), lease(8), lease(9)]
+        // Naming no process: pid -1 (which kill(2) would take for every process).
+        try plantLease(lease(10), holder: ProcessMark(pid: -1, start: 0, namespace: me.namespace), claim: cap, modified: Date())
+        let fresh = [target, lease(5), lease(6), lease(7), lease(8), lease(9), lease(10)]
         let done = Atomic<Bool>(false)
         let toucher = Thread {
             while !done.load(ordering: .acquiring) {
@@ -118,10 +120,10 @@ struct SpoolLeaseTests {
         let report = poster.jsonLines().first ?? [:]
         #expect(report["spooled"] as? Int == 2, "\(report) \(poster.errorOutput.suffix(5))")
         #expect(report["failed"] as? Int == 0, "\(report)")
-        // The folder, the FIFO, the link, the second name, the claim past the cap, no header, cut short: each once,
-        // though both posts measured the folder.
-        #expect(report["dropped"] as? Int == 7, "\(report) \(poster.errorOutput)")
-        #expect(poster.errorOutput.filter { $0.contains("reserves nothing") }.count == 7, "\(poster.errorOutput)")
+        // The folder, the FIFO, the link, the second name, the claim past the cap, no header, cut short, no process:
+        // each once, though both posts measured the folder.
+        #expect(report["dropped"] as? Int == 8, "\(report) \(poster.errorOutput)")
+        #expect(poster.errorOutput.filter { $0.contains("reserves nothing") }.count == 8, "\(poster.errorOutput)")
         // The leases of gone processes are removed; what is not a lease is left as it is.
         #expect(!FileManager.default.fileExists(atPath: lease(8)), "the lease of a gone process is removed")
         #expect(!FileManager.default.fileExists(atPath: lease(9)), "the lease of a pid now another process's is removed")

@@ -212,7 +212,7 @@ final class LeaseDamage: Sendable {
         }
         guard isNew else { return }
         count()
-        Log.warning("spool of listener \(FileName.hex(listener)): lease \(name) \(reason); it reserves nothing")
+        Log.warning("spool of listener \(FileName.hex(listener)): lease \(name) \(reason)")
     }
 }
 
@@ -255,7 +255,8 @@ extension SpoolFolder {
                 return LeaseFile(name: name, descriptor: file, identity: identity)
             } catch where error.systemErrno == .noSuchFile {
                 throw error
-            } catch where error.systemErrno == .fileExists && attempt == 0 {
+            } catch where error.systemErrno == .fileExists {
+                guard attempt == 0 else { break }
                 // The name is this poster's alone: what is there was planted, or is a leftover of a damaged one.
                 if (try? Sys.removeFile(name, relativeTo: descriptor)) == nil {
                     try? Sys.removeDirectory(name, relativeTo: descriptor)
@@ -292,7 +293,7 @@ extension SpoolFolder {
             case .stale, .gone:
                 remove(name)
             case .damaged(let reason, let identity):
-                terms.damage.report(listener: listener, name: name, identity: identity, reason)
+                terms.damage.report(listener: listener, name: name, identity: identity, reason + "; it reserves nothing")
             case .nothing:
                 continue
             }
