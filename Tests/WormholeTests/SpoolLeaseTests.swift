@@ -97,10 +97,13 @@ struct SpoolLeaseTests {
         try plantLease(lease(6), holder: nil, claim: cap, modified: Date())
         try #require(FileManager.default.createFile(atPath: lease(7), contents: Data(LeaseFormat.header(me).prefix(10))))
         // Naming a process that is gone, and this process with another start (its pid taken by a new process).
-        try plantLease(lease(8), holder: ProcessMark(pid: ended.processIdentifier, start: 0, namespace: me.namespace), claim: cap, modified: Date())
-        try plantLease(lease(9), holder: ProcessMark(pid: me.pid, start: me.start &+ 1, namespace: me.namespace), claim: cap, modified: Date())
+        let gone = ProcessMark(pid: ended.processIdentifier, start: 0, namespace: me.namespace)
+        try plantLease(lease(8), holder: gone, claim: cap, modified: Date())
+        let reused = ProcessMark(pid: me.pid, start: me.start &+ 1, namespace: me.namespace)
+        try plantLease(lease(9), holder: reused, claim: cap, modified: Date())
         // Naming no process: pid -1 (which kill(2) would take for every process).
-        try plantLease(lease(10), holder: ProcessMark(pid: -1, start: 0, namespace: me.namespace), claim: cap, modified: Date())
+        let nobody = ProcessMark(pid: -1, start: 0, namespace: me.namespace)
+        try plantLease(lease(10), holder: nobody, claim: cap, modified: Date())
         let fresh = [target, lease(5), lease(6), lease(7), lease(8), lease(9), lease(10)]
         let done = Atomic<Bool>(false)
         let toucher = Thread {
@@ -114,7 +117,10 @@ struct SpoolLeaseTests {
 
         let poster = try Peer(
             "wormhole-test-peer",
-            ["post", "--container", container.path, "--name", "big", "--count", "2", "--payload", "6000000", "--spool-limit", "\(cap)"],
+            [
+                "post", "--container", container.path, "--name", "big", "--count", "2", "--payload", "6000000",
+                "--spool-limit", "\(cap)",
+            ],
             environment: Self.applePaths)
         #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
         let report = poster.jsonLines().first ?? [:]
@@ -203,7 +209,8 @@ struct SpoolLeaseTests {
             environment: Self.applePaths.merging(["WORMHOLE_STOP_AT": "spool.name"]) { $1 })
         defer { stopped.signal(SIGKILL) }
         try stopped.waitUntilStopped(timeout: 60)
-        let leases = try FileManager.default.contentsOfDirectory(atPath: folder).filter { $0.hasPrefix(SpoolFolder.leasePrefix) }
+        let leases = try FileManager.default.contentsOfDirectory(atPath: folder)
+            .filter { $0.hasPrefix(SpoolFolder.leasePrefix) }
         try #require(leases.count == 1, "\(leases)")
         let lease = folder + leases[0]
         let done = Atomic<Bool>(false)
@@ -219,7 +226,8 @@ struct SpoolLeaseTests {
         // While its poster lives (stopped), the lease counts: 15 MB written and 15 MB leased leave no room for 15 MB.
         let refused = try Peer("wormhole-test-peer", arguments + ["--start", "1"], environment: Self.applePaths)
         #expect(try refused.waitForExit(timeout: 60) == 0)
-        #expect((refused.jsonLines().first ?? [:])["spoolFull"] as? Int == 1, "\(refused.jsonLines()) \(refused.errorOutput)")
+        let refusal = refused.jsonLines().first ?? [:]
+        #expect(refusal["spoolFull"] as? Int == 1, "\(refusal) \(refused.errorOutput)")
 
         stopped.signal(SIGKILL)
         _ = try stopped.waitForExit(timeout: 20)

@@ -109,7 +109,8 @@ struct SpoolLease: ~Copyable {
             try? setClaim(0)
             throw WormholeError(
                 .spoolFull,
-                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener \(FileName.hex(folder.listener))")
+                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener "
+                    + FileName.hex(folder.listener))
         }
         try makeFile(in: folder)
         // About twice what was written under the last lease, up to 1/32 of the cap: a poster that spools a little
@@ -241,7 +242,8 @@ extension SpoolFolder {
         var failure = "is held by something that cannot be removed"
         for attempt in 0..<2 {
             do throws(WormholeError) {
-                let file = try Sys.open(name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor)
+                let file = try Sys.open(
+                    name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor)
                 let identity = try Sys.status(of: file.rawValue).identity
                 do throws(WormholeError) {
                     try LeaseFormat.header(ProcessMark.current).withRawBytes { (raw) throws(WormholeError) in
@@ -267,14 +269,16 @@ extension SpoolFolder {
             }
         }
         let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false)
-        damage.report(listener: listener, name: name, identity: status?.identity, failure + ": its poster spools unreserved")
+        damage.report(
+            listener: listener, name: name, identity: status?.identity, failure + ": its poster spools unreserved")
         return nil
     }
 
     /// How many names the file `identity` has when `name` still names it, else 0: another poster removes a lease
     /// it finds stale or its poster gone, and then it must be made anew to be seen.
     func links(of name: String, _ identity: FileIdentity) -> Int {
-        guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false), status.identity == identity
+        guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
+            status.identity == identity
         else { return 0 }
         return max(1, status.linkCount)
     }
@@ -293,7 +297,8 @@ extension SpoolFolder {
             case .stale, .gone:
                 remove(name)
             case .damaged(let reason, let identity):
-                terms.damage.report(listener: listener, name: name, identity: identity, reason + "; it reserves nothing")
+                terms.damage.report(
+                    listener: listener, name: name, identity: identity, reason + "; it reserves nothing")
             case .nothing:
                 continue
             }
