@@ -113,6 +113,12 @@ enum Limits {
     /// The most a renewal asks for beyond the record at hand, as a fraction of the cap: a flood of small records
     /// renews about once per this much.
     static let leaseAskDivisor = 32
+    /// How much more than a poster has left to write its lease may claim before it is set down, after a record
+    /// is written (a lease with nothing left is set down at once): a flood of small records sets it once per this
+    /// much, and no lease claims more than this beyond what its poster is about to write.
+    static let leaseShrinkStep = 64 << 10
+    /// How many damaged leases one posting process remembers having counted and logged, so that each is said once.
+    static let rememberedDamagedLeases = 1024
     static let spoolBudgetRemeasure: Interval = .milliseconds(100)
     /// How soon a total that would refuse a post is measured again.
     static let spoolBudgetMinimumRemeasure: Interval = .milliseconds(1)

@@ -62,12 +62,21 @@ let object = option("object")
 
 switch CommandLine.arguments.dropFirst().first {
 case "post":
-    // Posts --count numbered notifications, then exits without waiting for anything.
+    // Posts --count numbered notifications, then exits without waiting for anything (but with --stay).
     let count = Int(option("count") ?? "1") ?? 1
     let start = Int(option("start") ?? "0") ?? 0
     let payload = Int(option("payload") ?? "0") ?? 0
     var delivered = 0, spooled = 0, failed = 0, spoolFull = 0
-    for i in start..<(start + count) {
+    // --on-signal: everything is built first, then it prints {"ready": pid} and posts only on SIGUSR1, so that a
+    // test can start posts one after another without waiting for a process to start and build its payload.
+    let onSignal = flag("on-signal")
+    var signals = sigset_t()
+    if onSignal {
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGUSR1)
+        sigprocmask(SIG_BLOCK, &signals, nil)
+    }
+    func userInfo(_ i: Int) -> [AnyHashable: Any] {
         // --same posts one userInfo every time: the process's id, and what the other flags add.
         var userInfo: [AnyHashable: Any] = flag("same") ? ["pid": Int(getpid())] : ["i": i, "pid": Int(getpid())]
         if payload > 0 {
@@ -90,13 +99,29 @@ case "post":
             userInfo["nested"] = ["a": ["b": 2.5]]
             userInfo["null"] = "$null"
         }
+        return userInfo
+    }
+    let prepared = onSignal ? (start..<(start + count)).map(userInfo) : []
+    if onSignal {
+        emit(["ready": Int(getpid())])
+        var received: CInt = 0
+        sigwait(&signals, &received)
+    }
+    for i in start..<(start + count) {
+        let userInfo = onSignal ? prepared[i - start] : userInfo(i)
         let report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
         delivered += report.delivered
         spooled += report.spooled
         failed += report.failures.count
         spoolFull += report.failures.filter { $0.error.code == .spoolFull }.count
     }
-    emit(["posted": count, "delivered": delivered, "spooled": spooled, "failed": failed, "spoolFull": spoolFull])
+    // dropped: files of the container this process skipped as damaged (a planted lease, say), each counted once.
+    emit([
+        "posted": count, "delivered": delivered, "spooled": spooled, "failed": failed, "spoolFull": spoolFull,
+        "dropped": center.statistics.dropped,
+    ])
+    // --stay: lives on until killed, as an app that posted does (its leases, say, stay a live poster's).
+    if flag("stay") { while true { sleep(1000) } }
     exit(0)
 case "listen":
     let limit = Int(option("count") ?? "0") ?? 0

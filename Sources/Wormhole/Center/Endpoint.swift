@@ -30,7 +30,7 @@ final class Endpoint: Sendable {
         let registry = Registry(container: container) { counters.count { $0.dropped += 1 } }
         self.registry = registry
         retained = RetainedStore(container: container)
-        let fanout = Fanout(container: container, configuration: configuration)
+        let fanout = Fanout(container: container, configuration: configuration) { counters.count { $0.dropped += 1 } }
         self.fanout = fanout
         membership = Membership(
             container: container, identity: identity, transport: configuration.transport.socketKind, registry: registry,

@@ -24,14 +24,20 @@ final class Fanout: Sendable {
         var uses: UInt64 = 0
     }
 
-    init(container: Container, configuration: GroupNotificationCenter.Configuration) {
+    /// `skippedLease` counts a damaged lease this process's posts found in a listener's spool (once each).
+    init(
+        container: Container, configuration: GroupNotificationCenter.Configuration,
+        skippedLease: @escaping @Sendable () -> Void
+    ) {
         let poster = UInt64.random(in: 1...UInt64.max)
         self.poster = poster
         self.container = container
         nudge = Frame.nudge(from: poster).encoded()
         let stamps = SegmentStamps()
         linkContext = PeerLink.Context(
-            container: container, poster: poster, maximumSpoolSize: configuration.maximumSpoolSize,
+            container: container, poster: poster,
+            lease: SpoolLease.Terms(
+                poster: poster, limit: configuration.maximumSpoolSize, damage: LeaseDamage(count: skippedLease)),
             budget: SpoolBudget(container: container, limit: configuration.maximumContainerSpoolSize),
             nextSegmentStamp: { stamps.next() })
     }

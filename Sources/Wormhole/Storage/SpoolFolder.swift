@@ -16,7 +16,8 @@ final class SpoolFolder: Sendable {
     /// A segment whose first record is still being written: it gets its `.seg` name once that record is whole.
     static let unnamedSuffix = ".new"
     static let heldPrefix = "held-"
-    /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a sparse file whose size is what it may still write.
+    /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a header naming its process (``LeaseFormat``), and
+    /// past it a sparse size, what the poster is about to write.
     static let leasePrefix = "lease-"
 
     let listener: UInt64

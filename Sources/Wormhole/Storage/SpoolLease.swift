@@ -1,108 +1,343 @@
+import Dispatch
+import Synchronization
 
 /// A poster's reservation of room in one listener's spool, so that the listener's cap holds when many posters
-/// spool at once, without a lock and without any poster waiting for another.
+/// spool at once, without a lock and without any poster waiting for another: the whole lease policy, which a
+/// link asks before it writes a record (``reserve(_:in:)``) and tells once the record is written
+/// (``recordWritten()``).
 ///
-/// The reservation is the file `lease-<poster>` in the spool folder: its *size* (a sparse file, holding no
-/// blocks) is what the poster may still write there. Before it writes a record a poster renews its lease when it
-/// has none, when what is left is too small, or when it is older than ``Limits/leaseRenewal``: it first sets the file's size
-/// to what it asks for, *then* measures the folder (the segments waiting, plus the fresh leases of the other
-/// posters). Of two posters renewing at once, the one that measures last sees the other's lease, so together they
-/// never pass the cap. What a poster writes comes off its local ``remaining``; the file keeps the size set at the
-/// renewal, so written bytes count twice (in the segment and in the lease) until the next one: erring on the safe side.
+/// The reservation is the file `lease-<poster>` in the spool folder: a header naming the process that holds it
+/// (``LeaseFormat``), and past it a size (a sparse file, holding no blocks) that is what the poster is about to
+/// write there. Before it writes a record a poster renews its lease when it has none, when what is left is too
+/// small, or when it is older than ``Limits/leaseRenewal``: it first sets the file's size to what it asks for,
+/// *then* measures the folder (the segments waiting, plus the other posters' leases). Of two posters renewing
+/// at once, the one that measures last sees the other's lease, so together they never pass the cap. Once a
+/// record is in its segment, where the folder counts it, the lease gives back its room: at once when nothing is
+/// left, else once it claims ``Limits/leaseShrinkStep`` more than is left (a flood of small records does not pay a
+/// call per record). So a lease describes what is reserved now: a poster that posted and exited leaves a lease
+/// that claims nothing.
 ///
-/// A lease not renewed for ``Limits/leaseLifetime`` (its poster died, or is stopped) is stale: measurements ignore it and remove
-/// it, so it never blocks the others. A poster stopped with a lease comes back to renew before it writes more than
-/// the record it was writing, so the cap can be passed only by that record, for each poster stopped for longer
-/// than ``Limits/leaseLifetime`` between renewing and finishing a write.
+/// Another poster's lease counts while it is fresh (renewed within ``Limits/leaseLifetime``) and its poster is
+/// not gone: a lease whose process the system says is gone (no such pid, or a pid that now belongs to a process
+/// started at another time) counts nothing and is removed, however fresh another process keeps it. Where the
+/// system will not say (another pid namespace; a sandboxed app on Apple platforms), age alone decides: a poster
+/// stopped with a lease comes back to renew before it writes more than the record it was writing, so the cap
+/// can be passed only by that record, for each poster stopped for longer than ``Limits/leaseLifetime`` between
+/// renewing and finishing a write.
+///
+/// Damage is never a reason to refuse a post: a file under a lease's name that is not a regular file, has no
+/// header of this format (an older Wormhole's lease, a file cut short or planted), or claims more than the cap,
+/// counts nothing, and is counted and logged once (``LeaseDamage``). When this poster's own name holds something
+/// it cannot remove (a folder with files in it), it spools unreserved: still within the cap as measured, but
+/// unseen by posters measuring at the same moment.
 struct SpoolLease: ~Copyable {
+    /// What the leases of one poster share: who it is, the cap it keeps, and where damage is counted.
+    struct Terms: Sendable {
+        let poster: UInt64
+        /// The most one listener's spool may hold.
+        let limit: Int
+        let damage: LeaseDamage
+    }
 
-    let name: String
-    let file: OwnedDescriptor
-    let identity: FileIdentity
+    let terms: Terms
+    /// This poster's lease file, once made.
+    private var file: LeaseFile?
     /// Bytes reserved and not written yet.
-    var remaining = 0
+    private var remaining = 0
+    /// What the file claims now, past its header.
+    private var claimed = 0
     /// When the lease was last renewed, in uptime nanoseconds; 0 before the first renewal.
-    var renewed: UInt64 = 0
+    private var renewed: UInt64 = 0
     /// Bytes written under the lease since it was last renewed: the next renewal asks for about twice that, so a
     /// poster that spools little reserves little, and many posters at once do not refuse each other.
-    var spent = 0
+    private var spent = 0
 
-    /// Takes `size` bytes out of what is left, when that much is left and the lease was renewed within
-    /// ``Limits/leaseRenewal`` before `now` (uptime nanoseconds); false when it must be renewed first.
-    mutating func spend(_ size: Int, at now: UInt64) -> Bool {
-        guard renewed != 0, now &- renewed <= Limits.leaseRenewal.nanoseconds, remaining >= size else { return false }
-        remaining -= size
-        spent += size
-        return true
+    init(terms: Terms) {
+        self.terms = terms
     }
 
     static func name(poster: UInt64) -> String { SpoolFolder.leasePrefix + FileName.hex(poster) }
 
     /// Whether `age` (nanoseconds since a lease's last change) is within its ``Limits/leaseLifetime``.
-    static func isFresh(age: Int64) -> Bool { age <= Limits.leaseLifetime.signedNanoseconds && age >= -Limits.leaseFutureTolerance.signedNanoseconds }
+    static func isFresh(age: Int64) -> Bool {
+        age <= Limits.leaseLifetime.signedNanoseconds && age >= -Limits.leaseFutureTolerance.signedNanoseconds
+    }
+
+    /// Takes room for a record of `size` bytes in `folder`, the listener's spool, renewing the lease first when
+    /// it has none, when what is left is too small, or when it was renewed over ``Limits/leaseRenewal`` ago. Never
+    /// waits for anyone; no call to the system while a renewed lease has room.
+    /// - Throws: ``WormholeError/Code/spoolFull`` when the spool holds or others have reserved so much that the
+    ///   record would pass the cap (then this lease reserves nothing); `ENOENT` when the folder is gone (so is
+    ///   its listener). Leases of gone posters and damaged ones are not a reason.
+    mutating func reserve(_ size: Int, in folder: SpoolFolder) throws(WormholeError) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        if renewed != 0, now &- renewed <= Limits.leaseRenewal.nanoseconds, remaining >= size {
+            remaining -= size
+            spent += size
+            return
+        }
+        try renew(size, in: folder, at: now)
+    }
+
+    /// Gives back the room of the records written since the file was last set, once they are in their segment:
+    /// at once when nothing is left of the reservation, else once the file claims ``Limits/leaseShrinkStep`` more
+    /// than is left. Best effort: a file that cannot be set keeps claiming more, which errs on the safe side.
+    mutating func recordWritten() {
+        guard claimed > remaining, remaining == 0 || claimed - remaining >= Limits.leaseShrinkStep else { return }
+        try? setClaim(remaining)
+    }
+
+    /// Gives back the whole lease, when its link stops spooling or goes away: removes its file if its name still
+    /// names it. Best effort.
+    mutating func release(in folder: SpoolFolder) {
+        remaining = 0
+        claimed = 0
+        renewed = 0
+        spent = 0
+        guard let held = file.take() else { return }
+        if folder.links(of: held.name, held.identity) > 0 { folder.remove(held.name) }
+    }
+
+    /// Renews this lease for a record of `size` bytes: sets the file to what it asks for, *then* measures what the
+    /// folder holds and what the other posters' leases reserve; shrinks the ask to what is left when that still
+    /// takes the record, or else sets the lease to nothing and refuses the record.
+    private mutating func renew(_ size: Int, in folder: SpoolFolder, at now: UInt64) throws(WormholeError) {
+        let limit = terms.limit
+        guard size <= limit else {
+            // Never fits: refused without reserving anything, which would only get in others' way.
+            remaining = 0
+            try? setClaim(0)
+            throw WormholeError(
+                .spoolFull,
+                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener "
+                    + FileName.hex(folder.listener))
+        }
+        try makeFile(in: folder)
+        // About twice what was written under the last lease, up to 1/32 of the cap: a poster that spools a little
+        // reserves a little, so many of them at once do not refuse each other.
+        var ask = max(size, min(limit / Limits.leaseAskDivisor, 2 * spent))
+        var refusal: WormholeError?
+        do throws(WormholeError) {
+            // Reserved before measuring: a poster that measures after this sees it.
+            try setClaim(ask)
+            let leased = folder.reservedByOthers(except: Self.name(poster: terms.poster), terms: terms)
+            let sum = folder.totalBytes(includingTaken: false).addingReportingOverflow(leased)
+            let backlog = sum.overflow ? Int.max : sum.partialValue
+            if backlog > limit - ask {
+                if backlog <= limit - size {
+                    ask = limit - backlog
+                    try setClaim(ask)
+                } else {
+                    try? setClaim(0)
+                    ask = 0
+                    refusal = WormholeError(
+                        .spoolFull,
+                        "spool of listener \(FileName.hex(folder.listener)) holds or has reserved \(backlog) bytes; "
+                            + "\(size) more would pass its \(limit)-byte limit")
+                }
+            }
+        } catch {
+            try? setClaim(0)
+            ask = 0
+            refusal = error
+        }
+        renewed = now
+        remaining = refusal == nil ? ask - size : 0
+        spent = refusal == nil ? size : 0
+        if let refusal { throw refusal }
+    }
+
+    /// Keeps the lease's file while its name still names it and it has no other name; else makes it anew, so that
+    /// it is seen: another poster removed it as stale (this process was stopped), or it was never made, or someone
+    /// linked it under another name, which makes readers skip it (then it is first set to claim nothing, and its
+    /// name removed). Throws only `ENOENT`, for a folder that is gone: a name this poster cannot take leaves it
+    /// unreserved (``SpoolFolder/makeLease(poster:damage:)``).
+    private mutating func makeFile(in folder: SpoolFolder) throws(WormholeError) {
+        if let held = file.take() {
+            switch folder.links(of: held.name, held.identity) {
+            case 1:
+                file = consume held
+                return
+            case 0:
+                break
+            default:
+                try? Sys.truncate(held.descriptor.rawValue, LeaseFormat.headerSize)
+                folder.remove(held.name)
+            }
+        }
+        claimed = 0
+        file = try folder.makeLease(poster: terms.poster, damage: terms.damage)
+    }
+
+    /// Sets what the file claims past its header (its size), which also marks it fresh (its modification time).
+    /// Without a file (spooling unreserved), nothing to set.
+    private mutating func setClaim(_ bytes: Int) throws(WormholeError) {
+        guard let fd = file?.descriptor.rawValue else { return }
+        let bytes = max(0, bytes)
+        try Sys.truncate(fd, LeaseFormat.headerSize + bytes)
+        claimed = bytes
+    }
+}
+
+/// A poster's own lease file, open for setting its size.
+struct LeaseFile: ~Copyable {
+    let name: String
+    let descriptor: OwnedDescriptor
+    let identity: FileIdentity
+}
+
+/// The damaged leases a poster found, each counted (``WormholeStatistics/dropped``) and logged once: a lease
+/// is looked at in every renewal, and one planted file must not count a thousand times.
+final class LeaseDamage: Sendable {
+    private struct Key: Hashable {
+        let listener: UInt64
+        let name: String
+        let identity: FileIdentity?
+    }
+
+    private let reported = Mutex<Set<Key>>([])
+    private let count: @Sendable () -> Void
+
+    /// `count` is called once per damaged lease found.
+    init(count: @escaping @Sendable () -> Void) {
+        self.count = count
+    }
+
+    /// Counts and logs the damaged lease `name` of `listener`'s spool, unless this one file was reported already.
+    func report(listener: UInt64, name: String, identity: FileIdentity?, _ reason: String) {
+        let key = Key(listener: listener, name: name, identity: identity)
+        let isNew = reported.withLock { reported in
+            // Bounded: past it, a lease may be said again, which is harmless.
+            if reported.count >= Limits.rememberedDamagedLeases { reported.removeAll() }
+            return reported.insert(key).inserted
+        }
+        guard isNew else { return }
+        count()
+        Log.warning("spool of listener \(FileName.hex(listener)): lease \(name) \(reason)")
+    }
+}
+
+/// What a reader finds under one lease's name.
+enum LeaseReading {
+    /// A lease of a poster not known to be gone, fresh, reserving this many bytes.
+    case reserves(Int)
+    /// Not changed for ``Limits/leaseLifetime`` (or dated further in the future than clocks drift): its poster
+    /// died or is stopped.
+    case stale
+    /// Its poster is gone, as the system says.
+    case gone
+    /// Not a lease that counts: `reason` says why.
+    case damaged(String, identity: FileIdentity?)
+    /// Nothing there (removed meanwhile), or a lease being made (no header yet): claims nothing.
+    case nothing
 }
 
 extension SpoolFolder {
-    /// Opens `poster`'s lease file, creating it. A file planted under its name that is not a regular file of one
-    /// link (a hard link to another file, which setting the size would cut, a FIFO, a symbolic link) is removed and
-    /// made anew. A missing folder throws `ENOENT`.
-    func openLease(poster: UInt64) throws(WormholeError) -> SpoolLease {
+    /// Makes `poster`'s lease file with its header: created, never opened as it was found, so that setting its
+    /// size cuts nobody's file. Something already under its name (planted, or a leftover) is removed and the
+    /// lease made again, once; when that fails too (a folder with files in it), or the file cannot be made at
+    /// all, returns nil, reported to `damage`: the poster spools unreserved. A missing folder throws `ENOENT`.
+    func makeLease(poster: UInt64, damage: LeaseDamage) throws(WormholeError) -> LeaseFile? {
         let name = SpoolLease.name(poster: poster)
-        var failure = WormholeError(.system, "lease \(name) is not a regular file of its own")
-        for _ in 0..<2 {
+        var failure = "is held by something that cannot be removed"
+        for attempt in 0..<2 {
             do throws(WormholeError) {
-                // Non-blocking: opening a planted FIFO for writing fails (ENXIO) rather than waiting for a reader.
-                let file = try Sys.open(name, [.writeOnly, .create, .noFollow, .nonBlocking], mode: 0o600, relativeTo: descriptor)
-                let status = try Sys.status(of: file.rawValue)
-                if status.isRegularFile && status.linkCount == 1 {
-                    return SpoolLease(name: name, file: file, identity: status.identity)
+                let file = try Sys.open(
+                    name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor)
+                let identity = try Sys.status(of: file.rawValue).identity
+                do throws(WormholeError) {
+                    try LeaseFormat.header(ProcessMark.current).withRawBytes { (raw) throws(WormholeError) in
+                        try Sys.pwriteAll(file.rawValue, raw, at: 0)
+                    }
+                } catch {
+                    // Made by this poster a moment ago: its own to remove.
+                    if links(of: name, identity) > 0 { remove(name) }
+                    throw error
                 }
+                return LeaseFile(name: name, descriptor: file, identity: identity)
             } catch where error.systemErrno == .noSuchFile {
                 throw error
+            } catch where error.systemErrno == .fileExists {
+                guard attempt == 0 else { break }
+                // The name is this poster's alone: what is there was planted, or is a leftover of a damaged one.
+                if (try? Sys.removeFile(name, relativeTo: descriptor)) == nil {
+                    try? Sys.removeDirectory(name, relativeTo: descriptor)
+                }
             } catch {
-                failure = error
+                failure = "cannot be made (\(error))"
+                break
             }
-            // The name is this poster's alone: what is there was planted, or is a leftover of a damaged one.
-            try? Sys.removeFile(name, relativeTo: descriptor)
         }
-        throw failure
+        let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false)
+        damage.report(
+            listener: listener, name: name, identity: status?.identity, failure + ": its poster spools unreserved")
+        return nil
     }
 
-    /// Whether `lease`'s name still names its file: another poster removes a lease it finds stale (its poster
-    /// was stopped past ``Limits/leaseLifetime``), and then it must be made anew to be seen.
-    func holds(_ lease: borrowing SpoolLease) -> Bool {
-        guard let status = try? Sys.status(lease.name, relativeTo: descriptor, followLinks: false) else { return false }
-        return status.identity == lease.identity
+    /// How many names the file `identity` has when `name` still names it, else 0: another poster removes a lease
+    /// it finds stale or its poster gone, and then it must be made anew to be seen.
+    func links(of name: String, _ identity: FileIdentity) -> Int {
+        guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
+            status.identity == identity
+        else { return 0 }
+        return max(1, status.linkCount)
     }
 
-    /// Sets the bytes `lease` reserves (its file's size), which also marks it fresh (its modification time).
-    func setLease(_ lease: borrowing SpoolLease, to bytes: Int) throws(WormholeError) {
-        try Sys.truncate(lease.file.rawValue, max(0, bytes))
-    }
-
-    /// Removes `lease`'s file if its name still names it, and closes it: best effort.
-    func removeLease(_ lease: consuming SpoolLease) {
-        if holds(lease) { remove(lease.name) }
-    }
-
-    /// What the other posters' fresh leases reserve, each held to `0...limit` and the sum held at `Int.max` (a
-    /// lease's size is any number another process set). Stale leases (older than ``Limits/leaseLifetime``, or
-    /// from further in the future than a clock's drift) are skipped and removed: their posters died or are stopped.
-    func leasedBytes(except own: String, limit: Int) -> Int {
+    /// What the other posters' leases reserve now (``SpoolLease``): each fresh lease of a poster not known to be
+    /// gone, the sum held at `Int.max`. Stale leases and those of gone posters are removed; damaged ones are
+    /// reported to `terms.damage`. None of them is an error, and none adds to the sum.
+    func reservedByOthers(except own: String, terms: SpoolLease.Terms) -> Int {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
         var total = 0
         for name in names where name.hasPrefix(Self.leasePrefix) && name != own {
-            guard let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
-                status.isRegularFile
-            else { continue }
-            guard SpoolLease.isFresh(age: status.ageNanoseconds) else {
+            switch readLease(name, limit: terms.limit) {
+            case .reserves(let bytes):
+                let sum = total.addingReportingOverflow(bytes)
+                total = sum.overflow ? .max : sum.partialValue
+            case .stale, .gone:
                 remove(name)
+            case .damaged(let reason, let identity):
+                terms.damage.report(
+                    listener: listener, name: name, identity: identity, reason + "; it reserves nothing")
+            case .nothing:
                 continue
             }
-            let claimed = min(max(0, status.size), max(0, limit))
-            let sum = total.addingReportingOverflow(claimed)
-            total = sum.overflow ? .max : sum.partialValue
         }
         return total
+    }
+
+    /// Reads the lease `name`: its file's type, links, age and size, its header, and what the system says of the
+    /// process the header names. Damaged: anything but a regular file of one link (a poster makes its lease anew,
+    /// never links it), a file without a header of this format, or one claiming more than `limit` (the cap).
+    /// Opens nothing but a regular file, and that without following a link or waiting.
+    func readLease(_ name: String, limit: Int) -> LeaseReading {
+        guard let found = try? Sys.status(name, relativeTo: descriptor, followLinks: false) else { return .nothing }
+        guard found.isRegularFile else { return .damaged("is not a regular file", identity: found.identity) }
+        guard SpoolLease.isFresh(age: found.ageNanoseconds) else { return .stale }
+        guard found.linkCount == 1 else {
+            return .damaged("has \(found.linkCount) names (a poster never links its lease)", identity: found.identity)
+        }
+        guard let file = try? Sys.open(name, [.noFollow, .nonBlocking], relativeTo: descriptor),
+            let status = try? Sys.status(of: file.rawValue), status.identity == found.identity, status.isRegularFile
+        else { return .nothing }
+        // Made, and its header not written yet: claims nothing.
+        guard status.size > 0 else { return .nothing }
+        guard status.size >= LeaseFormat.headerSize else {
+            return .damaged("is cut short: \(status.size) bytes, less than a lease's header", identity: status.identity)
+        }
+        let claim = status.size - LeaseFormat.headerSize
+        guard claim <= limit else {
+            return .damaged("claims \(claim) bytes, more than the \(limit)-byte cap", identity: status.identity)
+        }
+        var header = [UInt8](repeating: 0, count: LeaseFormat.headerSize)
+        let read = header.withUnsafeMutableBytes { raw in (try? Sys.preadAll(file.rawValue, into: raw, at: 0)) ?? 0 }
+        let holder: ProcessMark
+        do throws(WormholeError) {
+            guard read == header.count else { throw WormholeError(.corruptData, "is cut short while read") }
+            holder = try LeaseFormat.holder(header)
+        } catch {
+            return .damaged("\(error.detail) (an older Wormhole's lease, or not a poster's)", identity: status.identity)
+        }
+        return ProcessState.of(holder) == .gone ? .gone : .reserves(claim)
     }
 }

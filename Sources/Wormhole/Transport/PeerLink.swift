@@ -25,7 +25,8 @@ final class PeerLink: Sendable {
     struct Context: Sendable {
         var container: Container
         var poster: UInt64
-        var maximumSpoolSize: Int
+        /// What this process's leases share: the per-listener cap they keep, and where damage is counted.
+        var lease: SpoolLease.Terms
         var budget: SpoolBudget
         /// Stamps this process's segments, so that a listener reads them in the order they were made.
         var nextSegmentStamp: @Sendable () -> UInt64
@@ -42,7 +43,7 @@ final class PeerLink: Sendable {
         /// nil until the first post looks whether others' segments wait for the listener.
         var spooling: Bool?
         /// This link's reservation in the listener's spool, held while it spools (``SpoolLease``).
-        var lease: SpoolLease?
+        var lease: SpoolLease
         /// Bytes of shared frames sent on this connection since it was last found read to the end: what the
         /// listener may still have to map, bounded by ``Limits/maximumSharedUnread``.
         var sharedUnread = 0
@@ -67,7 +68,7 @@ final class PeerLink: Sendable {
         self.transport = transport
         self.durable = durable
         self.context = context
-        state = Mutex(State(spooling: startsSpooling ? true : nil))
+        state = Mutex(State(spooling: startsSpooling ? true : nil, lease: SpoolLease(terms: context.lease)))
     }
 
     deinit {
@@ -128,13 +129,14 @@ final class PeerLink: Sendable {
     private func spool(_ frame: OutgoingFrame, _ state: inout State) throws(WormholeError) -> Bool? {
         guard let folder = try openFolder(&state) else { return nil }
         let size = SpoolRecord.recordHeaderSize + frame.count + (state.segment == nil ? SpoolRecord.headerSize : 0)
+        // The container's cap first: a refusal there leaves nothing reserved in the listener's spool.
+        try context.budget.reserve(size)
         do throws(WormholeError) {
-            try checkListenerLimit(size, folder, &state)
+            try state.lease.reserve(size, in: folder)
         } catch where error.systemErrno == .noSuchFile {
             // The folder is gone, and its lease could not be made: so is the listener.
             return nil
         }
-        try context.budget.reserve(size)
         for _ in 0..<8 {
             guard var segment = state.segment.take() else {
                 let made: SpoolSegment?
@@ -167,84 +169,17 @@ final class PeerLink: Sendable {
         throw WormholeError(.system, "spool of listener \(FileName.hex(listener)) was taken eight times during one write")
     }
 
-    /// Makes `segment`, which now holds a record of `size` bytes, the one this link appends to.
+    /// Makes `segment`, which now holds a record of `size` bytes, the one this link appends to. The record is in
+    /// the folder now, where the spool counts it: its room in the lease is given back.
     private func keep(_ segment: consuming SpoolSegment, _ size: Int, _ state: inout State) {
         state.heldAt = DispatchTime.now().uptimeNanoseconds
         state.segment = consume segment
-    }
-
-    /// Refuses a record of `size` bytes that would take the listener's spool past its limit, or takes it out of
-    /// this link's lease, renewing the lease first when it has none, when what is left is too small, or when it
-    /// was renewed over ``Limits/leaseRenewal`` ago (``SpoolLease``). Never waits for anyone.
-    private func checkListenerLimit(_ size: Int, _ folder: SpoolFolder, _ state: inout State) throws(WormholeError) {
-        let now = DispatchTime.now().uptimeNanoseconds
-        // No syscall per record: the lease file keeps its size until the next renewal.
-        if state.lease?.spend(size, at: now) == true { return }
-        try renewLease(size, folder, now, &state)
-    }
-
-    /// Renews this link's lease for a record of `size` bytes: sets the lease file to what it asks for, *then*
-    /// measures what the folder holds and what the other posters' leases reserve; shrinks the ask to what is left
-    /// when that still takes the record, or else sets the lease to nothing and refuses the record.
-    private func renewLease(_ size: Int, _ folder: SpoolFolder, _ now: UInt64, _ state: inout State) throws(WormholeError) {
-        let limit = context.maximumSpoolSize
-        guard size <= limit else {
-            // Never fits: refused without reserving anything, which would only get in others' way.
-            if var lease = state.lease.take() {
-                try? folder.setLease(lease, to: 0)
-                lease.remaining = 0
-                state.lease = consume lease
-            }
-            throw WormholeError(
-                .spoolFull,
-                "a \(size)-byte record passes the \(limit)-byte limit of the spool of listener \(FileName.hex(listener))")
-        }
-        // A lease another poster removed as stale (this process was stopped), or never made: made anew, so it is seen.
-        var lease: SpoolLease
-        if let held = state.lease.take(), folder.holds(held) {
-            lease = held
-        } else {
-            lease = try folder.openLease(poster: context.poster)
-        }
-        // About twice what was written under the last lease, up to 1/32 of the cap: a poster that spools a little
-        // reserves a little, so many of them at once do not refuse each other.
-        var ask = max(size, min(limit / Limits.leaseAskDivisor, 2 * lease.spent))
-        var refusal: WormholeError?
-        do throws(WormholeError) {
-            // Reserved before measuring: a poster that measures after this sees it.
-            try folder.setLease(lease, to: ask)
-            let leased = folder.leasedBytes(except: lease.name, limit: limit)
-            let sum = folder.totalBytes(includingTaken: false).addingReportingOverflow(leased)
-            let backlog = sum.overflow ? Int.max : sum.partialValue
-            if backlog > limit - ask {
-                if backlog <= limit - size {
-                    ask = limit - backlog
-                    try folder.setLease(lease, to: ask)
-                } else {
-                    try? folder.setLease(lease, to: 0)
-                    ask = 0
-                    refusal = WormholeError(
-                        .spoolFull,
-                        "spool of listener \(FileName.hex(listener)) holds or has reserved \(backlog) bytes; "
-                            + "\(size) more would pass its \(limit)-byte limit")
-                }
-            }
-        } catch {
-            try? folder.setLease(lease, to: 0)
-            ask = 0
-            refusal = error
-        }
-        lease.renewed = now
-        lease.remaining = refusal == nil ? ask - size : 0
-        lease.spent = refusal == nil ? size : 0
-        state.lease = consume lease
-        if let refusal { throw refusal }
+        state.lease.recordWritten()
     }
 
     /// Gives back this link's lease, when it stops spooling or goes away: best effort.
     private func releaseLease(_ state: inout State) {
-        guard let lease = state.lease.take() else { return }
-        if let folder = state.folder { folder.removeLease(lease) }
+        if let folder = state.folder { state.lease.release(in: folder) }
     }
 
     /// Whether `frame`, too large for the socket, may go to the listener as a shared frame: where the platform

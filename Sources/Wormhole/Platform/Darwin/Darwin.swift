@@ -68,10 +68,19 @@ extension Sys {
         FileManager.default.containerURL(forSecurityApplicationGroupIdentifier: group)?.path
     }
 
-    /// Whether another process exists (`kill(pid, 0)`); Darwin has no `/proc` to tell a stopped one.
+    /// Whether another process exists (`kill(pid, 0)`); Darwin has no `/proc` to tell a stopped one. A sandboxed
+    /// app asking about another app's process gets `EPERM`: unknown.
     static func processState(_ pid: Int32) -> ProcessState {
         if kill(pid, 0) == 0 { return .running }
         return currentErrno() == ESRCH ? .gone : .unknown
+    }
+
+    /// Not told: a sandboxed app gets no answer about another app's process, so a pid is all a lease carries here.
+    static func processStart(_ pid: Int32) -> UInt64? { nil }
+
+    /// This process: its pid; no start and no pid namespace (0).
+    static func currentProcessMark() -> ProcessMark {
+        ProcessMark(pid: getpid(), start: 0, namespace: 0)
     }
 }
 

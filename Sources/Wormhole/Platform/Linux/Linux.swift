@@ -45,16 +45,41 @@ extension Sys {
     static let hasAppGroupContainers = false
     static func appGroupContainerPath(_ group: String) -> String? { nil }
 
-    /// What the system says of another process, from `/proc/<pid>/stat`.
+    /// What the system says of another process, from `/proc/<pid>/stat`; without it (no `/proc`), whether
+    /// `kill(pid, 0)` finds it (`ESRCH`: gone).
     static func processState(_ pid: Int32) -> ProcessState {
-        guard let stat = try? readSmallFile("/proc/\(pid)/stat") else { return kill(pid, 0) == 0 ? .unknown : .gone }
-        // The state letter follows the command name, which is in parentheses and may itself hold spaces.
-        guard let close = stat.lastIndex(of: UInt8(ascii: ")")), close + 2 < stat.count else { return .unknown }
-        switch stat[close + 2] {
+        guard let fields = processStatFields(pid) else {
+            return kill(pid, 0) != 0 && currentErrno() == ESRCH ? .gone : .unknown
+        }
+        switch fields.first?.first {
         case UInt8(ascii: "T"), UInt8(ascii: "t"): return .stopped
         case UInt8(ascii: "Z"), UInt8(ascii: "X"): return .gone
+        case nil: return .unknown
         default: return .running
         }
+    }
+
+    /// When `pid` started, in clock ticks since boot (`/proc/<pid>/stat`'s 22nd field); nil when unknown.
+    static func processStart(_ pid: Int32) -> UInt64? {
+        guard let fields = processStatFields(pid), fields.count > 19 else { return nil }
+        return UInt64(String(decoding: fields[19], as: UTF8.self))
+    }
+
+    /// This process: its pid, its start (``processStart(_:)``) and its pid namespace (the inode `stat(2)` gives
+    /// for `/proc/self/ns/pid`), 0 for what `/proc` does not tell.
+    static func currentProcessMark() -> ProcessMark {
+        let pid = getpid()
+        let namespace = (try? status("/proc/self/ns/pid"))?.identity.inode ?? 0
+        return ProcessMark(pid: pid, start: processStart(pid) ?? 0, namespace: namespace)
+    }
+
+    /// The fields of `/proc/<pid>/stat` after the command name (the state first), which is in parentheses and
+    /// may itself hold spaces and parentheses; nil when the file cannot be read.
+    private static func processStatFields(_ pid: Int32) -> [ArraySlice<UInt8>]? {
+        guard let stat = try? readSmallFile("/proc/\(pid)/stat", limit: 4096),
+            let close = stat.lastIndex(of: UInt8(ascii: ")"))
+        else { return nil }
+        return stat[(close + 1)...].split(separator: UInt8(ascii: " ")).map { $0 }
     }
 }
 
