@@ -19,22 +19,22 @@ struct DecodedUserInfos {
         others.removeAll(keepingCapacity: true)
     }
 
-    /// What the archive decoded to for `allowed`, if it was decoded for those classes: nil (as the inner value)
-    /// when it was refused.
-    func userInfo(for allowed: AllowedClasses) -> [AnyHashable: Any]?? {
+    /// What the archive decoded to for the allowed classes whose ``AllowedClasses/key`` is `key`, if it was
+    /// decoded for those: nil (as the inner value) when it was refused.
+    func userInfo(forClasses key: String) -> [AnyHashable: Any]?? {
         guard let first else { return nil }
         // Equal keys of one AllowedClasses share their storage: compared without reading the characters.
-        if first.key == allowed.key { return .some(first.userInfo) }
-        guard let other = others.first(where: { $0.key == allowed.key }) else { return nil }
+        if first.key == key { return .some(first.userInfo) }
+        guard let other = others.first(where: { $0.key == key }) else { return nil }
         return .some(other.userInfo)
     }
 
-    /// Records what the archive decoded to for `allowed`.
-    mutating func record(_ userInfo: [AnyHashable: Any]?, for allowed: AllowedClasses) {
+    /// Records what the archive decoded to for the allowed classes whose key is `key`.
+    mutating func record(_ userInfo: [AnyHashable: Any]?, forClasses key: String) {
         if first == nil {
-            first = (allowed.key, userInfo)
+            first = (key, userInfo)
         } else {
-            others.append((allowed.key, userInfo))
+            others.append((key, userInfo))
         }
     }
 }

@@ -51,13 +51,13 @@ final class Delivery: Sendable {
             for observer in matches {
                 var userInfo: [AnyHashable: Any]? = nil
                 if let archive = frame.userInfo {
-                    if let known = decoded.userInfo(for: observer.allowed) {
+                    if let known = decoded.userInfo(forClasses: observer.allowed.key) {
                         userInfo = known
                         // Refused again: counted for each delivery, said once.
                         if known == nil { rejected += 1 }
                     } else {
                         userInfo = Self.decodeUserInfo(archive, of: frame.name, allowed: observer.allowed, rejected: &rejected)
-                        decoded.record(userInfo, for: observer.allowed)
+                        decoded.record(userInfo, forClasses: observer.allowed.key)
                     }
                 }
                 batch.add(observer, frame: frame, userInfo: userInfo)

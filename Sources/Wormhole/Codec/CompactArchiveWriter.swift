@@ -141,16 +141,11 @@ struct CompactArchiveWriter {
             defer { depthLeft += 1 }
             write(tag: .dictionary, length: collection.count)
             return collection.forEachElement { key, item in
-                guard let key, write(key: key) else { return false }
+                guard let key, write(key: key.base) else { return false }
                 return write(item)
             }
         case .set:
-            var members: [Any] = []
-            members.reserveCapacity(collection.count)
-            _ = collection.forEachElement { _, member in
-                members.append(member)
-                return true
-            }
+            let members = collection.collected.values
             return write(set: members, count: members.count)
         }
     }

@@ -32,8 +32,8 @@ protocol SwiftCollection {
     var count: Int { get }
     /// Calls `body` with each element in order (key nil), each member of a set, or each key and value of a
     /// dictionary, as the casts to `[Any]`, `Set<AnyHashable>` (a member's `base`) and `[AnyHashable: Any]`
-    /// (a key's `base`) give them; stops at the first false `body` returns, and returns false then.
-    func forEachElement(_ body: (_ key: Any?, _ value: Any) -> Bool) -> Bool
+    /// give them; stops at the first false `body` returns, and returns false then.
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool
 }
 
 enum CollectionShape {
@@ -43,7 +43,7 @@ enum CollectionShape {
 extension Array: SwiftCollection {
     static var shape: CollectionShape { .array }
 
-    func forEachElement(_ body: (_ key: Any?, _ value: Any) -> Bool) -> Bool {
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool {
         allSatisfy { body(nil, $0) }
     }
 }
@@ -51,7 +51,7 @@ extension Array: SwiftCollection {
 extension Set: SwiftCollection {
     static var shape: CollectionShape { .set }
 
-    func forEachElement(_ body: (_ key: Any?, _ value: Any) -> Bool) -> Bool {
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool {
         allSatisfy { body(nil, AnyHashable($0).base) }
     }
 }
@@ -59,7 +59,22 @@ extension Set: SwiftCollection {
 extension Dictionary: SwiftCollection {
     static var shape: CollectionShape { .dictionary }
 
-    func forEachElement(_ body: (_ key: Any?, _ value: Any) -> Bool) -> Bool {
-        allSatisfy { body(AnyHashable($0.key).base, $0.value) }
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool {
+        allSatisfy { body(AnyHashable($0.key), $0.value) }
+    }
+}
+
+extension SwiftCollection {
+    /// The elements, each member of a set, or the keys and values, collected as ``forEachElement(_:)`` gives them.
+    var collected: (keys: [AnyHashable], values: [Any]) {
+        var keys: [AnyHashable] = []
+        var values: [Any] = []
+        values.reserveCapacity(count)
+        _ = forEachElement { key, value in
+            if let key { keys.append(key) }
+            values.append(value)
+            return true
+        }
+        return (keys, values)
     }
 }
