@@ -65,9 +65,9 @@ struct CompactArchiveReader: ~Copyable {
         case .dictionary:
             try require("NSDictionary", as: .dictionary, at: start)
             let count = try count(perElement: 2)
-            // Room for twice the keys, allocated once: at most three buckets in eight taken, so that few keys land
-            // on a taken bucket, where they are compared through AnyHashable's ==.
-            var dictionary = [AnyHashable: Any](minimumCapacity: 2 * count)
+            // Allocated once; a small one roomy, so that few keys land on a taken bucket (Limits).
+            let room = count <= Limits.roomyDictionaryMaximumKeys ? count * Limits.roomyDictionaryFactor : count
+            var dictionary = [AnyHashable: Any](minimumCapacity: room)
             var numberKeys: HashBound?
             for _ in 0..<count {
                 let keyStart = offset
