@@ -56,7 +56,8 @@ struct CompactArchiveReader: ~Copyable {
         throws(WormholeError) -> [AnyHashable: Any]
     {
         let start = CompactArchive.magic.count
-        guard CompactArchive.isCompact(raw), raw.count > start, raw[start] == CompactArchive.Tag.dictionary.rawValue else {
+        let dictionaryRoot = raw.count > start && raw[start] == CompactArchive.Tag.dictionary.rawValue
+        guard CompactArchive.isCompact(raw), dictionaryRoot else {
             // Any other root is read whole first, so that what is wrong with it is said as for any value.
             guard let dictionary = try decodeRoot(raw, lent: lent, allowed: allowed) as? [AnyHashable: Any] else {
                 throw WormholeError(.corruptData, "compact archive's root value is not a dictionary")
@@ -68,7 +69,8 @@ struct CompactArchiveReader: ~Copyable {
         try reader.require("NSDictionary", as: .dictionary, at: start)
         let root = try reader.dictionary(depth: 0)
         guard reader.offset == raw.count else {
-            throw WormholeError(.corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
+            throw WormholeError(
+                .corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
         }
         return root
     }
