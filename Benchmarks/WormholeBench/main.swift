@@ -8,7 +8,10 @@
 // against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
-//         [--cpu N] [--spool-memory]
+//         [--cpu N] [--spool-memory] [--ping-pong ROUNDS --container DIR [--payload none|3-key]]
+//
+// `--ping-pong` runs that many ping-pong rounds on Wormhole alone and nothing else, for counting instructions
+// with callgrind (InstructionCount).
 //
 // `--spool-memory` measures only what a large post through the spool costs each side in memory (SpoolMemory).
 //
@@ -59,6 +62,11 @@ func spoolMemoryReport() throws -> [(size: Int, poster: Double, listener: Double
         print(String(format: "  %8.2f MiB Data: poster %.2f×, listener %.2f×", Double(result.size) / 1_048_576, result.poster, result.listener))
     }
     return results
+}
+if let rounds = option("--ping-pong").flatMap(Int.init) {
+    try? FileManager.default.removeItem(atPath: folder)
+    guard let container = option("--container") else { throw BenchError("--ping-pong needs --container DIR") }
+    try InstructionCount.run(rounds: rounds, container: container)
 }
 if CommandLine.arguments.contains("--spool-memory") {
     _ = try spoolMemoryReport()

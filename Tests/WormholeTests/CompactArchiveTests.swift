@@ -177,4 +177,57 @@ struct CompactArchiveTests {
             }
         }
     }
+
+    @Test("a Swift collection of any element type, a date, URL, UUID or NSNumber is written as its general form is")
+    func typedValues() throws {
+        func bytes(_ value: Any) throws -> [UInt8] {
+            let bytes = try UserInfoCodec.encode(["k": value], maximumSize: 1 << 20)
+            #expect(CompactArchive.isCompact(bytes))
+            return bytes
+        }
+        let base = try #require(URL(string: "https://example.com/a/"))
+        let url = try #require(URL(string: "b?c=1", relativeTo: base))
+        let uuid = try #require(UUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F"))
+        let date = Date(timeIntervalSinceReferenceDate: 12.25)
+        let pairs: [(typed: Any, general: Any)] = [
+            (["a", "b"] as [String], ["a", "b"] as [Any]),
+            ([1, 2] as [Int], [1, 2] as [Any]),
+            ([true, false] as [Bool], [true, false] as [Any]),
+            ([[1.5], []] as [[Double]], [[1.5] as [Any], [] as [Any]] as [Any]),
+            ([["x": 1]] as [[String: Int]], [["x": 1] as [AnyHashable: Any]] as [Any]),
+            (["x": [1]] as [String: [Int]], ["x": [1] as [Any]] as [AnyHashable: Any]),
+            ([7: "seven"] as [Int: String], [AnyHashable(7): "seven"] as [AnyHashable: Any]),
+            ([AnyHashable("x"): "y"] as [AnyHashable: String], ["x": "y"] as [AnyHashable: Any]),
+            (Set(["s"]), Set<AnyHashable>(["s"])),
+            ([Set([1])] as [Set<Int>], [Set<AnyHashable>([1])] as [Any]),
+            (Optional(["a"]) as Any, ["a"] as [Any]),
+            (date, NSDate(timeIntervalSinceReferenceDate: 12.25)),
+            (url, Optional(url) as Any),
+            (uuid, NSUUID(uuidString: "E621E1F8-C36C-495A-93FC-0C247A3E6E5F") as Any),
+            (NSNumber(value: 42), 42),
+            (NSNumber(value: 2.5), 2.5),
+            (NSNumber(value: true), true),
+            (NSArray(array: ["a"]), ["a"] as [Any]),
+        ]
+        for (typed, general) in pairs {
+            #expect(try bytes(typed) == bytes(general), "\(type(of: typed)) against \(type(of: general))")
+            let keyed = try KeyedArchiveEncoder.encode(["k": typed], maximumSize: 1 << 20)
+            let keyedGeneral = try KeyedArchiveEncoder.encode(["k": general], maximumSize: 1 << 20)
+            #expect(keyed == keyedGeneral, "keyed: \(type(of: typed)) against \(type(of: general))")
+        }
+        // A set in a set is refused in either form, and so is nesting past the depth receivers decode.
+        #expect(throws: WormholeError.self) { try UserInfoCodec.encode(["k": [Set([Set([1])])]], maximumSize: 1 << 20) }
+        for levels in (Limits.archiveMaximumDepth - 3)...(Limits.archiveMaximumDepth + 1) {
+            var typed: Any = ["s"] as [String]
+            var general: Any = ["s"] as [Any]
+            for _ in 0..<levels {
+                typed = [typed]
+                general = [general]
+            }
+            let typedBytes = try? UserInfoCodec.encode(["k": typed], maximumSize: 1 << 20)
+            let generalBytes = try? UserInfoCodec.encode(["k": general], maximumSize: 1 << 20)
+            #expect(typedBytes == generalBytes, "\(levels) levels")
+            #expect(typedBytes.map(CompactArchive.isCompact) == generalBytes.map(CompactArchive.isCompact))
+        }
+    }
 }

@@ -42,26 +42,22 @@ final class Delivery: Sendable {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
-        var decoded: [String: [AnyHashable: Any]?] = [:]
-        var decodedArchive: ArchiveBytes? = nil
+        var decoded = DecodedUserInfos()
         for frame in frames {
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
             received += 1
-            if let archive = frame.userInfo, decodedArchive.map(archive.isKnownEqual) != true || !archive.isCompact {
-                decoded.removeAll(keepingCapacity: true)
-                decodedArchive = archive
-            }
+            if let archive = frame.userInfo { decoded.use(archive) }
             for observer in matches {
                 var userInfo: [AnyHashable: Any]? = nil
                 if let archive = frame.userInfo {
-                    if let cached = decoded[observer.allowed.key] {
-                        userInfo = cached
+                    if let known = decoded.userInfo(forClasses: observer.allowed.key) {
+                        userInfo = known
                         // Refused again: counted for each delivery, said once.
-                        if cached == nil { rejected += 1 }
+                        if known == nil { rejected += 1 }
                     } else {
                         userInfo = Self.decodeUserInfo(archive, of: frame.name, allowed: observer.allowed, rejected: &rejected)
-                        decoded[observer.allowed.key] = .some(userInfo)
+                        decoded.record(userInfo, forClasses: observer.allowed.key)
                     }
                 }
                 batch.add(observer, frame: frame, userInfo: userInfo)

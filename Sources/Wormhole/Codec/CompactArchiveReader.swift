@@ -48,6 +48,33 @@ struct CompactArchiveReader: ~Copyable {
         return root
     }
 
+    /// The userInfo `raw` holds, a compact archive whose root value must be a dictionary; read as
+    /// ``decodeRoot(_:lent:allowed:)`` reads it, without boxing a dictionary root as `Any` and casting it back.
+    /// - Throws: as ``decodeRoot(_:lent:allowed:)``, and ``WormholeError/Code/corruptData`` when the root value is
+    ///   not a dictionary.
+    static func decodeUserInfo(_ raw: UnsafeRawBufferPointer, lent: FileMapping.Lent? = nil, allowed: AllowedClasses)
+        throws(WormholeError) -> [AnyHashable: Any]
+    {
+        let start = CompactArchive.magic.count
+        let dictionaryRoot = raw.count > start && raw[start] == CompactArchive.Tag.dictionary.rawValue
+        guard CompactArchive.isCompact(raw), dictionaryRoot else {
+            // Any other root is read whole first, so that what is wrong with it is said as for any value.
+            guard let dictionary = try decodeRoot(raw, lent: lent, allowed: allowed) as? [AnyHashable: Any] else {
+                throw WormholeError(.corruptData, "compact archive's root value is not a dictionary")
+            }
+            return dictionary
+        }
+        var reader = CompactArchiveReader(raw, lent: lent, allowed: allowed)
+        reader.offset += 1
+        try reader.require("NSDictionary", as: .dictionary, at: start)
+        let root = try reader.dictionary(depth: 0)
+        guard reader.offset == raw.count else {
+            throw WormholeError(
+                .corruptData, "compact archive has \(raw.count - reader.offset) bytes after its root value")
+        }
+        return root
+    }
+
     private mutating func value(depth: Int) throws(WormholeError) -> Any {
         guard depth <= Limits.archiveMaximumDepth else {
             throw corrupt("nests deeper than \(Limits.archiveMaximumDepth) levels")
@@ -64,28 +91,7 @@ struct CompactArchiveReader: ~Copyable {
             return NSNumber(value: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
         case .dictionary:
             try require("NSDictionary", as: .dictionary, at: start)
-            let count = try count(perElement: 2)
-            var dictionary: [AnyHashable: Any] = [:]
-            dictionary.reserveCapacity(count)
-            var numberKeys: HashBound?
-            for _ in 0..<count {
-                let keyStart = offset
-                let key: AnyHashable
-                if offset < base.count, base[offset] == CompactArchive.Tag.string.rawValue {
-                    offset += 1
-                    try require("NSString", as: .string, at: keyStart)
-                    key = AnyHashable(try string())
-                } else if let number = try value(depth: depth + 1) as? NSNumber {
-                    // A number's hash is the sender's choice; a string's is seeded per process.
-                    key = AnyHashable(number)
-                    if numberKeys == nil { numberKeys = HashBound() }
-                    try numberKeys?.admit(key.hashValue, in: keyStart)
-                } else {
-                    throw corrupt("has a dictionary key that is not a string or number", at: keyStart)
-                }
-                dictionary[key] = try value(depth: depth + 1)
-            }
-            return dictionary
+            return try dictionary(depth: depth)
         case .real:
             try require("NSNumber", as: .number, at: start)
             return NSNumber(value: try real())
@@ -160,6 +166,33 @@ struct CompactArchiveReader: ~Copyable {
             offset += 16
             return UUID(uuid: uuid)
         }
+    }
+
+    /// A dictionary whose tag has been read and allowed.
+    private mutating func dictionary(depth: Int) throws(WormholeError) -> [AnyHashable: Any] {
+        let count = try count(perElement: 2)
+        // Allocated once; a small one roomy, so that few keys land on a taken bucket (Limits).
+        let room = count <= Limits.roomyDictionaryMaximumKeys ? count * Limits.roomyDictionaryFactor : count
+        var dictionary = [AnyHashable: Any](minimumCapacity: room)
+        var numberKeys: HashBound?
+        for _ in 0..<count {
+            let keyStart = offset
+            let key: AnyHashable
+            if offset < base.count, base[offset] == CompactArchive.Tag.string.rawValue {
+                offset += 1
+                try require("NSString", as: .string, at: keyStart)
+                key = AnyHashable(try string())
+            } else if let number = try value(depth: depth + 1) as? NSNumber {
+                // A number's hash is the sender's choice; a string's is seeded per process.
+                key = AnyHashable(number)
+                if numberKeys == nil { numberKeys = HashBound() }
+                try numberKeys?.admit(key.hashValue, in: keyStart)
+            } else {
+                throw corrupt("has a dictionary key that is not a string or number", at: keyStart)
+            }
+            dictionary[key] = try value(depth: depth + 1)
+        }
+        return dictionary
     }
 
     private mutating func byte() throws(WormholeError) -> UInt8 {

@@ -26,7 +26,8 @@ struct CompactArchiveWriter {
 
     /// Writes `value`; false when this format does not carry it.
     private mutating func write(_ value: Any) -> Bool {
-        // The common concrete types first, by type identity: a failed dynamic cast costs more.
+        // The common concrete types first, by type identity: a failed dynamic cast costs more, and a cast of a
+        // Swift value to a class it is not bridges the value first.
         let type = ObjectIdentifier(Swift.type(of: value))
         if type == ValueType.string, let string = value as? String {
             write(string)
@@ -42,6 +43,10 @@ struct CompactArchiveWriter {
         }
         if type == ValueType.bool, let flag = value as? Bool {
             bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+            return true
+        }
+        if type == ValueType.number, let number = value as? NSNumber {
+            write(number)
             return true
         }
         if type == ValueType.data, let data = value as? Data {
@@ -64,6 +69,31 @@ struct CompactArchiveWriter {
         if type == ValueType.array, let array = value as? [Any] {
             return write(array)
         }
+        if type == ValueType.stringArray, let strings = value as? [String] {
+            guard descend() else { return false }
+            defer { depthLeft += 1 }
+            write(tag: .array, length: strings.count)
+            for string in strings { write(string) }
+            return true
+        }
+        if type == ValueType.date, let date = value as? Date {
+            write(real: date.timeIntervalSinceReferenceDate, as: .date)
+            return true
+        }
+        if type == ValueType.url, let url = value as? URL {
+            return write(url)
+        }
+        if type == ValueType.uuid, let uuid = value as? UUID {
+            write(uuid)
+            return true
+        }
+        if type == ValueType.set, let set = value as? Set<AnyHashable> {
+            return write(set: set.lazy.map { $0.base }, count: set.count)
+        }
+        // Any other Swift array, dictionary or set, without converting it (SwiftCollection).
+        if let collection = value as? any SwiftCollection {
+            return write(collection)
+        }
         switch value {
         case let string as String:
             write(string)
@@ -85,8 +115,7 @@ struct CompactArchiveWriter {
         case let url as URL:
             return write(url)
         case let uuid as UUID:
-            bytes.append(CompactArchive.Tag.uuid.rawValue)
-            withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+            write(uuid)
         case let set as Set<AnyHashable>:
             return write(set: set.lazy.map { $0.base }, count: set.count)
         case let set as NSSet:
@@ -96,6 +125,29 @@ struct CompactArchiveWriter {
             return false
         }
         return true
+    }
+
+    /// Writes a Swift array, dictionary or set as the casts to `[Any]`, `[AnyHashable: Any]` and
+    /// `Set<AnyHashable>` would have it written.
+    private mutating func write(_ collection: any SwiftCollection) -> Bool {
+        switch Swift.type(of: collection).shape {
+        case .array:
+            guard descend() else { return false }
+            defer { depthLeft += 1 }
+            write(tag: .array, length: collection.count)
+            return collection.forEachElement { _, item in write(item) }
+        case .dictionary:
+            guard descend() else { return false }
+            defer { depthLeft += 1 }
+            write(tag: .dictionary, length: collection.count)
+            return collection.forEachElement { key, item in
+                guard let key, write(key: key.base) else { return false }
+                return write(item)
+            }
+        case .set:
+            let members = collection.collected.values
+            return write(set: members, count: members.count)
+        }
     }
 
     private mutating func write(_ data: Data) {
@@ -126,12 +178,21 @@ struct CompactArchiveWriter {
         defer { depthLeft += 1 }
         write(tag: .dictionary, length: dictionary.count)
         for (key, item) in dictionary {
-            switch key.base {
-            case let string as String: write(string)
-            case let number as NSNumber: write(number)
-            default: return false
-            }
-            guard write(item) else { return false }
+            guard write(key: key.base), write(item) else { return false }
+        }
+        return true
+    }
+
+    /// Writes a dictionary's key, the `base` of its `AnyHashable`: a string or a number.
+    private mutating func write(key: Any) -> Bool {
+        if ObjectIdentifier(Swift.type(of: key)) == ValueType.string, let string = key as? String {
+            write(string)
+            return true
+        }
+        switch key {
+        case let string as String: write(string)
+        case let number as NSNumber: write(number)
+        default: return false
         }
         return true
     }
@@ -149,6 +210,11 @@ struct CompactArchiveWriter {
             guard write(member) else { return false }
         }
         return true
+    }
+
+    private mutating func write(_ uuid: UUID) {
+        bytes.append(CompactArchive.Tag.uuid.rawValue)
+        withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
     }
 
     private mutating func write(_ url: URL) -> Bool {

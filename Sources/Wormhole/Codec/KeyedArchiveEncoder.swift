@@ -130,6 +130,20 @@ struct KeyedArchiveEncoder {
         if type == ValueType.dictionary, let dictionary = value as? [AnyHashable: Any] {
             return try encodeDictionary(dictionary.lazy.map { ($0.key, $0.value) }, count: dictionary.count, path: path())
         }
+        if type == ValueType.array, let array = value as? [Any] { return try encodeArray(array, path: path()) }
+        if type == ValueType.number, let number = value as? NSNumber { return encodeNumber(number) }
+        if type == ValueType.date, let date = value as? Date { return encodeDate(date) }
+        if type == ValueType.url, let url = value as? URL { return try encodeURL(url, path: path()) }
+        if type == ValueType.uuid, let uuid = value as? UUID { return encodeUUID(uuid) }
+        // Any other Swift array, dictionary or set, found without a cast that bridges it (SwiftCollection).
+        if let collection = value as? any SwiftCollection {
+            let (keys, values) = collection.collected
+            switch Swift.type(of: collection).shape {
+            case .array: return try encodeArray(values, path: path())
+            case .dictionary: return try encodeDictionary(zip(keys, values), count: values.count, path: path())
+            case .set: return try encodeSet(values, count: values.count, path: path())
+            }
+        }
         switch value {
         case let string as String:
             return try shared(string)
@@ -147,17 +161,9 @@ struct KeyedArchiveEncoder {
         case let real as Double:
             return number(.real(real))
         case let date as Date:
-            let time = writer.add(.real(date.timeIntervalSinceReferenceDate))
-            return object(.date, fields: [(Constant.time.rawValue, time)])
+            return encodeDate(date)
         case let array as [Any]:
-            try descend(path())
-            defer { depthLeft += 1 }
-            var items: [Int] = []
-            items.reserveCapacity(array.count)
-            for (index, item) in array.enumerated() {
-                items.append(uidReference(try encode(item, path: "\(path())[\(index)]")))
-            }
-            return object(.array, fields: [(Constant.objects.rawValue, writer.add(.array(items)))])
+            return try encodeArray(array, path: path())
         case let dictionary as [AnyHashable: Any]:
             return try encodeDictionary(dictionary.lazy.map { ($0.key, $0.value) }, count: dictionary.count, path: path())
         case is NSNull:
@@ -185,10 +191,7 @@ struct KeyedArchiveEncoder {
         case let url as URL:
             return try encodeURL(url, path: path())
         case let uuid as UUID:
-            expandedBytes &+= 16
-            let bytes = withUnsafeBytes(of: uuid.uuid) { Data($0) }
-            let field = writer.add(.data(bytes))
-            return object(.uuid, fields: [(writer.add(.string("NS.uuidbytes")), field)])
+            return encodeUUID(uuid)
         case let set as Set<AnyHashable>:
             return try encodeSet(set.lazy.map { $0.base }, count: set.count, path: path())
         case let set as NSSet:
@@ -202,6 +205,29 @@ struct KeyedArchiveEncoder {
 
     private func unsupported(_ value: Any, _ path: String) -> WormholeError {
         WormholeError(.unsupportedValue, "\(path) is a \(type(of: value)), neither a property-list value nor NSSecureCoding")
+    }
+
+    private mutating func encodeArray(_ array: [Any], path: @autoclosure () -> String) throws(WormholeError) -> Int {
+        try descend(path())
+        defer { depthLeft += 1 }
+        var items: [Int] = []
+        items.reserveCapacity(array.count)
+        for (index, item) in array.enumerated() {
+            items.append(uidReference(try encode(item, path: "\(path())[\(index)]")))
+        }
+        return object(.array, fields: [(Constant.objects.rawValue, writer.add(.array(items)))])
+    }
+
+    private mutating func encodeDate(_ date: Date) -> Int {
+        let time = writer.add(.real(date.timeIntervalSinceReferenceDate))
+        return object(.date, fields: [(Constant.time.rawValue, time)])
+    }
+
+    private mutating func encodeUUID(_ uuid: UUID) -> Int {
+        expandedBytes &+= 16
+        let bytes = withUnsafeBytes(of: uuid.uuid) { Data($0) }
+        let field = writer.add(.data(bytes))
+        return object(.uuid, fields: [(writer.add(.string("NS.uuidbytes")), field)])
     }
 
     private mutating func encodeURL(_ url: URL, path: @autoclosure () -> String) throws(WormholeError) -> Int {

@@ -17,25 +17,18 @@ enum UserInfoCodec {
     ///   ``WormholeError/Code/corruptData`` saying what is wrong, for anything malformed.
     static func decode(_ bytes: [UInt8], allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
         guard CompactArchive.isCompact(bytes) else { return try KeyedArchiveDecoder.decodeUserInfo(bytes, allowed: allowed) }
-        return try dictionary(bytes.withRawBytes { raw throws(WormholeError) in
-            try CompactArchiveReader.decodeRoot(raw, allowed: allowed)
-        })
+        return try bytes.withRawBytes { raw throws(WormholeError) in
+            try CompactArchiveReader.decodeUserInfo(raw, allowed: allowed)
+        }
     }
 
     /// Decodes `archive` as the bytes it holds are decoded above, without copying them first; the large `Data`
     /// values of a mapped one may use its pages in place (``FileMapping/lend()``).
     static func decode(_ archive: ArchiveBytes, allowed: AllowedClasses) throws(WormholeError) -> [AnyHashable: Any] {
         guard archive.isCompact else { return try KeyedArchiveDecoder.decodeUserInfo(archive.array, allowed: allowed) }
-        return try dictionary(archive.withBytes { raw throws(WormholeError) in
-            try CompactArchiveReader.decodeRoot(raw, lent: archive.mapping?.lend(), allowed: allowed)
-        })
-    }
-
-    private static func dictionary(_ root: Any) throws(WormholeError) -> [AnyHashable: Any] {
-        guard let dictionary = root as? [AnyHashable: Any] else {
-            throw WormholeError(.corruptData, "compact archive's root value is not a dictionary")
+        return try archive.withBytes { raw throws(WormholeError) in
+            try CompactArchiveReader.decodeUserInfo(raw, lent: archive.mapping?.lend(), allowed: allowed)
         }
-        return dictionary
     }
 }
 

@@ -1,14 +1,80 @@
 import Foundation
 
 /// The identities of the concrete types userInfo values most often have, compared before any dynamic cast by
-/// the encoders: a failed cast costs more than the comparison.
+/// the encoders: a failed cast costs more than the comparison, and a cast of a Swift value to a class it is not
+/// (`[String]` to `NSNumber`, say) bridges the value to its Foundation class first, only to fail.
 enum ValueType {
     static let string = ObjectIdentifier(String.self)
     static let int = ObjectIdentifier(Int.self)
     static let double = ObjectIdentifier(Double.self)
     static let bool = ObjectIdentifier(Bool.self)
     static let data = ObjectIdentifier(Data.self)
+    static let date = ObjectIdentifier(Date.self)
+    static let url = ObjectIdentifier(URL.self)
+    static let uuid = ObjectIdentifier(UUID.self)
+    static let number = ObjectIdentifier(NSNumber.self)
     static let stringDictionary = ObjectIdentifier([String: Any].self)
     static let dictionary = ObjectIdentifier([AnyHashable: Any].self)
     static let array = ObjectIdentifier([Any].self)
+    static let stringArray = ObjectIdentifier([String].self)
+    static let set = ObjectIdentifier(Set<AnyHashable>.self)
+}
+
+/// A Swift array, dictionary or set, of any element type: what the compact writer walks without converting it.
+///
+/// Found by a cast to this protocol, which looks up a conformance and never bridges. The casts it stands in
+/// for, to `[Any]`, `[AnyHashable: Any]` or `Set<AnyHashable>`, copy every element into a new collection, and a
+/// cast of a Swift collection to a class it is not (`NSNumber`) bridges it to its Foundation class, only to
+/// fail. A Foundation collection (`NSArray`, `NSDictionary`, `NSSet`) does not conform: those casts find it.
+protocol SwiftCollection {
+    /// Which of the three it is.
+    static var shape: CollectionShape { get }
+    var count: Int { get }
+    /// Calls `body` with each element in order (key nil), each member of a set, or each key and value of a
+    /// dictionary, as the casts to `[Any]`, `Set<AnyHashable>` (a member's `base`) and `[AnyHashable: Any]`
+    /// give them; stops at the first false `body` returns, and returns false then.
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool
+}
+
+enum CollectionShape {
+    case array, set, dictionary
+}
+
+extension Array: SwiftCollection {
+    static var shape: CollectionShape { .array }
+
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool {
+        allSatisfy { body(nil, $0) }
+    }
+}
+
+extension Set: SwiftCollection {
+    static var shape: CollectionShape { .set }
+
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool {
+        allSatisfy { body(nil, AnyHashable($0).base) }
+    }
+}
+
+extension Dictionary: SwiftCollection {
+    static var shape: CollectionShape { .dictionary }
+
+    func forEachElement(_ body: (_ key: AnyHashable?, _ value: Any) -> Bool) -> Bool {
+        allSatisfy { body(AnyHashable($0.key), $0.value) }
+    }
+}
+
+extension SwiftCollection {
+    /// The elements, each member of a set, or the keys and values, collected as ``forEachElement(_:)`` gives them.
+    var collected: (keys: [AnyHashable], values: [Any]) {
+        var keys: [AnyHashable] = []
+        var values: [Any] = []
+        values.reserveCapacity(count)
+        _ = forEachElement { key, value in
+            if let key { keys.append(key) }
+            values.append(value)
+            return true
+        }
+        return (keys, values)
+    }
 }
