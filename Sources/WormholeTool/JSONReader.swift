@@ -49,7 +49,8 @@ struct JSONReader {
             case "NaN", "Infinity", "-Infinity", "nan", "inf":
                 throw error("JSON has no \(word); a group value or userInfo takes a finite number")
             case "": throw error("'\(Self.character(at: position, in: bytes))' is not where a value can start")
-            default: throw error("a bare word needs quotes: write \"\(word)\" (in a shell: '\"\(word)\"')")
+            // Alone, the quotes must survive the shell too.
+            default: throw error("a bare word needs quotes: write \"\(word)\"" + (depth == 1 ? " (in a shell: '\"\(word)\"')" : ""))
             }
         }
     }
