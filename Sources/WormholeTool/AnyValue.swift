@@ -64,7 +64,8 @@ indirect enum AnyValue: Codable, Sendable {
     static func argument(_ text: String, type: String?) throws(UsageError) -> AnyValue? {
         switch type {
         case nil:
-            let json = try JSONReader.parse(text, option: "--set")
+            // The value is one level inside the userInfo it is stored in.
+            let json = try JSONReader.parse(text, option: "--set", maximumDepth: GroupNotificationCenter.maximumNestingDepth - 1)
             return json == .null ? nil : try AnyValue(json: json)
         case "date":
             guard let date = Self.date(from: text) else { throw UsageError("--set is not an ISO 8601 date: '\(text)'") }

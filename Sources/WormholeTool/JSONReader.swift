@@ -4,19 +4,24 @@ import Wormhole
 /// words a user can act on, at which line and column.
 ///
 /// Strict JSON (RFC 8259), any value at the top. An integer keeps every digit across the whole `Int64` and
-/// `UInt64` ranges; one past them, a real too large for a `Double`, a key given twice, and nesting deeper than
-/// ``GroupNotificationCenter/maximumNestingDepth`` are errors, never a changed value. Not errors: a real that
-/// needs rounding to the nearest `Double` (`0.1`), and `-0`, which is the integer 0.
+/// `UInt64` ranges; one past them, a real too large for a `Double` or so small it would be 0, a key given twice,
+/// and nesting deeper than ``GroupNotificationCenter/maximumNestingDepth`` are errors, never a changed value. Not
+/// errors: a real that needs rounding to the nearest `Double` (`0.1`), and `-0`, which is the integer 0.
 struct JSONReader {
     private let bytes: [UInt8]
     private let option: String
+    private let maximumDepth: Int
     private var position = 0
 
     /// The value `text` holds.
-    /// - Parameter option: The option the text came from, which each error names (`--set`).
+    /// - Parameters:
+    ///   - option: The option the text came from, which each error names (`--set`).
+    ///   - maximumDepth: The deepest nesting accepted: a group value is one level inside its userInfo.
     /// - Throws: A ``UsageError`` naming the option, the line and column and what to write instead.
-    static func parse(_ text: String, option: String) throws(UsageError) -> JSONValue {
-        var reader = JSONReader(bytes: Array(text.utf8), option: option)
+    static func parse(
+        _ text: String, option: String, maximumDepth: Int = GroupNotificationCenter.maximumNestingDepth
+    ) throws(UsageError) -> JSONValue {
+        var reader = JSONReader(bytes: Array(text.utf8), option: option, maximumDepth: maximumDepth)
         reader.skipSpace()
         guard reader.position < reader.bytes.count else { throw UsageError("\(option) is empty: give it a JSON value") }
         let value = try reader.value(depth: 1)
@@ -31,9 +36,7 @@ struct JSONReader {
         guard let byte = peek() else { throw error("a value is missing at the end") }
         switch byte {
         case UInt8(ascii: "{"), UInt8(ascii: "["):
-            guard depth <= GroupNotificationCenter.maximumNestingDepth else {
-                throw error("nests deeper than \(GroupNotificationCenter.maximumNestingDepth) arrays and objects, the most a userInfo holds")
-            }
+            guard depth <= maximumDepth else { throw error("nests deeper than \(maximumDepth) arrays and objects, the most \(option) takes") }
             return byte == UInt8(ascii: "{") ? try object(depth: depth) : try array(depth: depth)
         case UInt8(ascii: "\""): return .string(try string())
         case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): return try number()
@@ -193,7 +196,7 @@ struct JSONReader {
         let start = position
         if peek() == UInt8(ascii: "-") { position += 1 }
         guard let first = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
-            throw error(word().isEmpty ? "a '-' must be followed by digits" : "JSON has no \(word()); a group value or userInfo takes a finite number")
+            throw error(word() == "Infinity" ? "JSON has no -Infinity; a group value or userInfo takes a finite number" : "a '-' must be followed by digits")
         }
         let integerDigits = digits()
         if first == UInt8(ascii: "0"), integerDigits > 1 {
@@ -222,6 +225,11 @@ struct JSONReader {
         guard let value = Double(text), value.isFinite else {
             position = start
             throw error("\(text) is too large for a 64-bit real (the largest is \(Double.greatestFiniteMagnitude))")
+        }
+        // Rounding to the nearest Double is what a real is; rounding a number that is not 0 to 0 is not.
+        if value == 0, text.prefix(while: { $0 != "e" && $0 != "E" }).contains(where: { ("1"..."9").contains($0) }) {
+            position = start
+            throw error("\(text) is too small for a 64-bit real: it would be 0 (the smallest is \(Double.leastNonzeroMagnitude))")
         }
         return .real(value)
     }
