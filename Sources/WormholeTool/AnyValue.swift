@@ -100,7 +100,7 @@ indirect enum AnyValue: Codable, Sendable {
         case .unsigned(let value): .unsigned(value)
         case .double(let value): .real(value)
         case .string(let value): .string(value)
-        case .date(let value): .string(Self.dateText(value))
+        case .date(let value): JSONValue(date: value)
         case .data(let value): .string(value.base64EncodedString())
         case .array(let array): .array(array.map(\.json))
         case .dictionary(let dictionary): .object(dictionary.mapValues(\.json))

@@ -10,8 +10,8 @@ import Wormhole
 ///
 /// How values print, everywhere the tool prints JSON (`listen`, `retained`, `value`, `status --json`): an
 /// integer as its digits; a real always with a fraction or an exponent (`1.0`, `0.25`, `1e+16`); NaN and the
-/// infinities, which JSON has no number for, as the strings `"NaN"`, `"Infinity"` and `"-Infinity"`; keys sorted;
-/// `/` not escaped.
+/// infinities, which JSON has no number for, as the strings `"NaN"`, `"Infinity"` and `"-Infinity"`; data as
+/// base64 and a date as ISO 8601 (see ``init(date:)``); keys sorted; `/` not escaped.
 indirect enum JSONValue: Equatable {
     case null
     case bool(Bool)
@@ -97,7 +97,7 @@ indirect enum JSONValue: Equatable {
         case let string as String: self = .string(string)
         // Before NSNumber: a cast of Data to a class bridges it, copying every byte.
         case let data as Data: self = .string(data.base64EncodedString())
-        case let date as Date: self = .string(AnyValue.dateText(date))
+        case let date as Date: self = JSONValue(date: date)
         case let url as URL: self = .string(url.absoluteString)
         case let uuid as UUID: self = .string(uuid.uuidString)
         case let number as NSNumber: self = JSONValue(number: number)
@@ -110,6 +110,15 @@ indirect enum JSONValue: Equatable {
             self = .object(members)
         default: self = .string(String(describing: value))
         }
+    }
+
+    /// A date as ISO 8601 with fractions of a second; one that form cannot show (before the year 1, after 9999,
+    /// or not finite) as its seconds since 2001-01-01, a real.
+    init(date: Date) {
+        // The years 1 to 9999, in seconds since 2001-01-01.
+        let shown = -63_113_904_000.0..<252_423_993_600.0
+        let seconds = date.timeIntervalSinceReferenceDate
+        self = shown.contains(seconds) ? .string(AnyValue.dateText(date)) : .real(seconds)
     }
 
     /// A number as the type it holds. NSNumber's type letters: `c` is a `Bool` (JSON's true and false, and

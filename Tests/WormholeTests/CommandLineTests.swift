@@ -408,13 +408,16 @@ struct CommandLineTests {
         let report = try center.postReporting(
             name: .init("nf"), object: "api",
             userInfo: ["nan": Double.nan, "inf": Double.infinity, "ninf": -Double.infinity, "n": 1, "r": 2.0,
-                       "list": [Double.nan, 0.5], "float": Float.infinity], retain: true)
+                       "list": [Double.nan, 0.5], "float": Float.infinity,
+                       "never": Date(timeIntervalSinceReferenceDate: .nan), "far": Date(timeIntervalSinceReferenceDate: 1e300),
+                       "date": Date(timeIntervalSinceReferenceDate: 0.25)], retain: true)
         #expect(report.delivered == 1)
         #expect(try listener.waitForExit() == 0)
         let retained = try Peer("wormhole", ["retained", "--container", container.path, "--name", "nf"], environment: environment)
         #expect(try retained.waitForExit() == 0)
-        let expected = #"{"name":"nf","object":"api","userInfo":{"float":"Infinity","inf":"Infinity","list":["NaN",0.5],"#
-            + #""n":1,"nan":"NaN","ninf":"-Infinity","r":2.0}}"#
+        // A date ISO 8601 cannot show prints as its seconds since 2001.
+        let expected = #"{"name":"nf","object":"api","userInfo":{"date":"2001-01-01T00:00:00.250Z","far":1e+300,"#
+            + #""float":"Infinity","inf":"Infinity","list":["NaN",0.5],"n":1,"nan":"NaN","never":"NaN","ninf":"-Infinity","r":2.0}}"#
         for peer in [listener, retained] {
             #expect(peer.output == [expected])
             let line = try #require(peer.jsonLines().first, "\(peer.output)")
