@@ -6,10 +6,9 @@ let commandHelp: [(name: String, text: String)] = [
         usage: wormhole listen (--group ID | --container DIR) [--create] [--name N] [--object O] [--count K] [--client ID]
           print each notification as one JSON line, {"name":…,"object":…,"userInfo":…}; exit after K; with --client,
           as a durable listener that receives what was posted for it while it was not running. SIGTERM or SIGINT
-          ends it cleanly. Data prints as base64, a date as ISO 8601 (out of the years 1 to 9999: its seconds since
-          2001, a real), an integer as its digits, a real always with
-          a fraction or an exponent (1.0, 1e+16), NaN and the infinities as the strings "NaN", "Infinity" and
-          "-Infinity".
+          ends it cleanly. An integer prints as its digits, a real always with a fraction or an exponent (1.0,
+          1e+16), NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity"; data as base64, a date
+          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001).
         """),
     ("post", """
         usage: wormhole post (--group ID | --container DIR) [--create] --name N [--object O] [--user-info JSON] [--retain]
