@@ -32,11 +32,21 @@ enum Commands {
                 return try GroupNotificationCenter(groupIdentifier: group)
             }
             return try GroupNotificationCenter(containerURL: url, clientIdentifier: options["client"])
-        } catch let error as WormholeError where error.code == .invalidContainer || error.code == .invalidNotification {
-            // A folder that holds no container, a group that names none, an empty or too long --client: all
-            // what the command line says.
+        } catch let error as WormholeError where error.code == .invalidNotification || isMistake(error, options) {
             throw UsageError("\(error)")
         }
+    }
+
+    /// Whether the library refused the container the command line names for what the command line says, not
+    /// for what the system said: a group that names no folder, a path that is no folder, a folder this process
+    /// can look into that holds no container. A folder it may not enter, or any error with an errno, is a
+    /// failure (exit status 1), as for a post into another user's container.
+    private static func isMistake(_ error: WormholeError, _ options: Options) -> Bool {
+        guard error.code == .invalidContainer, error.errno == nil else { return false }
+        guard let path = options["container"] else { return true }
+        var isFolder: ObjCBool = false
+        return !FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) || !isFolder.boolValue
+            || FileManager.default.isExecutableFile(atPath: path)
     }
 
     /// Prints each notification as a JSON line; exits after `--count` of them.

@@ -130,7 +130,15 @@ indirect enum JSONValue: Equatable {
         case UInt8(ascii: "f"): self = number.floatValue.isFinite ? .real(Double("\(number.floatValue)") ?? number.doubleValue) : .real(number.doubleValue)
         case UInt8(ascii: "d"): self = .real(number.doubleValue)
         case UInt8(ascii: "Q") where number.uint64Value > UInt64(Int64.max): self = .unsigned(number.uint64Value)
-        default: self = .integer(number.int64Value)
+        default:
+            let value = number.int64Value
+            // One past Int64.max that reports another letter (a 128-bit CFNumber read from a property list) is
+            // told by its digits, which have no sign.
+            if value < 0, !number.stringValue.hasPrefix("-"), let unsigned = UInt64(number.stringValue) {
+                self = .unsigned(unsigned)
+            } else {
+                self = .integer(value)
+            }
         }
     }
 
