@@ -272,7 +272,7 @@ struct JSONReader {
     /// An error at the position, told as a line and a column (in characters).
     private func error(_ reason: String) -> UsageError {
         let before = bytes[..<min(position, bytes.count)]
-        let line = before.count { $0 == UInt8(ascii: "\n") } + 1
+        let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
         let lineStart = before.lastIndex(of: UInt8(ascii: "\n")).map { $0 + 1 } ?? 0
         let column = String(decoding: bytes[lineStart..<min(position, bytes.count)], as: UTF8.self).count + 1
         return UsageError("\(option) is not valid JSON at line \(line), column \(column): \(reason)")
