@@ -76,13 +76,13 @@ struct JSONReader {
             }
             let key = try string()
             skipSpace()
-            guard peek() == UInt8(ascii: ":") else { throw error("a ':' is missing after the key \"\(key)\"") }
+            guard peek() == UInt8(ascii: ":") else { throw error("a ':' is missing after the key \"\(Self.shown(key))\"") }
             position += 1
             skipSpace()
             let item = try value(depth: depth + 1)
             guard members.updateValue(item, forKey: key) == nil else {
                 position = start
-                throw error("the key \"\(key)\" is given twice")
+                throw error("the key \"\(Self.shown(key))\" is given twice")
             }
             skipSpace()
             switch peek() {
@@ -91,7 +91,7 @@ struct JSONReader {
                 position += 1
                 return .object(members)
             case nil: throw error("the object is not closed: a '}' is missing")
-            default: throw error("a ',' or '}' is missing after the value of \"\(key)\"")
+            default: throw error("a ',' or '}' is missing after the value of \"\(Self.shown(key))\"")
             }
         }
     }
@@ -220,16 +220,16 @@ struct JSONReader {
             if let value = Int64(text) { return .integer(value) }
             if let value = UInt64(text) { return .unsigned(value) }
             position = start
-            throw error("\(text) is past the range of 64-bit integers (\(Int64.min) to \(UInt64.max)); write it as a string, or as a real (1.5e20)")
+            throw error("\(Self.shown(text)) is past the range of 64-bit integers (\(Int64.min) to \(UInt64.max)); write it as a string, or as a real (1.5e20)")
         }
         guard let value = Double(text), value.isFinite else {
             position = start
-            throw error("\(text) is too large for a 64-bit real (the largest is \(Double.greatestFiniteMagnitude))")
+            throw error("\(Self.shown(text)) is too large for a 64-bit real (the largest is \(Double.greatestFiniteMagnitude))")
         }
         // Rounding to the nearest Double is what a real is; rounding a number that is not 0 to 0 is not.
         if value == 0, text.prefix(while: { $0 != "e" && $0 != "E" }).contains(where: { ("1"..."9").contains($0) }) {
             position = start
-            throw error("\(text) is too small for a 64-bit real: it would be 0 (the smallest is \(Double.leastNonzeroMagnitude))")
+            throw error("\(Self.shown(text)) is too small for a 64-bit real: it would be 0 (the smallest is \(Double.leastNonzeroMagnitude))")
         }
         return .real(value)
     }
@@ -242,11 +242,17 @@ struct JSONReader {
     }
 
     /// The run of letters, digits, `_`, `.` and `-` at the position (a word a user meant as a string), without
-    /// moving past it.
+    /// moving past it; as ``shown(_:)`` shows it.
     private func word() -> String {
         var end = position
         while end < bytes.count, bytes[end] >= 0x80 || Self.isWordByte(bytes[end]) { end += 1 }
-        return String(decoding: bytes[position..<end], as: UTF8.self)
+        return Self.shown(String(decoding: bytes[position..<end], as: UTF8.self))
+    }
+
+    /// Text of the input as an error quotes it: its first 40 characters and an ellipsis, so that the error stays
+    /// one line a person can read.
+    private static func shown(_ text: String) -> String {
+        text.count > 40 ? text.prefix(40) + "…" : text
     }
 
     private static func isWordByte(_ byte: UInt8) -> Bool {

@@ -311,6 +311,8 @@ struct CommandLineTests {
              "column 128: nests deeper than 127"),
             (["post", "--name", "n", "--user-info", "{\"a\": " + String(repeating: "[", count: 128)] + at, "nests deeper than 128"),
             (["value", "--name", "v", "--set", "1e-400"] + at, "too small for a 64-bit real"),
+            // What the error quotes of a long input stays short.
+            (["value", "--name", "v", "--set", String(repeating: "w", count: 100_000)] + at, "write \"" + String(repeating: "w", count: 40) + "…\""),
             (["post", "--name", "n", "--user-info", "42"] + at, "--user-info must be a JSON object"),
             (["post", "--name", "n", "--user-info", #""text""#] + at, "--user-info must be a JSON object"),
             (["post", "--name", "n", "--user-info", #"{"a": 1, "a": 2}"#] + at, #"the key "a" is given twice"#),
