@@ -129,7 +129,9 @@ enum Commands {
         if options["set"] != nil && options.has("reset") { throw UsageError("give --set or --reset, not both") }
         if options["type"] != nil && options["set"] == nil { throw UsageError("--type goes with --set") }
         // Read before the container is opened: a mistake in --set leaves nothing behind, not even a new container.
-        let newValue = try options["set"].map { text throws(UsageError) in try AnyValue.argument(text, type: options["type"]) }
+        // nil for --set null, which resets the value as --reset does.
+        var newValue: AnyValue?
+        if let text = options["set"] { newValue = try AnyValue.argument(text, type: options["type"]) }
         let writes = options["set"] != nil || options.has("reset")
         let center = try center(options, command: "value", existing: !writes && !options.has("create"))
         let value = GroupValue<AnyValue?>(name, default: nil, in: center)

@@ -203,8 +203,15 @@ struct CommandLineTests {
         #expect(GroupValue<Double>("v", default: 0.5, in: center).value == 1.0)
         _ = try run(["--set", #"{"a": [1.0, 2, true]}"#])
         #expect(try run([]) == #"{"a":[1.0,2,true]}"#)
+        // --set null is a reset, not a stored nil: its announcement carries a version and no value.
+        let announcements = try Peer("wormhole", ["listen", "--container", container.path, "--count", "1",
+                                                  "--name", GroupValue<Int>.notificationName(for: "v").rawValue])
+        try announcements.waitForError(containing: "listening")
         _ = try run(["--set", "null"])
         #expect(try run([]) == "null")
+        #expect(try announcements.waitForExit() == 0)
+        let announced = try #require(announcements.jsonLines().first?["userInfo"] as? [String: Any])
+        #expect(announced["version"] != nil && announced["value"] == nil, "\(announced)")
         // An integer past 2^53 stays itself: it is not read through a double.
         _ = try run(["--set", "9007199254740993"])
         #expect(try run([]) == "9007199254740993")
