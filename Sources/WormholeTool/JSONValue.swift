@@ -127,7 +127,7 @@ indirect enum JSONValue: Equatable {
         switch UInt8(bitPattern: number.objCType.pointee) {
         case UInt8(ascii: "c"): self = .bool(number.boolValue)
         // A Float prints as itself (1.1), not as the Double it widens to (1.100000023841858).
-        case UInt8(ascii: "f"): self = number.floatValue.isFinite ? .real(Double("\(number.floatValue)") ?? number.doubleValue) : .real(number.doubleValue)
+        case UInt8(ascii: "f"): self = .real(Double("\(number.floatValue)") ?? number.doubleValue)
         case UInt8(ascii: "d"): self = .real(number.doubleValue)
         case UInt8(ascii: "Q") where number.uint64Value > UInt64(Int64.max): self = .unsigned(number.uint64Value)
         default:
