@@ -8,7 +8,9 @@ import Wormhole
 /// and nesting deeper than ``GroupNotificationCenter/maximumNestingDepth`` are errors, never a changed value. Not
 /// errors: a real that needs rounding to the nearest `Double` (`0.1`), and `-0`, which is the integer 0.
 struct JSONReader {
-    private let bytes: [UInt8]
+    /// The text's UTF-8, borrowed for the length of ``parse(_:option:maximumDepth:)``: reading through a buffer
+    /// rather than an array spares a retain and a release per byte in a debug build (`swift run`).
+    private let bytes: UnsafeBufferPointer<UInt8>
     private let option: String
     private let maximumDepth: Int
     private var position = 0
@@ -21,14 +23,29 @@ struct JSONReader {
     static func parse(
         _ text: String, option: String, maximumDepth: Int = GroupNotificationCenter.maximumNestingDepth
     ) throws(UsageError) -> JSONValue {
-        var reader = JSONReader(bytes: Array(text.utf8), option: option, maximumDepth: maximumDepth)
-        reader.skipSpace()
-        guard reader.position < reader.bytes.count else { throw UsageError("\(option) is empty: give it a JSON value") }
-        let value = try reader.value(depth: 1)
-        reader.skipSpace()
-        guard reader.position == reader.bytes.count else {
-            throw reader.error("there is more after the JSON value (quote the whole text as one string?)")
+        var outcome: Result<JSONValue, UsageError> = .failure(UsageError("\(option) is empty: give it a JSON value"))
+        let utf8: [UInt8] = Array(text.utf8)
+        utf8.withUnsafeBufferPointer { buffer in
+            var reader = JSONReader(bytes: buffer, option: option, maximumDepth: maximumDepth)
+            do throws(UsageError) {
+                outcome = .success(try reader.document())
+            } catch {
+                outcome = .failure(error)
+            }
         }
+        switch outcome {
+        case .success(let value): return value
+        case .failure(let error): throw error
+        }
+    }
+
+    /// The one value the whole text holds.
+    private mutating func document() throws(UsageError) -> JSONValue {
+        skipSpace()
+        guard position < bytes.count else { throw UsageError("\(option) is empty: give it a JSON value") }
+        let value = try value(depth: 1)
+        skipSpace()
+        guard position == bytes.count else { throw error("there is more after the JSON value (quote the whole text as one string?)") }
         return value
     }
 
@@ -195,7 +212,7 @@ struct JSONReader {
     private mutating func number() throws(UsageError) -> JSONValue {
         let start = position
         if peek() == UInt8(ascii: "-") { position += 1 }
-        guard let first = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(first) else {
+        guard let first = peek(), Self.isDigit(first) else {
             throw error(word() == "Infinity" ? "JSON has no -Infinity; a group value or userInfo takes a finite number" : "a '-' must be followed by digits")
         }
         let integerDigits = digits()
@@ -237,9 +254,12 @@ struct JSONReader {
     /// Skips the digits at the position; how many.
     private mutating func digits() -> Int {
         let start = position
-        while let byte = peek(), (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) { position += 1 }
+        while position < bytes.count, Self.isDigit(bytes[position]) { position += 1 }
         return position - start
     }
+
+    /// Arithmetic rather than a range: a debug build (`swift run`) makes a range check a call per byte.
+    private static func isDigit(_ byte: UInt8) -> Bool { byte &- 0x30 < 10 }
 
     /// The run of letters, digits, `_`, `.` and `-` at the position (a word a user meant as a string), without
     /// moving past it; as ``shown(_:)`` shows it.
@@ -263,7 +283,7 @@ struct JSONReader {
         }
     }
 
-    private static func character(at position: Int, in bytes: [UInt8]) -> String {
+    private static func character(at position: Int, in bytes: UnsafeBufferPointer<UInt8>) -> String {
         var end = position + 1
         while end < bytes.count, bytes[end] & 0xC0 == 0x80 { end += 1 }
         return String(decoding: bytes[position..<min(end, bytes.count)], as: UTF8.self)
@@ -272,7 +292,9 @@ struct JSONReader {
     private func peek() -> UInt8? { position < bytes.count ? bytes[position] : nil }
 
     private mutating func skipSpace() {
-        while let byte = peek(), byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09 { position += 1 }
+        while position < bytes.count, bytes[position] == 0x20 || bytes[position] == 0x0A || bytes[position] == 0x0D || bytes[position] == 0x09 {
+            position += 1
+        }
     }
 
     /// An error at the position, told as a line and a column (in characters).
