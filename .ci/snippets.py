@@ -1,79 +1,143 @@
 #!/usr/bin/env python3
-"""Type-checks every Swift code block of the README and the documentation catalog against the built library,
-in Swift 6 language mode with complete concurrency checking.
+"""Builds every Swift code block of the README and the documentation catalog as it is written, each as a
+program of its own, against the library just built, in Swift 6 language mode; and resolves every package
+manifest they show against this repository.
 
-Each block becomes a file of its own: its type declarations (lines from a `struct`, `class`, `enum`,
-`extension` or attribute at the start of a line to the `}` that closes it there) go into an enum of the
-block's own, and its statements into an async throwing function of that enum on the main actor, as an app's
-code runs. A block that adds a package dependency (`.package(`) is not Swift of a target and is skipped.
-Names a block may use without declaring them are declared once, in PRELUDE below.
-Run after `swift build` (it reads .build/debug/Modules).
+The convention the documents follow: a block is complete. It carries its own imports and declares everything
+it uses, so that a reader can paste it as the `main.swift` of an executable target that depends on Wormhole
+(the README's "Add the package" shows that target). A block that goes on from the one before it on its page
+says so in a comment of its own on the line before its fence,
+
+    <!-- continues -->
+
+and is built joined to the blocks it continues (errors still name each block's own lines). Prefer complete
+blocks; the comment is for a fragment that makes no sense alone.
+
+Each program is compiled to object code, not only type-checked: the checks of region-based isolation
+("sending ... risks causing data races") run after type-checking, and `-typecheck` misses them. Every block
+is built twice: as a package's target builds it (nothing isolated by default), and as a main-actor app builds it:
+the main actor as the default isolation and the "approachable concurrency" features, the settings of an app
+project new in Xcode 26. A warning fails the
+check as an error does: what a reader pastes should build clean.
+
+A block that imports a framework that exists only on Apple platforms (SwiftUI, WidgetKit, ...) is built only
+there; elsewhere it is skipped, and the summary says so. A block whose first line is `// swift-tools-version:`
+is a package's manifest: it is resolved in a temporary folder beside a link named `Wormhole` to this
+repository, which checks its `.package(path: "../Wormhole")` and `.product(name:package:)` lines.
+
+Run after `swift build` (it reads .build/debug/Modules). About half a second a block and mode.
 """
-import pathlib, re, subprocess, sys, tempfile
+import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-SOURCES = [ROOT / "README.md", *sorted((ROOT / "Sources/Wormhole/Wormhole.docc").glob("*.md"))]
-PRELUDE = '''import Foundation
-import Observation
-import Wormhole
-
-/// What the documentation's blocks use without declaring it: a center, and a class of the user's own.
-nonisolated(unsafe) var center = try! GroupNotificationCenter(containerURL: URL(fileURLWithPath: "/tmp/snippets"))
-final class Note: NSObject, NSSecureCoding {
-    static let supportsSecureCoding = true
-    let title: String
-    init(title: String) { self.title = title }
-    init?(coder: NSCoder) { title = coder.decodeObject(of: NSString.self, forKey: "title") as String? ?? "" }
-    func encode(with coder: NSCoder) { coder.encode(title as NSString, forKey: "title") }
+CATALOG = ROOT / "Sources/Wormhole/Wormhole.docc"
+SOURCES = [ROOT / "README.md", *sorted(CATALOG.rglob("*.md"))]
+CONTINUES = "<!-- continues -->"
+APPLE_ONLY = {"SwiftUI", "WidgetKit", "UIKit", "AppKit", "WatchConnectivity", "AppIntents", "ActivityKit"}
+MODES = {
+    "package": [],
+    "main-actor app": ["-default-isolation", "MainActor",
+                     "-enable-upcoming-feature", "NonisolatedNonsendingByDefault",
+                     "-enable-upcoming-feature", "InferIsolatedConformances"],
 }
-'''
-DECLARATION = re.compile(r"^(struct|final class|class|enum|extension|actor|@)")
+
 
 def blocks():
+    """Yields (path, first line of the code, code, whether it continues the previous block) for each block."""
     for path in SOURCES:
         text = path.read_text()
-        for match in re.finditer(r"```swift\n(.*?)```", text, re.S):
-            line = text[: match.start()].count("\n") + 1
-            yield path.relative_to(ROOT), line, match.group(1)
+        for match in re.finditer(r"^```swift\n(.*?)^```", text, re.S | re.M):
+            fence = text[: match.start()].count("\n") + 1
+            before = [line.strip() for line in text[: match.start()].splitlines() if line.strip()]
+            continues = bool(before) and before[-1] == CONTINUES
+            yield path.relative_to(ROOT), fence + 1, match.group(1), continues
 
-def wrap(index, body):
-    declarations, statements, depth = [], [], None
-    for line in body.splitlines():
-        if depth is None and DECLARATION.match(line) and not line.startswith("@MainActor func"):
-            depth = 0
-        if depth is not None:
-            declarations.append("    " + line)
-            if line == "}" or (line.rstrip().endswith("}") and line.count("{") == line.count("}") and not line.startswith("@")):
-                depth = None
-        elif not line.startswith("import "):
-            statements.append("        " + line)
-    return (f"import Foundation\nimport Observation\nimport Wormhole\n\nenum Snippet{index} {{\n"
-            + "\n".join(declarations)
-            + f"\n    @MainActor static func run() async throws {{\n" + "\n".join(statements) + "\n    }\n}\n")
+
+def programs():
+    """Groups the blocks into programs: a block that continues joins the program of the one before it."""
+    grouped = []
+    for path, line, code, continues in blocks():
+        if continues:
+            if not grouped or grouped[-1][0][0] != path:
+                sys.exit(f"snippets: {path}:{line - 1}: '{CONTINUES}' before the first Swift block of its page")
+            grouped[-1].append((path, line, code))
+        else:
+            grouped.append([(path, line, code)])
+    return grouped
+
+
+def imports(program):
+    return {m.group(1) for _, _, code in program for m in re.finditer(r"^import\s+(\w+)", code, re.M)}
+
+
+def build(program, index, work, modules, mode):
+    """Compiles one program to an object file; returns the compiler's diagnostics, or '' when clean."""
+    source = work / f"program{index}" / "main.swift"
+    source.parent.mkdir(exist_ok=True)
+    # Each block's lines keep their place in their page, so diagnostics name the page and line.
+    source.write_text("".join(f'#sourceLocation(file: "{path}", line: {line})\n{code}' for path, line, code in program)
+                      + "#sourceLocation()\n")
+    result = subprocess.run(
+        ["swiftc", "-c", "-swift-version", "6", "-diagnostic-style", "llvm", "-module-name", f"Snippet{index}",
+         "-I", str(modules), *MODES[mode], "-o", str(source.with_suffix(".o")), str(source)],
+        capture_output=True, text=True)
+    output = (result.stdout + result.stderr).strip()
+    if result.returncode or re.search(r": (error|warning):", output):
+        return output or f"swiftc exited with status {result.returncode}"
+    return ""
+
+
+def resolve(program, work):
+    """Resolves a manifest block next to a link named Wormhole to this repository."""
+    (path, line, code), = program
+    folder = work / "manifest" / "App"
+    (folder / "Sources").mkdir(parents=True, exist_ok=True)
+    link = work / "manifest" / "Wormhole"
+    if not link.exists():
+        link.symlink_to(ROOT)
+    (folder / "Package.swift").write_text(code)
+    for target in re.findall(r'(?:executableTarget|target)\(\s*name:\s*"([^"]+)"', code):
+        (folder / "Sources" / target).mkdir(exist_ok=True)
+        (folder / "Sources" / target / "main.swift").write_text("")
+    result = subprocess.run(["swift", "package", "--package-path", str(folder), "show-dependencies"],
+                            capture_output=True, text=True)
+    output = (result.stdout + result.stderr).strip()
+    if result.returncode or "error:" in output or "warning:" in output:
+        return f"{path}:{line}: the manifest does not resolve against this repository:\n{output}"
+    return ""
+
 
 def main():
     modules = ROOT / ".build/debug/Modules"
     if not (modules / "Wormhole.swiftmodule").exists():
-        print("snippets: build the package first (swift build)"); return 2
+        print("snippets: build the package first (swift build)")
+        return 2
     work = pathlib.Path(tempfile.mkdtemp(prefix="wormhole-snippets-"))
-    files, origins = [work / "Prelude.swift"], {}
-    files[0].write_text(PRELUDE)
-    for index, (path, line, body) in enumerate(blocks()):
-        if body.lstrip().startswith(".package("):
-            continue
-        file = work / f"Snippet{index}.swift"
-        file.write_text(wrap(index, body))
-        files.append(file)
-        origins[file.name] = f"{path}:{line}"
-    result = subprocess.run(
-        ["swiftc", "-typecheck", "-swift-version", "6", "-module-name", "Snippets", "-I", str(modules), *map(str, files)],
-        capture_output=True, text=True)
-    output = result.stdout + result.stderr
-    for name, origin in origins.items():
-        output = output.replace(str(work / name), f"{origin} (block, as {name})")
-    errors = [l for l in output.splitlines() if ": error:" in l]
-    print("\n".join(errors) if errors else "")
-    print(f"snippets: {len(origins)} code blocks of the README and the catalog, {len(errors)} errors")
-    return 1 if result.returncode or errors else 0
+    compiled, manifests, skipped, jobs = [], [], [], []
+    for index, program in enumerate(programs()):
+        path, line, code = program[0]
+        if code.startswith("// swift-tools-version:"):
+            manifests.append(program)
+        elif sys.platform != "darwin" and imports(program) & APPLE_ONLY:
+            skipped.append(f"{path}:{line} (imports {', '.join(sorted(imports(program) & APPLE_ONLY))})")
+        else:
+            compiled.append(program)
+            jobs += [(program, index, mode) for mode in MODES]
+    failures = [message for message in (resolve(program, work) for program in manifests) if message]
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 2) as pool:
+        results = pool.map(lambda job: (job, build(job[0], job[1], work, modules, job[2])), jobs)
+        for (program, _, mode), output in results:
+            if output:
+                path, line, _ = program[0]
+                failures.append(f"{path}:{line}: does not build clean as a {mode} target builds it:\n{output}")
+    print("\n\n".join(failures))
+    for block in skipped:
+        print(f"snippets: skipped on this platform, which lacks an Apple framework it imports: {block}")
+    blocks = sum(len(program) for program in compiled)
+    print(f"snippets: {blocks} Swift blocks built as {len(compiled)} programs, each as a "
+          f"{' and as a '.join(MODES)} target builds it; {len(manifests)} manifests resolved; {len(skipped)} skipped; "
+          f"{len(failures)} failing")
+    return 1 if failures else 0
+
 
 sys.exit(main())

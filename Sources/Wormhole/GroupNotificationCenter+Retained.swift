@@ -54,7 +54,9 @@ extension GroupNotificationCenter {
         endpoint.retained.clear(name: name.rawValue)
     }
 
-    /// Forgets every retained value in the container.
+    /// Forgets every retained value in the container, under every name: a ``WormholeMailbox``'s messages and
+    /// every other (``WormholeMailbox/clearAllMessageContents()`` forgets the messages only). Having nothing to
+    /// forget is not an error.
     public func clearAllRetainedNotifications() {
         endpoint.retained.clearAll()
     }

@@ -26,8 +26,9 @@ public final class GroupNotificationCenter: Sendable {
     /// A center on the default container of an App Group.
     ///
     /// The container is `$WORMHOLE_CONTAINER_ROOT/<group>` if that variable is set, else
-    /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms, the
-    /// group's container from `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`.
+    /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms, a
+    /// `Wormhole` folder inside the group's container from
+    /// `FileManager.containerURL(forSecurityApplicationGroupIdentifier:)`.
     /// - Parameter groupIdentifier: The App Group's identifier, e.g. `group.com.example.app`.
     /// - Throws: ``WormholeError/Code/invalidContainer`` or ``WormholeError/Code/insecureContainer``.
     public convenience init(groupIdentifier: String) throws {

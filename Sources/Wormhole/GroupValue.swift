@@ -16,10 +16,11 @@ import Synchronization
 ///
 /// The value lives in the container (`values/<name>/`, one file per version) and survives its writers: a
 /// process started later, or after every writer exited, reads it. Each change is also posted as an ordinary
-/// notification named ``notificationName(for:)`` whose userInfo holds `"value"` (the value as a property list:
-/// a bare number or string, an array, or a dictionary of a struct's fields) and `"version"` (an `Int` that grows
-/// by one with each change), so untyped observers and `wormhole listen` see it too. Values are stored and travel
-/// through the same secure codec as notifications.
+/// notification named ``notificationName(for:)`` whose userInfo holds `"value"` (the value as property-list
+/// values: a bare number or string, an array, or a dictionary of a struct's fields; nil is `NSNull`, a string
+/// always a string), `"version"` (an `Int` that grows by one with each change) and `"format"` (`2`), so untyped
+/// observers and `wormhole listen` see it too. Values are stored and travel through the same secure codec as
+/// notifications; values stored by earlier versions of Wormhole read as they were written.
 ///
 /// No file lock is ever held: an update writes a new version whole and claims its number with `link(2)`, so a
 /// process stopped or killed in the middle of its update blocks nobody.
@@ -41,10 +42,19 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     private struct Watch {
         var observer: Observer?
         var timer: WatchTimer?
+        /// The newest version Observation was told of.
         var lastVersion: UInt64
-        var continuations: [UInt64: AsyncStream<Value>.Continuation] = [:]
-        var nextContinuation: UInt64 = 0
+        var sequences: [UInt64: Subscriber] = [:]
+        var nextSequence: UInt64 = 0
         var rejectedVersion: UInt64 = 0
+    }
+
+    /// One ``values`` sequence: where its values go, and the version it yielded last, so that it never yields
+    /// one as old or older. Both change only under the lock, so two checks that read different versions
+    /// (the timer's and the observer's) never yield out of order.
+    private struct Subscriber {
+        let continuation: AsyncStream<Value>.Continuation
+        var lastVersion: UInt64
     }
 
     /// A value of `center`'s container.
@@ -75,7 +85,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     deinit {
         guard let observer = watching.withLock({ watch -> Observer? in
             watch?.timer?.source.cancel()
-            for continuation in watch?.continuations.values ?? [:].values { continuation.finish() }
+            for sequence in watch?.sequences.values ?? [:].values { sequence.continuation.finish() }
             return watch?.observer
         }) else { return }
         center.removeObserver(observer)
@@ -146,21 +156,26 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         }
     }
 
-    /// The current value, then each change any process makes, in the order they took effect. Changes that come
-    /// faster than the reader may be coalesced, but the last one always arrives, also when its writer was
-    /// killed before announcing it (the container is looked at every second).
+    /// The current value, then each change any process makes, in the order they took effect: each value yielded
+    /// is of a newer version than the one before it, never an older one. Changes that come faster than the
+    /// reader may be coalesced, but the last one always arrives, also when its writer was killed before
+    /// announcing it (the container is looked at every second).
     public var values: GroupValues<Value> {
         let (stream, continuation) = AsyncStream.makeStream(of: Value.self, bufferingPolicy: .bufferingNewest(64))
         startWatching()
-        let id = watching.withLock { watch -> UInt64 in
-            guard watch != nil else { return 0 }
-            watch!.nextContinuation += 1
-            watch!.continuations[watch!.nextContinuation] = continuation
-            return watch!.nextContinuation
+        let (version, value) = current()
+        let id = watching.withLock { watch -> UInt64? in
+            // Yielded under the lock, as checks do: a check that read a newer version yields it after this.
+            continuation.yield(value)
+            guard watch != nil else { return nil }
+            watch!.nextSequence += 1
+            watch!.sequences[watch!.nextSequence] = Subscriber(continuation: continuation, lastVersion: version)
+            return watch!.nextSequence
         }
-        continuation.yield(current().value)
-        continuation.onTermination = { [weak self] _ in
-            self?.watching.withLock { $0?.continuations[id] = nil }
+        if let id {
+            continuation.onTermination = { [weak self] _ in
+                self?.watching.withLock { _ = $0?.sequences.removeValue(forKey: id) }
+            }
         }
         return GroupValues(stream: stream)
     }
@@ -198,28 +213,37 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     }
 
     /// The value a version's userInfo archive holds: the default for none or a reset.
+    ///
+    /// A value stored by this version of Wormhole carries `"format": 2` and is a ``ValueTreeLeaf`` tree (nil is
+    /// `NSNull`). One without `"format"` was stored by an earlier version, through `PropertyListEncoder`: there
+    /// the string `"$null"` is nil where the type allows nil, as `PropertyListDecoder` read it, and a string
+    /// where the type asks for one. Another format is of a later version: read as another type is.
     private func decode(_ archive: ArchiveBytes?, version: UInt64) throws(WormholeError) -> Value {
         guard let archive else { return defaultValue }
-        let userInfo = try UserInfoCodec.decode(archive, allowed: .propertyList)
-        guard let stored = userInfo["value"] else { return defaultValue }
+        let userInfo = try UserInfoCodec.decode(archive, allowed: AllowedClasses.groupValue)
+        guard let stored = userInfo[ValueFormat.valueKey] else { return defaultValue }
+        let format = userInfo[ValueFormat.formatKey]
+        let earlier = format == nil
         do {
-            let data = try PropertyListSerialization.data(fromPropertyList: ["value": stored], format: .binary, options: 0)
-            let decoder = PropertyListDecoder()
-            decoder.userInfo[.storedPropertyList] = StoredPropertyList(value: stored)
-            return try decoder.decode(Box.self, from: data).value
+            if !earlier {
+                guard let number = format as? NSNumber, !number.isBoolean, !number.isReal, number.int64Value == ValueFormat.current else {
+                    throw WormholeError(.corruptData, "stored in format \(format ?? ""), which this version does not read")
+                }
+            }
+            return try ValueTreeDecoder.decode(
+                Box.self, from: [ValueFormat.valueKey: stored],
+                userInfo: [.storedPropertyList: StoredPropertyList(value: stored)], nullStrings: earlier
+            ).value
         } catch {
             throw WormholeError(.corruptData, "value \(name) (version \(version)) is not a \(Value.self): \(error)")
         }
     }
 
-    /// The userInfo archive of `value` as `version`.
+    /// The userInfo archive of `value` as `version`, in the current format.
     private func encode(_ value: Value, version: UInt64) throws(WormholeError) -> [UInt8] {
         let stored: Any
         do {
-            let encoder = PropertyListEncoder()
-            encoder.outputFormat = .binary
-            let box = try PropertyListSerialization.propertyList(from: try encoder.encode(Box(value: value)), format: nil)
-            guard let value = (box as? [String: Any])?["value"] else {
+            guard let value = (try ValueTreeEncoder.encode(Box(value: value)) as? [String: Any])?["value"] else {
                 throw WormholeError(.unsupportedValue, "\(Value.self) does not encode as a property list")
             }
             stored = value
@@ -229,7 +253,9 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
             throw WormholeError(.unsupportedValue, "value \(name) could not be encoded: \(error)")
         }
         return try UserInfoCodec.encode(
-            ["value": stored, "version": Int(truncatingIfNeeded: version)], maximumSize: GroupNotificationCenter.maximumPayloadSize)
+            [ValueFormat.valueKey: stored, ValueFormat.versionKey: Int(truncatingIfNeeded: version),
+             ValueFormat.formatKey: ValueFormat.current],
+            maximumSize: GroupNotificationCenter.maximumPayloadSize)
     }
 
     /// Writes `archive` (nil: the default) as `version`, then announces it; false when another process took
@@ -251,7 +277,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         guard started else { return }
         let initial = (try? read().version) ?? 0
         let observer = center.addObserver(
-            forName: Self.notificationName(for: name), object: nil, allowedClasses: AllowedClasses.propertyList, queue: queue
+            forName: Self.notificationName(for: name), object: nil, allowedClasses: AllowedClasses.groupValue, queue: queue
         ) { [weak self] _ in
             self?.check()
         }
@@ -270,16 +296,24 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     }
 
     /// Tells watchers when the newest version is newer than the last they were told of.
+    ///
+    /// Several checks may run at once (the timer's, the observer's) and read different versions: which
+    /// sequence is handed which value is decided and done under the lock, so a check that read an older
+    /// version than another yields nothing after it. A yield only queues the value; Observation's observers,
+    /// which may re-enter, are told after the lock.
     private func check() {
         let (version, value) = current()
-        let continuations = watching.withLock { watch -> [AsyncStream<Value>.Continuation]? in
-            guard let last = watch?.lastVersion, version > last else { return nil }
-            watch?.lastVersion = version
-            return watch.map { Array($0.continuations.values) }
+        let newer = watching.withLock { watch -> Bool in
+            guard watch != nil else { return false }
+            for (id, sequence) in watch!.sequences where sequence.lastVersion < version {
+                watch!.sequences[id]?.lastVersion = version
+                sequence.continuation.yield(value)
+            }
+            guard version > watch!.lastVersion else { return false }
+            watch!.lastVersion = version
+            return true
         }
-        guard let continuations else { return }
-        registrar.withMutation(of: self, keyPath: \.value) {}
-        for continuation in continuations { continuation.yield(value) }
+        if newer { registrar.withMutation(of: self, keyPath: \.value) {} }
     }
 
     private struct Box: Codable {
@@ -321,8 +355,9 @@ public struct GroupValues<Value: Sendable>: AsyncSequence, Sendable {
 /// as the `wormhole` tool's does) finds the stored value in its decoder's `userInfo` under
 /// `CodingUserInfoKey.storedPropertyList`, when it is the group value itself (a coding path of one key).
 public struct StoredPropertyList: @unchecked Sendable {
-    /// A property-list value (`String`, `NSNumber`, `Date`, `Data`, arrays and dictionaries of them): immutable
-    /// Foundation values, never mutated.
+    /// A property-list value (`String`, `NSNumber`, `Date`, `Data`, arrays and dictionaries of them) or `NSNull`,
+    /// which stands for nil: immutable Foundation values, never mutated. (In a value stored by an earlier
+    /// version of Wormhole, nil is the string `"$null"` instead, and there is no `NSNull`.)
     public let value: Any
 }
 

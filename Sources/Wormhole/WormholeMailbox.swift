@@ -140,9 +140,14 @@ public final class WormholeMailbox: Sendable {
         center.clearRetainedNotification(named: name)
     }
 
-    /// Forgets every current message, and every other retained notification of the container.
+    /// Forgets the current message of every identifier, as MMWormhole does: the retained notifications named
+    /// `wormhole.message.<identifier>`, and no other.
+    ///
+    /// Retained notifications posted under other names (a widget's `status`) stay;
+    /// ``GroupNotificationCenter/clearAllRetainedNotifications()`` forgets every one. Having nothing to forget
+    /// is not an error.
     public func clearAllMessageContents() {
-        center.clearAllRetainedNotifications()
+        center.endpoint.retained.clearAll(namesStartingWith: Self.notificationName(forIdentifier: "").rawValue)
     }
 
     private static func name(_ identifier: String) throws(WormholeError) -> Notification.Name {

@@ -128,6 +128,35 @@ case "listen":
         center.addObserver(forName: Notification.Name(also), object: nil, allowedClasses: classes, queue: nil, using: observer)
     }
     emit(["ready": Int(getpid())])
+    // --exhaust-descriptors: once ready, takes every descriptor the process may still open (its soft limit lowered
+    // to 256 first, so that this is quick) and prints how many; SIGUSR1 gives them back and prints that. The
+    // signal only sets a flag: a dispatch source would need a descriptor to deliver it.
+    if flag("exhaust-descriptors") {
+        _ = Release.asked.load(ordering: .relaxed)
+        signal(SIGUSR1) { _ in Release.asked.store(true, ordering: .relaxed) }
+        // A process started from a thread that blocks signals (a dispatch worker's) starts with them blocked.
+        var unblocked = sigset_t()
+        sigemptyset(&unblocked)
+        sigaddset(&unblocked, SIGUSR1)
+        pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
+        #if canImport(Glibc)
+        let openFiles = Int32(RLIMIT_NOFILE.rawValue)
+        #else
+        let openFiles = RLIMIT_NOFILE
+        #endif
+        var limit = rlimit()
+        if getrlimit(openFiles, &limit) == 0 {
+            limit.rlim_cur = min(limit.rlim_cur, 256)
+            _ = setrlimit(openFiles, &limit)
+        }
+        var held: [Int32] = []
+        while case let fd = dup(2), fd >= 0 { held.append(fd) }
+        // The errno of the failure that ended it: EMFILE when the process is out of descriptors.
+        emit(["exhausted": held.count, "errno": Int(errno)])
+        while !Release.asked.load(ordering: .relaxed) { usleep(20_000) }
+        for fd in held { close(fd) }
+        emit(["released": held.count])
+    }
     while true { sleep(1000) }
 case "listen-queued":
     // Observes --name on an OperationQueue that stays suspended until SIGUSR1: a slow observer at its slowest.
@@ -210,4 +239,9 @@ case "watch-retained":
     while true { sleep(1000) }
 default:
     exit(2)
+}
+
+/// Set by SIGUSR1, for `listen --exhaust-descriptors`.
+enum Release {
+    static let asked = Atomic<Bool>(false)
 }

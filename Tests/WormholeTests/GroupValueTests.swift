@@ -143,4 +143,278 @@ struct GroupValueTests {
         #expect(tracked.value == 4)
         #expect(center.listenerStatus().count == 1)
     }
+
+    @Test("values never steps back: this process and another update while two sequences read, checks running side by side",
+          .timeLimit(.minutes(5)))
+    func valuesInOrder() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        // A concurrent queue: the observer's checks run side by side, and beside the timer's.
+        let queue = OperationQueue()
+        let value = GroupValue("order", default: 0, in: center, queue: queue)
+        let each = 300, total = 2 * each
+        let first = Task { await read(value.values, until: total) }
+        let writer = try Peer("wormhole-test-peer", ["value-add", "--container", container.path, "--name", "order", "--count", "\(each)"])
+        try await onDispatchThread { for _ in 0..<(each / 2) { try value.update { $0 += 1 } } }
+        // A sequence started in the middle of the changes.
+        let second = Task { await read(value.values, until: total) }
+        try await onDispatchThread { for _ in 0..<(each - each / 2) { try value.update { $0 += 1 } } }
+        #expect(try await writer.awaitExit(timeout: 120) == 0)
+        for seen in [await first.value, await second.value] {
+            // Each update adds one, so the values are the versions' order.
+            let back = zip(seen, seen.dropFirst()).first { $0.0 >= $0.1 }
+            #expect(back == nil, "stepped back from \(back?.0 ?? 0) to \(back?.1 ?? 0) in \(seen.count) values")
+            #expect(seen.last == total, "the last value yielded is the final one")
+        }
+        #expect(value.value == total)
+    }
+
+    /// The values `sequence` yields until `last`, or until `seconds` pass.
+    private func read(_ sequence: GroupValues<Int>, until last: Int, seconds: Int = 120) async -> [Int] {
+        let reader = Task {
+            var seen: [Int] = []
+            for await value in sequence {
+                seen.append(value)
+                if value >= last { break }
+            }
+            return seen
+        }
+        let timer = Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            reader.cancel()
+        }
+        defer { timer.cancel() }
+        return await reader.value
+    }
+
+    @Test("nil is null to untyped readers (wormhole value, the announcement); the string \"$null\" stays a string")
+    func nilIsNull() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let listener = try Peer("wormhole", [
+            "listen", "--container", container.path, "--name", GroupValue<String?>.notificationName(for: "opt").rawValue,
+            "--count", "2",
+        ])
+        try await listener.awaitError(containing: "listening")
+        let optional = GroupValue<String?>("opt", default: "default", in: center)
+        try optional.set(nil)
+        #expect(optional.value == nil, "nil, not the default")
+        let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "opt"])
+        #expect(try await reader.awaitExit() == 0)
+        #expect(reader.output == ["null"])
+
+        let setter = try Peer("wormhole", ["value", "--container", container.path, "--name", "opt", "--set", #""$null""#])
+        #expect(try await setter.awaitExit() == 0)
+        #expect(optional.value == "$null")
+        let again = try Peer("wormhole", ["value", "--container", container.path, "--name", "opt"])
+        #expect(try await again.awaitExit() == 0)
+        #expect(again.output == [#""$null""#])
+
+        #expect(try await listener.awaitExit() == 0)
+        let announced = listener.jsonLines().map { ($0["userInfo"] as? [String: Any])?["value"] as Any }
+        #expect(announced.count == 2)
+        #expect(announced.first is NSNull, "\(listener.output)")
+        #expect(announced.last as? String == "$null", "\(listener.output)")
+    }
+
+    @Test("nil and \"$null\" inside a value: another process sees null and the string; a new center reads them back")
+    func nilInside() async throws {
+        struct Profile: Codable, Equatable {
+            var nickname: String?
+            var tags: [String?]
+        }
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole", [
+            "listen", "--container", container.path, "--name", GroupValue<Profile>.notificationName(for: "profile").rawValue,
+            "--count", "1",
+        ])
+        try await listener.awaitError(containing: "listening")
+        let written = Profile(nickname: "$null", tags: ["a", nil, "$null"])
+        try GroupValue("profile", default: Profile(nickname: nil, tags: []), in: try GroupNotificationCenter(containerURL: container.url))
+            .set(written)
+        #expect(try await listener.awaitExit() == 0)
+        let stored = try #require((listener.jsonLines().first?["userInfo"] as? [String: Any])?["value"] as? [String: Any])
+        #expect(stored["nickname"] as? String == "$null")
+        let tags = try #require(stored["tags"] as? [Any])
+        #expect(tags.count == 3 && tags[0] as? String == "a" && tags[1] is NSNull && tags[2] as? String == "$null")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(GroupValue("profile", default: Profile(nickname: nil, tags: []), in: center).value == written)
+        #expect(center.statistics.valuesRejected == 0)
+    }
+
+    @Test("values stored in the earlier format, where nil is the string \"$null\", read as written; an update stores the current one")
+    func earlierFormat() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        /// Stores `value` as earlier versions did: through PropertyListEncoder, with no "format" key.
+        func storeEarlier<T: Encodable>(_ value: T, as name: String) throws {
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            let list = try PropertyListSerialization.propertyList(from: try encoder.encode(["value": value]), format: nil)
+            let stored = try #require((list as? [String: Any])?["value"])
+            let archive = try UserInfoCodec.encode(["value": stored, "version": 1], maximumSize: Limits.maximumPayloadSize)
+            let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: name), object: nil, userInfo: archive)
+            #expect(try ValueStore(container: center.endpoint.container, name: name).publish(frame.encoded(), version: 1))
+        }
+        try storeEarlier(String?.none, as: "none")
+        try storeEarlier(String?.some("hello"), as: "text")
+        try storeEarlier([1, 2], as: "list")
+        try storeEarlier(["when": Date(timeIntervalSinceReferenceDate: 7)], as: "dated")
+        try storeEarlier("$null", as: "string")
+        try storeEarlier(["a", nil, 1.5] as [AnyValueSample?], as: "mixed")
+
+        #expect(GroupValue<String?>("none", default: "default", in: center).value == nil)
+        #expect(GroupValue<String?>("text", default: nil, in: center).value == "hello")
+        #expect(GroupValue("list", default: [Int](), in: center).value == [1, 2])
+        #expect(GroupValue("dated", default: [String: Date](), in: center).value == ["when": Date(timeIntervalSinceReferenceDate: 7)])
+        // Where a String is asked for, "$null" can only have been a string (PropertyListDecoder refused it).
+        #expect(GroupValue("string", default: "default", in: center).value == "$null")
+        #expect(GroupValue("mixed", default: [], in: center).value == ["a", nil, 1.5] as [AnyValueSample?])
+        for (name, printed) in [("none", "null"), ("text", #""hello""#), ("list", "[1,2]")] {
+            let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", name])
+            #expect(try await reader.awaitExit() == 0)
+            #expect(reader.output == [printed], "\(name)")
+        }
+        #expect(center.statistics.valuesRejected == 0)
+
+        // An update reads the earlier format and writes the current one.
+        try GroupValue("list", default: [Int](), in: center).update { $0.append(3) }
+        let frame = try #require(try ValueStore(container: center.endpoint.container, name: "list").latest().frame)
+        let userInfo = try UserInfoCodec.decode(try #require(frame.userInfo), allowed: .groupValue)
+        #expect(userInfo["format"] as? Int == 2)
+        let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "list"])
+        #expect(try await reader.awaitExit() == 0)
+        #expect(reader.output == ["[1,2,3]"])
+    }
+
+    @Test("every Codable shape round-trips exactly through the stored tree: integers at their limits, reals, nil, enums, subclasses")
+    func shapes() throws {
+        let container = TemporaryContainer()
+        let written = Shapes()
+        try GroupValue("shapes", default: Shapes.empty, in: try GroupNotificationCenter(containerURL: container.url)).set(written)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(GroupValue("shapes", default: Shapes.empty, in: center).value == written)
+        #expect(center.statistics.valuesRejected == 0)
+        let derived = Derived(base: 4, extra: "x")
+        try GroupValue("derived", default: Derived(base: 0, extra: ""), in: center).set(derived)
+        #expect(GroupValue("derived", default: Derived(base: 0, extra: ""), in: center).value == derived)
+    }
+
+    @Test("a stored tree that does not fit the type is an error saying where, never a trap or a changed number")
+    func misfits() {
+        func fails<T: Decodable>(_ type: T.Type, _ tree: Any) -> Bool {
+            (try? ValueTreeDecoder.decode(type, from: tree)) == nil
+        }
+        #expect(fails(Int8.self, NSNumber(value: 300)))
+        #expect(fails(UInt64.self, NSNumber(value: -1)))
+        #expect(fails(Int.self, NSNumber(value: 1.5)))
+        #expect(fails(Int.self, NSNumber(value: true)))
+        #expect(fails(Bool.self, NSNumber(value: 1)))
+        #expect(fails(Int64.self, NSNumber(value: UInt64.max)))
+        #expect(fails(Int.self, NSNull()))
+        #expect(fails(String.self, NSNull()))
+        #expect(fails([String: Int].self, [1: 2] as [AnyHashable: Any]))
+        #expect(fails([Int].self, ["a": 1]))
+        #expect(fails(Shapes.self, ["int8": 1]))
+        #expect((try? ValueTreeDecoder.decode(Int.self, from: NSNumber(value: 2.0))) == 2, "a whole real is an integer")
+        #expect((try? ValueTreeDecoder.decode(UInt64.self, from: NSNumber(value: UInt64.max))) == .max)
+        #expect((try? ValueTreeDecoder.decode(String?.self, from: "$null")) == "$null")
+        #expect((try? ValueTreeDecoder.decode(String?.self, from: "$null", nullStrings: true)) == .some(nil))
+        #expect((try? ValueTreeDecoder.decode(String?.self, from: NSNull())) == .some(nil))
+    }
+
+    @Test("a value stored in a later format reads as the default, counted, and is not overwritten by update")
+    func laterFormat() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let archive = try UserInfoCodec.encode(["value": 5, "version": 1, "format": 3], maximumSize: Limits.maximumPayloadSize)
+        let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: "later"), object: nil, userInfo: archive)
+        #expect(try ValueStore(container: center.endpoint.container, name: "later").publish(frame.encoded(), version: 1))
+        let value = GroupValue("later", default: 0, in: center)
+        #expect(value.value == 0)
+        #expect(center.statistics.valuesRejected == 1)
+        #expect(throws: WormholeError.self) { try value.update { $0 += 1 } }
+    }
+}
+
+/// A string or a real, in a value of the earlier format.
+private enum AnyValueSample: Codable, Equatable, ExpressibleByStringLiteral, ExpressibleByFloatLiteral {
+    case text(String), real(Double)
+
+    init(stringLiteral value: String) { self = .text(value) }
+    init(floatLiteral value: Double) { self = .real(value) }
+
+    init(from decoder: any Decoder) throws {
+        let single = try decoder.singleValueContainer()
+        if let text = try? single.decode(String.self) { self = .text(text) } else { self = .real(try single.decode(Double.self)) }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var single = encoder.singleValueContainer()
+        switch self {
+        case .text(let text): try single.encode(text)
+        case .real(let real): try single.encode(real)
+        }
+    }
+}
+
+/// A value of every shape `Codable` gives.
+private struct Shapes: Codable, Equatable {
+    enum Choice: Codable, Equatable {
+        case none, pair(Int, String), named(label: String?)
+    }
+
+    var int8: Int8 = -128
+    var uint8: UInt8 = 255
+    var int64: Int64 = .min
+    var uint64: UInt64 = .max
+    var uint: UInt = .max
+    var float: Float = 0.1
+    var double: Double = 1.0
+    var tiny: Double = .leastNonzeroMagnitude
+    var flag = true
+    var text = "$null"
+    var missing: String? = nil
+    var date = Date(timeIntervalSinceReferenceDate: 1.5)
+    var data = Data([0, 1, 2, 255])
+    var map: [Int: String] = [1: "one", -2: "minus two"]
+    var list: [Int?] = [1, nil, 3]
+    var nested: [[String?]] = [[nil], [], ["a"]]
+    var choices: [Choice] = [.none, .pair(1, "x"), .named(label: nil), .named(label: "y")]
+
+    static let empty = Shapes(int8: 0, uint8: 0, int64: 0, uint64: 0, uint: 0, float: 0, double: 0, tiny: 0, flag: false, text: "",
+                              missing: nil, date: Date(timeIntervalSinceReferenceDate: 0), data: Data(), map: [:], list: [], nested: [],
+                              choices: [])
+}
+
+/// A subclass that encodes its superclass through `superEncoder()`.
+// Safe because every property is a constant.
+private class Base: Codable, @unchecked Sendable {
+    let base: Int
+    init(base: Int) { self.base = base }
+}
+
+// Safe because every property is a constant.
+private final class Derived: Base, Equatable, @unchecked Sendable {
+    let extra: String
+    private enum Keys: String, CodingKey { case extra }
+
+    init(base: Int, extra: String) {
+        self.extra = extra
+        super.init(base: base)
+    }
+
+    required init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Keys.self)
+        extra = try container.decode(String.self, forKey: .extra)
+        try super.init(from: try container.superDecoder())
+    }
+
+    override func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Keys.self)
+        try container.encode(extra, forKey: .extra)
+        try super.encode(to: container.superEncoder())
+    }
+
+    static func == (left: Derived, right: Derived) -> Bool { left.base == right.base && left.extra == right.extra }
 }

@@ -134,4 +134,34 @@ struct RetainedTests {
         wormhole.clearAllMessageContents()
         #expect(wormhole.message(withIdentifier: "other") == nil)
     }
+
+    @Test("clearAllMessageContents forgets the mailbox's messages only: another process's widget status stays")
+    func mailboxClearsItsOwn() async throws {
+        let container = TemporaryContainer()
+        let long = String(repeating: "identifier-", count: 12)
+        // Names too long for a file name are stored by hash: a message and a non-message of each kind.
+        let messages = ["wormhole.message.button", "wormhole.message." + long]
+        let others = ["status", "status." + long, "wormhole.messages"]
+        for name in messages + others {
+            let poster = try Peer("wormhole", [
+                "post", "--container", container.path, "--name", name, "--retain", "--user-info", #"{"message": "kept"}"#,
+            ])
+            #expect(try await poster.awaitExit() == 0, "\(poster.errorOutput)")
+        }
+        let wormhole = WormholeMailbox(try GroupNotificationCenter(containerURL: container.url))
+        #expect(wormhole.message(withIdentifier: long) as? String == "kept")
+        wormhole.clearAllMessageContents()
+        #expect(wormhole.message(withIdentifier: "button") == nil)
+        #expect(wormhole.message(withIdentifier: long) == nil)
+        for name in others {
+            let reader = try Peer("wormhole", ["retained", "--container", container.path, "--name", name])
+            #expect(try await reader.awaitExit() == 0, "\(name) is not a mailbox message: it stays")
+            #expect((reader.jsonLines().first?["userInfo"] as? [String: Any])?["message"] as? String == "kept")
+        }
+        let gone = try Peer("wormhole", ["retained", "--container", container.path, "--name", messages[0]])
+        #expect(try await gone.awaitExit() == 1)
+        // Every retained notification, under its own name.
+        wormhole.center.clearAllRetainedNotifications()
+        for name in others { #expect(wormhole.center.retainedNotification(named: .init(name)) == nil) }
+    }
 }

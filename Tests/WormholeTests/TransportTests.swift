@@ -200,6 +200,64 @@ struct TransportTests {
         #expect((1...2).contains(said.count), "\(listener.errorOutput.suffix(5))")
     }
 
+    @Test(
+        "a listener out of descriptors pauses: its registry entry reads as intact and stays as it is, it registers again at most once a second, says so at most once a second, and gets what was posted once it has descriptors again",
+        arguments: Transport.allCases)
+    func outOfDescriptors(transport: Transport) async throws {
+        let container = TemporaryContainer()
+        let environment = ["WORMHOLE_TRANSPORT": transport.rawValue]
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "d", "--exhaust-descriptors"],
+            environment: environment)
+        try listener.waitForLines(2)
+        let exhausted = try #require(listener.jsonLines().first { $0["exhausted"] != nil })
+        try #require(exhausted["errno"] as? Int == Int(EMFILE), "the listener is out of descriptors: \(exhausted)")
+        let saidBefore = listener.errorOutput.count
+        let clock = ContinuousClock()
+        let start = clock.now
+        let folder = container.path + "/registry/"
+        let names = try FileManager.default.contentsOfDirectory(atPath: folder)
+        let entry = folder + (try #require(names.first, "the listener's entry, the only one: \(names)"))
+        func inode() -> UInt64? {
+            var status = stat()
+            return lstat(entry, &status) == 0 ? UInt64(status.st_ino) : nil
+        }
+        let registered = try #require(inode())
+        // A post: on sequenced packets its connection waits unaccepted, and the listener tries to accept it again
+        // after each pause; on datagrams it is read.
+        let center = try GroupNotificationCenter(
+            containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: transport))
+        #expect(try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": 0]).failures.isEmpty)
+        func attempts() -> Int { listener.errorOutput.count { $0.contains("registering again") } }
+
+        // Its entry is intact: a registry it cannot read now says nothing else, and nothing is rewritten.
+        try await Task.sleep(for: .seconds(3))
+        #expect(attempts() == 0, "\(listener.errorOutput.suffix(5))")
+        #expect(inode() == registered, "the entry's file is the one written as the listener registered")
+        // Its entry removed (as a cleaner of files would): it cannot tell until it has descriptors again, and
+        // tries at most once a second meanwhile. Counted over the measured window, with a margin of two.
+        try FileManager.default.removeItem(atPath: entry)
+        try await Task.sleep(for: .seconds(3))
+        let seconds = Double((clock.now - start).components.seconds) + 1
+        let said = listener.errorOutput.dropFirst(saidBefore)
+        #expect(Double(attempts()) <= seconds + 2, "\(said.suffix(5))")
+        #expect(Double(said.count) <= seconds + 2, "at most a warning a second, with a margin: \(said.suffix(10))")
+
+        // Its descriptors back: it registers again, and what was posted arrives.
+        listener.signal(SIGUSR1)
+        let deadline = clock.now + .seconds(20)
+        while !listener.jsonLines().contains(where: { $0["released"] != nil }) && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        while inode() == nil && clock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(inode() != nil, "registered again: \(listener.output), \(listener.errorOutput.suffix(5))")
+        while !listener.jsonLines().contains(where: { $0["i"] as? Int == 0 }) && clock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [0], "the post, once")
+        listener.signal(SIGKILL)
+    }
+
     @Test("no source sets SO_DEFUNCTOK, which would let xnu make a suspended app's sockets defunct")
     func noDefunctOK() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

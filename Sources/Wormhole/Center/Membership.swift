@@ -35,7 +35,7 @@ final class Membership: Sendable {
         let snapshot = registry.snapshot()
         let stale = probeDeadListeners(except: listener)
         if snapshot.entry(listener) == nil { try checkRoom(snapshot, stale: stale) }
-        let previous = registry.currentEntry(listener)
+        let previous = try registry.currentEntry(listener)
         try registry.write(RegistryEntry(
             listener: listener, pid: Sys.processID, subscriptions: previous?.subscriptions ?? [], identity: identity.clientIdentifier,
             lastSeen: Int64(Date().timeIntervalSince1970), transport: transport))
@@ -49,7 +49,7 @@ final class Membership: Sendable {
             registry.remove(listener)
             return
         }
-        if var entry = registry.currentEntry(listener) {
+        if var entry = try? registry.currentEntry(listener) {
             entry.pid = 0
             entry.lastSeen = Int64(Date().timeIntervalSince1970)
             try? registry.write(entry)
@@ -63,12 +63,14 @@ final class Membership: Sendable {
             // On first registration, collect the entries of listeners that died unnoticed, so that a container
             // does not grow with every process that ever observed in it.
             let snapshot = registry.snapshot()
-            let isNew = snapshot.entry(listener) == nil && registry.currentEntry(listener) == nil
+            // An entry this process cannot read now (out of descriptors) is neither new nor written: it throws.
+            let isNew = try snapshot.entry(listener) == nil ? registry.currentEntry(listener) == nil : false
             let stale = isNew ? probeDeadListeners(except: listener) : []
             if isNew { try checkRoom(snapshot, stale: stale) }
             let entry = entry(listener, subscriptions: subscriptions())
             // Nothing to write when the entry says this already (one listing every name says it for any set).
-            if isNew || registry.currentEntry(listener).map({
+            let stored = try isNew ? nil : registry.currentEntry(listener)
+            if isNew || stored.map({
                 $0.subscriptions != entry.subscriptions || $0.pid != entry.pid || $0.transport != entry.transport
             }) ?? true {
                 try registry.write(entry)
@@ -95,7 +97,9 @@ final class Membership: Sendable {
 
     /// Once a second on the listener's thread: puts `listener`'s entry back if the registry lost it (a corrupt
     /// registry is rebuilt empty), and mends it if it differs from `subscriptions`. With `keepingLastRun` (a
-    /// durable identity with no observer yet in this run) the entry keeps the subscriptions it has.
+    /// durable identity with no observer yet in this run) the entry keeps the subscriptions it has. While this
+    /// process cannot read the registry (it is out of descriptors), the registry reads as it last did: an entry
+    /// that cannot be read is not one lost, and nothing is written.
     func mend(_ listener: UInt64, keepingLastRun: Bool, subscriptions: @autoclosure () -> [Subscription]) {
         if !container.isAtItsPath {
             if !containerRemoved.exchange(true, ordering: .relaxed) {

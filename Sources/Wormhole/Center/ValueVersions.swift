@@ -64,7 +64,7 @@ final class ValueVersions: Sendable {
         written()
         do {
             _ = try endpoint.post(name: notification, object: nil, userInfo: archive ?? (try UserInfoCodec.encode(
-                ["version": Int(truncatingIfNeeded: version)], maximumSize: Limits.maximumPayloadSize)))
+                [ValueFormat.versionKey: Int(truncatingIfNeeded: version)], maximumSize: Limits.maximumPayloadSize)))
         } catch {
             Log.warning("change of value \(name) not announced: \(error)")
         }

@@ -8,6 +8,11 @@ struct AllowedClasses: Sendable {
         NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self, NSDate.self,
     ])
 
+    /// What a group value holds: the property-list classes, and `NSNull` for nil.
+    static let groupValue = AllowedClasses([
+        NSArray.self, NSDictionary.self, NSString.self, NSNumber.self, NSData.self, NSDate.self, NSNull.self,
+    ])
+
     /// The value classes: every kind of value a poster may send without a class of its own (property-list
     /// values, `NSNull`, sets, URLs and UUIDs), which Wormhole's codec reads itself. Every observer accepts them;
     /// an `allowedClasses` argument adds classes of the user's own to them.

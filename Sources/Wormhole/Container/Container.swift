@@ -138,8 +138,8 @@ final class Container: Sendable {
     }
 
     /// The default container of a group: `$WORMHOLE_CONTAINER_ROOT/<group>`, else
-    /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms the App Group
-    /// container.
+    /// `$XDG_RUNTIME_DIR/wormhole/<group>`, else `<tmp>/wormhole-<uid>/<group>`; on Apple platforms a `Wormhole`
+    /// folder inside the App Group's container.
     static func defaultPath(forGroup group: String, create: Bool = true) throws(WormholeError) -> String {
         guard !group.isEmpty, group != ".", group != "..", !group.contains("/"), !group.contains("\0") else {
             throw WormholeError(.invalidContainer, "group identifier \"\(group)\" cannot name a folder")

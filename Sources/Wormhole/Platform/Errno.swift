@@ -51,6 +51,10 @@ extension WormholeError {
     /// The errno a failed system call reported, named; nil for an error that is not the system's.
     var systemErrno: Errno? { errno.map(Errno.init) }
 
+    /// Whether a system call failed because this process, or the system, is out of descriptors or memory
+    /// (``Errno/outOfResources``): nothing is known then about the file or the peer it was working on.
+    var isOutOfResources: Bool { systemErrno.map(Errno.outOfResources.contains) ?? false }
+
     /// An error of a system call that failed with `errno`.
     init(_ code: Code, _ detail: String, errno: Errno) {
         self.init(code, detail, errno: errno.rawValue)

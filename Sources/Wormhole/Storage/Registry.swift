@@ -97,11 +97,13 @@ final class Registry: Sendable {
             {
                 return cache.snapshot
             }
+            if !changes.isCurrent() { changes.reopen() }
+            // This process cannot read the registry now (out of descriptors): its last reading stands, as nothing
+            // says otherwise, and the next call looks again.
+            guard reload(&cache) else { return cache.snapshot }
             cache.mark = mark
             cache.checked = now
             cache.markChecked = now
-            if !changes.isCurrent() { changes.reopen() }
-            reload(&cache)
             // Trusted only when a mark told what was read: without one, every call looks.
             if mark != 0 { cache.trust(from: now, unlessChangedSince: changesBefore) }
             return cache.snapshot
@@ -113,13 +115,22 @@ final class Registry: Sendable {
         return (status.identity, status.modifiedNanoseconds)
     }
 
-    /// Lists the folder and reads the entries whose file is new or changed.
-    private func reload(_ cache: inout Cache) {
+    /// Lists the folder and reads the entries whose file is new or changed. Returns false, with `cache` as it
+    /// was, when this process cannot tell what the folder holds now: it is out of descriptors (or memory) to list
+    /// it or to open an entry. That is not an entry lost, nor a damaged one.
+    private func reload(_ cache: inout Cache) -> Bool {
         // A folder changed within the last moments may change again within the same tick of its clock, unseen:
         // its state is kept, to skip later listings, only once it is settled.
-        cache.folder = folderState().flatMap { nanosecondsSince($0.modified) > Limits.registryEntrySettled.signedNanoseconds ? $0 : nil }
+        let folder = folderState().flatMap { nanosecondsSince($0.modified) > Limits.registryEntrySettled.signedNanoseconds ? $0 : nil }
         let directory = container.registryDescriptor
-        let names = (try? Sys.listDirectory(directory, limit: 4 * Limits.maximumListeners)) ?? []
+        let names: [String]
+        do throws(WormholeError) {
+            names = try Sys.listDirectory(directory, limit: 4 * Limits.maximumListeners)
+        } catch where error.isOutOfResources {
+            return false
+        } catch {
+            names = []
+        }
         var files: [String: CachedEntry] = [:]
         var changed = !cache.loaded
         for name in names where FileName.value(ofHex: name) != nil {
@@ -133,19 +144,29 @@ final class Registry: Sendable {
                 continue
             }
             changed = true
-            files[name] = CachedEntry(identity: identity, size: size, modified: modified, entry: readEntry(name))
+            let entry: RegistryEntry?
+            do throws(WormholeError) {
+                entry = try readEntry(name)
+            } catch {
+                return false
+            }
+            files[name] = CachedEntry(identity: identity, size: size, modified: modified, entry: entry)
         }
         if files.count != cache.files.count { changed = true }
+        cache.folder = folder
         cache.files = files
         cache.loaded = true
-        guard changed else { return }
+        guard changed else { return true }
         let entries = files.keys.sorted().compactMap { files[$0]?.entry }
         cache.snapshot = RegistrySnapshot(entries: entries)
         parses.add(1, ordering: .relaxed)
+        return true
     }
 
-    /// One entry file, checked; nil (said and counted) when it is damaged, of another type, or too large.
-    private func readEntry(_ name: String) -> RegistryEntry? {
+    /// One entry file, checked; nil (said and counted) when it is damaged, of another type, or too large, and
+    /// when it is gone.
+    /// - Throws: the system's error when this process is out of descriptors or memory to read it: it cannot tell.
+    private func readEntry(_ name: String) throws(WormholeError) -> RegistryEntry? {
         do throws(WormholeError) {
             let bytes = try StoredFile.read(name, in: container.registryDescriptor, limit: Limits.maximumRegistryEntrySize)
             let entry = try RegistryFormat.decodeEntry(bytes)
@@ -155,6 +176,8 @@ final class Registry: Sendable {
             return entry
         } catch where error.systemErrno == .noSuchFile {
             return nil
+        } catch where error.isOutOfResources {
+            throw error
         } catch {
             skippedEntry()
             Log.warning("registry entry \(name) in \(container.path) is unreadable, skipping it: \(error)")
@@ -202,9 +225,10 @@ final class Registry: Sendable {
         }
     }
 
-    /// The entry of `listener` as its file holds it now, without the cache.
-    func currentEntry(_ listener: UInt64) -> RegistryEntry? {
-        readEntry(FileName.hex(listener))
+    /// The entry of `listener` as its file holds it now, without the cache; nil when it has none (or a damaged one).
+    /// - Throws: the system's error when this process is out of descriptors or memory to read it: it cannot tell.
+    func currentEntry(_ listener: UInt64) throws(WormholeError) -> RegistryEntry? {
+        try readEntry(FileName.hex(listener))
     }
 
     /// Removes temporary files left by writers that died between writing and renaming.

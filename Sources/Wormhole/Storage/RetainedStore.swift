@@ -24,9 +24,7 @@ struct RetainedStore: Sendable {
     func load(name: String) -> Frame? {
         let bytes: [UInt8]
         do throws(WormholeError) {
-            bytes = try StoredFile.read(
-                Self.fileName(for: name), in: container.retainedDescriptor,
-                limit: SpoolRecord.headerSize + SpoolRecord.recordHeaderSize + SpoolRecord.maximumFrameSize)
+            bytes = try StoredFile.read(Self.fileName(for: name), in: container.retainedDescriptor, limit: Self.maximumFileSize)
         } catch where error.systemErrno == .noSuchFile {
             return nil
         } catch {
@@ -46,10 +44,36 @@ struct RetainedStore: Sendable {
         try? Sys.removeFile(Self.fileName(for: name), relativeTo: container.retainedDescriptor)
     }
 
+    /// Removes every retained value of the container.
     func clearAll() {
         let names = (try? Sys.listDirectory(container.retainedDescriptor, limit: Limits.maximumNamesCleared)) ?? []
         for name in names where name.hasPrefix("n-") || name.hasPrefix("h-") {
             try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)
         }
     }
+
+    /// Removes the retained values whose notification name starts with `prefix`, and no other.
+    ///
+    /// A file named after its name (`n-`) is told by its file name alone; one named by a hash (`h-`, a name
+    /// too long for a file name) is read first, and removed only when the frame inside names a notification
+    /// with `prefix`. A hashed file that cannot be read or is damaged is left: it reads as no value anyway, and
+    /// nothing says whose it is.
+    func clearAll(namesStartingWith prefix: String) {
+        let folder = container.retainedDescriptor
+        let named = "n-" + Array(prefix.utf8).map { String(format: "%02x", $0) }.joined()
+        let names = (try? Sys.listDirectory(folder, limit: Limits.maximumNamesCleared)) ?? []
+        for file in names {
+            if file.hasPrefix(named) {
+                try? Sys.removeFile(file, relativeTo: folder)
+            } else if file.hasPrefix("h-"), let bytes = try? StoredFile.read(file, in: folder, limit: Self.maximumFileSize),
+                let record = SpoolRecord.decodeAll(bytes).frames.first, let frame = try? Frame(decoding: record),
+                frame.name.hasPrefix(prefix)
+            {
+                try? Sys.removeFile(file, relativeTo: folder)
+            }
+        }
+    }
+
+    /// The largest file a retained value takes: one record of the largest frame.
+    static let maximumFileSize = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize + SpoolRecord.maximumFrameSize
 }

@@ -226,3 +226,17 @@ enum GroupValueName {
     /// The notification that announces each change of the value `name`.
     static func notification(for name: String) -> String { "wormhole.value." + name }
 }
+
+/// The userInfo a group value's version holds, which its announcement carries too.
+enum ValueFormat {
+    /// The value itself.
+    static let valueKey = "value"
+    /// The version's number, an `Int`.
+    static let versionKey = "version"
+    /// How the value is encoded, an `Int`: 2 for a ``ValueTreeLeaf`` tree, where nil is `NSNull` and a string
+    /// is a string. Absent in values stored by earlier versions (format 1), which went through
+    /// `PropertyListEncoder`: nil is the string `"$null"` there.
+    static let formatKey = "format"
+    /// The format this version writes.
+    static let current = 2
+}

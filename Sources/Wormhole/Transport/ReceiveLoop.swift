@@ -53,8 +53,10 @@ extension Listener {
                     if thread.isStopping { return false }
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
-                // A wait shortened for the bell that ends is no reason for housekeeping.
-                let housekeepingDue = (ready == 0 && timeout == fullTimeout) || now - lastHousekeeping > Limits.housekeepingInterval.nanoseconds
+                // Once a second: a wait that ran out the whole interval, or the interval passed since. A shorter wait
+                // that ends (for the bell, or the inbox's own pause while it is out of descriptors) is no reason.
+                let housekeepingDue = (ready == 0 && timeout == Limits.housekeepingInterval.milliseconds)
+                    || now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds
                 if backlog.isOver {
                     // The spool waits too; it is looked at as soon as there is room.
                     bellOwed = true

@@ -109,7 +109,7 @@ final class SeqpacketInbox: Inbox {
             do throws(WormholeError) {
                 if !rebinding { try InjectedFault.failBoundSocket() }
                 accepted = try UnixSocket.accept(listening)
-            } catch where error.systemErrno.map(Errno.outOfResources.contains) ?? false {
+            } catch where error.isOutOfResources {
                 // Out of descriptors: make room, and leave the listening socket alone for a moment rather than
                 // spin on it.
                 closeLeastRecent(max(1, connections.count / 8), &frames)
