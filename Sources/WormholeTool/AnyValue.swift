@@ -66,7 +66,7 @@ indirect enum AnyValue: Codable, Sendable {
         case nil:
             // The value is one level inside the userInfo it is stored in.
             let json = try JSONReader.parse(text, option: "--set", maximumDepth: GroupNotificationCenter.maximumNestingDepth - 1)
-            return json == .null ? nil : try AnyValue(json: json)
+            return json == .null ? nil : AnyValue(json: json)
         case "date":
             guard let date = Self.date(from: text) else { throw UsageError("--set is not an ISO 8601 date: '\(text)'") }
             return .date(date)
@@ -108,24 +108,18 @@ indirect enum AnyValue: Codable, Sendable {
         }
     }
 
-    /// The value of JSON the user gave; null inside it has no property-list counterpart.
-    init(json: JSONValue) throws(UsageError) {
+    /// The value of JSON the user gave.
+    init(json: JSONValue) {
         switch json {
         case .bool(let value): self = .bool(value)
         case .integer(let value): self = .integer(value)
         case .unsigned(let value): self = .unsigned(value)
         case .real(let value): self = .double(value)
         case .string(let value): self = .string(value)
-        case .array(let items):
-            var array: [AnyValue] = []
-            for item in items { array.append(try AnyValue(json: item)) }
-            self = .array(array)
-        case .object(let members):
-            var dictionary: [String: AnyValue] = [:]
-            for (key, item) in members { dictionary[key] = try AnyValue(json: item) }
-            self = .dictionary(dictionary)
-        case .null:
-            throw UsageError("--set holds null inside it, which a group value cannot hold (--set null alone resets it)")
+        case .array(let items): self = .array(items.map(AnyValue.init(json:)))
+        case .object(let members): self = .dictionary(members.mapValues(AnyValue.init(json:)))
+        // Inside a value, null is stored as NSNull, as a typed process stores nil; --set null alone is a reset.
+        case .null: self = .null
         }
     }
 

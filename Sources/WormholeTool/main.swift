@@ -24,8 +24,9 @@ let commandHelp: [(name: String, text: String)] = [
     ("value", """
         usage: wormhole value (--group ID | --container DIR) [--create] --name N [--set JSON [--type date|data] | --reset]
           print the current value of the group value N as JSON (null when unset), set it, or reset it to unset
-          (--reset, or --set null). A string needs its quotes: --set '"hello"'. Integers are exact from -2^63 to
-          2^64-1. JSON has no date or data: --type date reads --set as an ISO 8601 date, --type data as base64.
+          (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
+          typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
+          reads --set as an ISO 8601 date, --type data as base64.
           Values print as listen prints them; dates as ISO 8601 with fractions of a second.
         """),
     ("status", """
