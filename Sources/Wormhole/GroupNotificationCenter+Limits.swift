@@ -15,4 +15,7 @@ extension GroupNotificationCenter {
     public static let maximumDurableAge = Limits.maximumDurableAge
     /// The longest notification name or object, in UTF-8 bytes: 4096.
     public static let maximumNameLength = Limits.maximumNameLength
+    /// The deepest nesting of arrays and dictionaries a userInfo or a group value may hold: 128 levels, the
+    /// outermost counted. Deeper ones are refused whole, as unreadable by the receiver.
+    public static let maximumNestingDepth = Limits.archiveMaximumDepth
 }

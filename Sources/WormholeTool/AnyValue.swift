@@ -2,10 +2,11 @@ import Foundation
 import Wormhole
 
 /// Any value a property list holds, as a `Codable` type: what `wormhole value` reads and writes, whatever type
-/// the processes that share the value use.
+/// the processes that share the value use. Integers are exact across the whole `Int64` and `UInt64` ranges;
+/// null is what a stored `NSNull` reads as.
 indirect enum AnyValue: Codable, Sendable {
-    case bool(Bool), integer(Int), double(Double), string(String), date(Date), data(Data)
-    case array([AnyValue]), dictionary([String: AnyValue])
+    case bool(Bool), integer(Int64), unsigned(UInt64), double(Double), string(String), date(Date), data(Data)
+    case array([AnyValue]), dictionary([String: AnyValue]), null
 
     private struct Key: CodingKey {
         var stringValue: String
@@ -28,8 +29,10 @@ indirect enum AnyValue: Codable, Sendable {
             self = .array(array)
         } else {
             let single = try decoder.singleValueContainer()
-            if let value = try? single.decode(Bool.self) { self = .bool(value) }
-            else if let value = try? single.decode(Int.self) { self = .integer(value) }
+            if single.decodeNil() { self = .null }
+            else if let value = try? single.decode(Bool.self) { self = .bool(value) }
+            else if let value = try? single.decode(Int64.self) { self = .integer(value) }
+            else if let value = try? single.decode(UInt64.self) { self = .unsigned(value) }
             else if let value = try? single.decode(Double.self) { self = .double(value) }
             else if let value = try? single.decode(Date.self) { self = .date(value) }
             else if let value = try? single.decode(Data.self) { self = .data(value) }
@@ -47,6 +50,8 @@ indirect enum AnyValue: Codable, Sendable {
             for (key, item) in dictionary { try container.encode(item, forKey: Key(stringValue: key)) }
         case .bool(let value): var container = encoder.singleValueContainer(); try container.encode(value)
         case .integer(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .unsigned(let value): var container = encoder.singleValueContainer(); try container.encode(value)
+        case .null: var container = encoder.singleValueContainer(); try container.encodeNil()
         case .double(let value): var container = encoder.singleValueContainer(); try container.encode(value)
         case .string(let value): var container = encoder.singleValueContainer(); try container.encode(value)
         case .date(let value): var container = encoder.singleValueContainer(); try container.encode(value)
@@ -55,16 +60,19 @@ indirect enum AnyValue: Codable, Sendable {
     }
 
     /// The value `--set` gives: JSON, or with `--type date` an ISO 8601 date and with `--type data` base64, which
-    /// JSON has no form for.
-    init(argument text: String, type: String?) throws {
+    /// JSON has no form for; nil for JSON's `null`, which resets the value.
+    static func argument(_ text: String, type: String?) throws(UsageError) -> AnyValue? {
         switch type {
-        case nil: self = try AnyValue(json: try JSONValue.parse(text, option: "--set", fragments: true))
+        case nil:
+            // The value is one level inside the userInfo it is stored in.
+            let json = try JSONReader.parse(text, option: "--set", maximumDepth: GroupNotificationCenter.maximumNestingDepth - 1)
+            return json == .null ? nil : AnyValue(json: json)
         case "date":
             guard let date = Self.date(from: text) else { throw UsageError("--set is not an ISO 8601 date: '\(text)'") }
-            self = .date(date)
+            return .date(date)
         case "data":
             guard let data = Data(base64Encoded: text) else { throw UsageError("--set is not base64: '\(text)'") }
-            self = .data(data)
+            return .data(data)
         case let other?: throw UsageError("--type takes date or data, not '\(other)'")
         }
     }
@@ -84,61 +92,54 @@ indirect enum AnyValue: Codable, Sendable {
         return formatter.date(from: text)
     }
 
-    /// The value as one line of JSON: a double keeps its fraction (`1.0`), keys are sorted, `/` is not escaped.
-    var jsonText: String {
+    /// The value as JSON: a date as an ISO 8601 string, data as base64, a real always with its fraction.
+    var json: JSONValue {
         switch self {
-        case .bool(let value): return value ? "true" : "false"
-        case .integer(let value): return String(value)
-        case .double(let value): return value.isFinite ? "\(value)" : "null"
-        case .string(let value): return JSONValue.string(value)
-        case .date(let value): return JSONValue.string(Self.dateText(value))
-        case .data(let value): return JSONValue.string(value.base64EncodedString())
-        case .array(let array): return "[" + array.map(\.jsonText).joined(separator: ",") + "]"
-        case .dictionary(let dictionary):
-            return "{" + dictionary.keys.sorted().map { JSONValue.string($0) + ":" + (dictionary[$0]?.jsonText ?? "null") }
-                .joined(separator: ",") + "}"
+        case .bool(let value): .bool(value)
+        case .integer(let value): .integer(value)
+        case .unsigned(let value): .unsigned(value)
+        case .double(let value): .real(value)
+        case .string(let value): .string(value)
+        case .date(let value): JSONValue(date: value)
+        case .data(let value): .string(value.base64EncodedString())
+        case .array(let array): .array(array.map(\.json))
+        case .dictionary(let dictionary): .object(dictionary.mapValues(\.json))
+        case .null: .null
         }
     }
 
-    /// The value of a JSON document (`JSONSerialization`'s output); null has no property-list counterpart.
-    init(json: Any) throws {
+    /// The value of JSON the user gave.
+    init(json: JSONValue) {
         switch json {
-        case let string as String: self = .string(string)
-        case let number as NSNumber:
-            // JSON's true and false are numbers of Objective-C type `char`.
-            if String(cString: number.objCType) == "c" { self = .bool(number.boolValue) }
-            // Integers read as integers, not through a double, which would change those past 2^53.
-            else if !"dfD".contains(String(cString: number.objCType)) { self = .integer(number.intValue) }
-            else { self = .double(number.doubleValue) }
-        case let array as [Any]: self = .array(try array.map(AnyValue.init(json:)))
-        case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(json:)))
-        default: throw UsageError("--set holds null inside it, which a group value cannot hold (--set null alone resets it)")
+        case .bool(let value): self = .bool(value)
+        case .integer(let value): self = .integer(value)
+        case .unsigned(let value): self = .unsigned(value)
+        case .real(let value): self = .double(value)
+        case .string(let value): self = .string(value)
+        case .array(let items): self = .array(items.map(AnyValue.init(json:)))
+        case .object(let members): self = .dictionary(members.mapValues(AnyValue.init(json:)))
+        // Inside a value, null is stored as NSNull, as a typed process stores nil; --set null alone is a reset.
+        case .null: self = .null
         }
     }
 
-    /// The value of a stored property list, each number as the type it was stored as.
+    /// The value of a stored property list, each number as the type it was stored as; NSNull is null.
     init(propertyList: Any) throws {
         switch propertyList {
+        case let string as String: self = .string(string)
         case let date as Date: self = .date(date)
         case let data as Data: self = .data(data)
+        case let number as NSNumber:
+            switch JSONValue(number: number) {
+            case .bool(let value): self = .bool(value)
+            case .unsigned(let value): self = .unsigned(value)
+            case .real(let value): self = .double(value)
+            default: self = .integer(number.int64Value)
+            }
+        case is NSNull: self = .null
         case let array as [Any]: self = .array(try array.map(AnyValue.init(propertyList:)))
         case let dictionary as [String: Any]: self = .dictionary(try dictionary.mapValues(AnyValue.init(propertyList:)))
-        case is String, is NSNumber: self = try AnyValue(json: propertyList)
-        default: throw UsageError("the stored value holds a \(type(of: propertyList)), which no property list holds")
-        }
-    }
-
-    /// The value as JSON can show it: dates as ISO 8601 strings and data as base64, as `listen` prints them.
-    var json: Any {
-        switch self {
-        case .bool(let value): return value
-        case .integer(let value): return value
-        case .double(let value): return value
-        case .string(let value): return value
-        case .date(let value): return Self.dateText(value)
-        case .data(let value): return value.base64EncodedString()
-        case .array(let array): return array.map(\.json)
-        case .dictionary(let dictionary): return dictionary.mapValues(\.json)
+        default: throw ToolFailure("the stored value holds a \(type(of: propertyList)), which no property list holds")
         }
     }
 }

@@ -10,25 +10,43 @@ enum Commands {
     /// commands that only read, the container must exist already: nothing is created. Otherwise a folder that
     /// does not exist is made only with `--create`, so that a mistyped path or group is an error rather than a new
     /// empty container nobody listens in; an existing folder is used as it is.
-    static func center(_ options: Options, existing: Bool = false) throws -> GroupNotificationCenter {
+    /// - Throws: A ``UsageError`` (exit status 2) when the command line names no container, one that does not
+    ///   exist, or a path or group the library refuses as a container; what the library throws otherwise.
+    static func center(_ options: Options, command: String, existing: Bool = false) throws -> GroupNotificationCenter {
         let url: URL
-        switch (options["group"], options["container"]) {
-        case (let group?, nil):
-            url = try GroupNotificationCenter.defaultContainerURL(groupIdentifier: group)
-        case (nil, let path?):
-            guard !path.isEmpty else { throw UsageError("--container needs a folder") }
-            url = URL(fileURLWithPath: path)
-        default: throw UsageError("give exactly one of --group ID and --container DIR")
+        do {
+            switch (options["group"], options["container"]) {
+            case (let group?, nil): url = try GroupNotificationCenter.defaultContainerURL(groupIdentifier: group)
+            case (nil, let path?): url = URL(fileURLWithPath: path)
+            default: throw UsageError("give exactly one of --group ID and --container DIR")
+            }
+            if !options.has("create") && !FileManager.default.fileExists(atPath: url.path) {
+                // Only post, listen and value make a container; the others are told where to look instead.
+                let hint = ["post", "listen", "value"].contains(command)
+                    ? "pass --create to make it" : "\(command) never makes one (post, listen and value do, with --create)"
+                throw UsageError("container \(url.path) does not exist; \(hint)")
+            }
+            if existing { return try GroupNotificationCenter(existingContainerURL: url) }
+            if let group = options["group"] {
+                if let client = options["client"] { return try GroupNotificationCenter(groupIdentifier: group, clientIdentifier: client) }
+                return try GroupNotificationCenter(groupIdentifier: group)
+            }
+            return try GroupNotificationCenter(containerURL: url, clientIdentifier: options["client"])
+        } catch let error as WormholeError where error.code == .invalidNotification || isMistake(error, options) {
+            throw UsageError("\(error)")
         }
-        if existing { return try GroupNotificationCenter(existingContainerURL: url) }
-        if !options.has("create") && !FileManager.default.fileExists(atPath: url.path) {
-            throw UsageError("container \(url.path) does not exist; pass --create to make it")
-        }
-        if let group = options["group"] {
-            if let client = options["client"] { return try GroupNotificationCenter(groupIdentifier: group, clientIdentifier: client) }
-            return try GroupNotificationCenter(groupIdentifier: group)
-        }
-        return try GroupNotificationCenter(containerURL: url, clientIdentifier: options["client"])
+    }
+
+    /// Whether the library refused the container the command line names for what the command line says, not
+    /// for what the system said: a group that names no folder, a path that is no folder, a folder this process
+    /// can look into that holds no container. A folder it may not enter, or any error with an errno, is a
+    /// failure (exit status 1), as for a post into another user's container.
+    private static func isMistake(_ error: WormholeError, _ options: Options) -> Bool {
+        guard error.code == .invalidContainer, error.errno == nil else { return false }
+        guard let path = options["container"] else { return true }
+        var isFolder: ObjCBool = false
+        return !FileManager.default.fileExists(atPath: path, isDirectory: &isFolder) || !isFolder.boolValue
+            || FileManager.default.isExecutableFile(atPath: path)
     }
 
     /// Prints each notification as a JSON line; exits after `--count` of them.
@@ -36,7 +54,7 @@ enum Commands {
         let options = try Options(arguments, options: containerOptions.union(["name", "object", "count", "client"]), flags: ["create"])
         let limit = try options.integer("count")
         // Held only here: SIGTERM and SIGINT close the center, which takes this process out of the registry, then exit.
-        let open = Mutex<GroupNotificationCenter?>(try center(options))
+        let open = Mutex<GroupNotificationCenter?>(try center(options, command: "listen"))
         if limit == 0 { exit(0) }
         let signals = [SIGTERM, SIGINT].map { number in
             signal(number, SIG_IGN)
@@ -71,19 +89,26 @@ enum Commands {
         let options = try Options(arguments, options: containerOptions.union(["name", "object", "user-info"]), flags: ["retain", "create"])
         guard let name = options["name"] else { throw UsageError("post needs --name") }
         let userInfo = try options["user-info"].map { try JSONValue.userInfo(from: try JSONValue.text(of: $0)) }
-        let center = try center(options)
-        let report = try center.postReporting(
-            name: Notification.Name(name), object: options["object"], userInfo: userInfo, retain: options.has("retain"))
+        let center = try center(options, command: "post")
+        let report: PostReport
+        do {
+            report = try center.postReporting(
+                name: Notification.Name(name), object: options["object"], userInfo: userInfo, retain: options.has("retain"))
+        } catch let error as WormholeError where [.invalidNotification, .unsupportedValue, .payloadTooLarge].contains(error.code) {
+            // The name, object or userInfo typed cannot be posted: a mistake in the command line.
+            throw UsageError("\(error)")
+        }
         Output.line("posted \(name): \(report)")
         return report.failures.isEmpty ? 0 : 1
     }
 
     /// Prints the retained notification of `--name` as one JSON line; exits 1 when there is none.
     static func retained(_ arguments: ArraySlice<String>) throws -> Int32 {
-        // --json is accepted as status takes it: the output is JSON either way.
-        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear", "json"])
+        // No --json: what it prints is JSON always, as listen's lines are; --json is for status, whose default
+        // output is text for people.
+        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear"])
         guard let name = options["name"] else { throw UsageError("retained needs --name") }
-        let center = try center(options, existing: true)
+        let center = try center(options, command: "retained", existing: true)
         if options.has("clear") {
             center.clearRetainedNotification(named: Notification.Name(name))
             return 0
@@ -103,18 +128,26 @@ enum Commands {
         guard let name = options["name"] else { throw UsageError("value needs --name") }
         if options["set"] != nil && options.has("reset") { throw UsageError("give --set or --reset, not both") }
         if options["type"] != nil && options["set"] == nil { throw UsageError("--type goes with --set") }
+        // Read before the container is opened: a mistake in --set leaves nothing behind, not even a new container.
+        // nil for --set null, which resets the value as --reset does.
+        var newValue: AnyValue?
+        if let text = options["set"] { newValue = try AnyValue.argument(text, type: options["type"]) }
         let writes = options["set"] != nil || options.has("reset")
-        let center = try center(options, existing: !writes && !options.has("create"))
+        let center = try center(options, command: "value", existing: !writes && !options.has("create"))
         let value = GroupValue<AnyValue?>(name, default: nil, in: center)
-        if options.has("reset") || options["set"] == "null" {
+        if options.has("reset") || (writes && newValue == nil) {
             try value.reset()
             return 0
         }
-        if let text = options["set"] {
-            try value.set(try AnyValue(argument: text, type: options["type"]))
+        if let newValue {
+            do {
+                try value.set(newValue)
+            } catch let error as WormholeError where error.code == .unsupportedValue || error.code == .payloadTooLarge {
+                throw UsageError("\(error)")
+            }
             return 0
         }
-        Output.line(value.value?.jsonText ?? "null")
+        Output.line((value.value ?? .null).json.text)
         return 0
     }
 
@@ -122,7 +155,7 @@ enum Commands {
     static func forget(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Options(arguments, options: containerOptions.union(["client"]))
         guard let client = options["client"] else { throw UsageError("forget needs --client") }
-        let center = try center(options, existing: true)
+        let center = try center(options, command: "forget", existing: true)
         guard try center.forgetDurableIdentity(client) else {
             Output.error("wormhole: no durable identity \"\(client)\"")
             return 1
@@ -134,22 +167,27 @@ enum Commands {
     /// Lists every registered listener.
     static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Options(arguments, options: containerOptions, flags: ["json", "no-clean"])
-        let center = try center(options, existing: true)
+        let center = try center(options, command: "status", existing: true)
         // Listeners that are gone are removed, as the next post would; never a durable, stopped or busy one.
         let removed = options.has("no-clean") ? 0 : center.removeGoneListeners()
         let listeners = center.listenerStatus()
         if options.has("json") {
-            let rows: [[String: Any]] = listeners.map { listener in
-                [
-                    "identifier": listener.identifier, "pid": Int(listener.pid), "socket": listener.socketPath, "transport": listener.transport.rawValue,
-                    "clientIdentifier": listener.clientIdentifier as Any? ?? NSNull(),
-                    "lastSeen": listener.lastSeen.map { ISO8601DateFormatter().string(from: $0) } as Any? ?? NSNull(),
-                    "state": listener.state.rawValue, "spooledNotifications": listener.spooledNotifications,
-                    "spooledBytes": listener.spooledBytes,
-                    "observing": listener.observing.map { ["name": $0.name as Any? ?? NSNull(), "object": $0.object as Any? ?? NSNull()] },
-                ]
+            func text(_ string: String?) -> JSONValue { string.map(JSONValue.string) ?? .null }
+            let rows = listeners.map { listener -> JSONValue in
+                .object([
+                    "identifier": .string(listener.identifier), "pid": .integer(Int64(listener.pid)),
+                    "socket": .string(listener.socketPath), "transport": .string(listener.transport.rawValue),
+                    "clientIdentifier": text(listener.clientIdentifier),
+                    "lastSeen": text(listener.lastSeen.map { ISO8601DateFormatter().string(from: $0) }),
+                    "state": .string(listener.state.rawValue),
+                    "spooledNotifications": .integer(Int64(listener.spooledNotifications)),
+                    "spooledBytes": .integer(Int64(listener.spooledBytes)),
+                    "observing": .array(listener.observing.map { .object(["name": text($0.name), "object": text($0.object)]) }),
+                ])
             }
-            Output.line(JSONValue.string(["container": center.containerURL.path, "listeners": rows, "removed": removed]))
+            Output.line(JSONValue.object([
+                "container": .string(center.containerURL.path), "listeners": .array(rows), "removed": .integer(Int64(removed)),
+            ]).text)
             return 0
         }
         Output.line("container \(center.containerURL.path): \(listeners.count) listener(s)"

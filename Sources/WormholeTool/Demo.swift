@@ -11,7 +11,7 @@ enum Demo {
     static let status = Notification.Name("app.status")
 
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
-        guard arguments.isEmpty else { throw UsageError("demo takes no options") }
+        _ = try Options(arguments, options: [])
         let container = try makeTemporaryContainer()
         defer { try? FileManager.default.removeItem(atPath: container) }
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))

@@ -1,14 +1,190 @@
 import Foundation
 import Wormhole
 
-/// Converts between JSON and userInfo values for the command line.
-enum JSONValue {
-    /// A userInfo dictionary from a JSON object; JSON null is `NSNull`.
-    static func userInfo(from text: String) throws -> [AnyHashable: Any] {
-        guard let object = try parse(text, option: "--user-info") as? [String: Any] else {
-            throw UsageError("--user-info must be a JSON object")
+/// A JSON value as the tool reads and prints it: integers exact across the whole `Int64` and `UInt64` ranges, and
+/// reals kept apart from integers.
+///
+/// The tool reads JSON with ``JSONReader`` and writes it with ``text`` itself, never through `JSONSerialization`:
+/// that rounds or wraps integers past `Int64` differently on each platform, prints a real `1.0` as `1`, and on
+/// Apple platforms raises an Objective-C exception (a crash) for a non-finite real.
+///
+/// How values print, everywhere the tool prints JSON (`listen`, `retained`, `value`, `status --json`): an
+/// integer as its digits; a real always with a fraction or an exponent (`1.0`, `0.25`, `1e+16`); NaN and the
+/// infinities, which JSON has no number for, as the strings `"NaN"`, `"Infinity"` and `"-Infinity"`; data as
+/// base64 and a date as ISO 8601 (see ``init(date:)``); keys sorted; `/` not escaped.
+indirect enum JSONValue: Equatable {
+    case null
+    case bool(Bool)
+    /// An integer that fits `Int64`.
+    case integer(Int64)
+    /// An integer past `Int64.max`.
+    case unsigned(UInt64)
+    case real(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// The value as one line of JSON, as described at the top.
+    var text: String {
+        var output = ""
+        write(to: &output)
+        return output
+    }
+
+    private func write(to output: inout String) {
+        switch self {
+        case .null: output += "null"
+        case .bool(let value): output += value ? "true" : "false"
+        case .integer(let value): output += String(value)
+        case .unsigned(let value): output += String(value)
+        case .real(let value): output += Self.text(of: value)
+        case .string(let value): Self.write(string: value, to: &output)
+        case .array(let items):
+            output += "["
+            for (index, item) in items.enumerated() {
+                if index > 0 { output += "," }
+                item.write(to: &output)
+            }
+            output += "]"
+        case .object(let members):
+            output += "{"
+            for (index, key) in members.keys.sorted().enumerated() {
+                if index > 0 { output += "," }
+                Self.write(string: key, to: &output)
+                output += ":"
+                members[key]?.write(to: &output)
+            }
+            output += "}"
         }
-        return object
+    }
+
+    /// A real as printed: Swift's shortest text that reads back as the same `Double`, which always has a fraction
+    /// or an exponent; a non-finite one as a string.
+    static func text(of real: Double) -> String {
+        if real.isNaN { return #""NaN""# }
+        if real.isInfinite { return real < 0 ? #""-Infinity""# : #""Infinity""# }
+        return "\(real)"
+    }
+
+    /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`; everything else as is.
+    private static func write(string: String, to output: inout String) {
+        output += "\""
+        for scalar in string.unicodeScalars {
+            switch scalar {
+            case "\"": output += "\\\""
+            case "\\": output += "\\\\"
+            case "\n": output += "\\n"
+            case "\r": output += "\\r"
+            case "\t": output += "\\t"
+            case "\u{08}": output += "\\b"
+            case "\u{0C}": output += "\\f"
+            case _ where scalar.value < 0x20:
+                let hex = String(scalar.value, radix: 16)
+                output += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: output.unicodeScalars.append(scalar)
+            }
+        }
+        output += "\""
+    }
+
+    // MARK: Between JSON and Foundation values
+
+    /// The value a received notification's userInfo holds, as JSON: Data as base64, a Date as ISO 8601, a URL or
+    /// UUID as its string, a set as an array, NSNull as null, a key that is not a string as its description, a
+    /// number as the type it was sent as (a `Bool`, an integer, a real); anything else as its description.
+    init(received value: Any) {
+        switch value {
+        case let string as String: self = .string(string)
+        // Before NSNumber: a cast of Data to a class bridges it, copying every byte.
+        case let data as Data: self = .string(data.base64EncodedString())
+        case let date as Date: self = JSONValue(date: date)
+        case let url as URL: self = .string(url.absoluteString)
+        case let uuid as UUID: self = .string(uuid.uuidString)
+        case let number as NSNumber: self = JSONValue(number: number)
+        case is NSNull: self = .null
+        case let set as Set<AnyHashable>: self = .array(set.map { JSONValue(received: $0.base) })
+        case let array as [Any]: self = .array(array.map(JSONValue.init(received:)))
+        case let dictionary as [AnyHashable: Any]:
+            var members: [String: JSONValue] = [:]
+            for (key, item) in dictionary { members[(key.base as? String) ?? String(describing: key.base)] = JSONValue(received: item) }
+            self = .object(members)
+        default: self = .string(String(describing: value))
+        }
+    }
+
+    /// A date as ISO 8601 with fractions of a second; one that form cannot show (before the year 1, after 9999,
+    /// or not finite) as its seconds since 2001-01-01, a real.
+    init(date: Date) {
+        // The years 1 to 9999, in seconds since 2001-01-01.
+        let shown = -63_113_904_000.0..<252_423_993_600.0
+        let seconds = date.timeIntervalSinceReferenceDate
+        self = shown.contains(seconds) ? .string(AnyValue.dateText(date)) : .real(seconds)
+    }
+
+    /// A number as the type it holds. NSNumber's type letters: `c` is a `Bool` (JSON's true and false, and
+    /// Foundation's), `d` and `f` reals, `Q` an unsigned 64-bit integer; the rest are integers that fit `Int64`.
+    init(number: NSNumber) {
+        switch UInt8(bitPattern: number.objCType.pointee) {
+        case UInt8(ascii: "c"): self = .bool(number.boolValue)
+        // A Float prints as itself (1.1), not as the Double it widens to (1.100000023841858).
+        case UInt8(ascii: "f"): self = .real(Double("\(number.floatValue)") ?? number.doubleValue)
+        case UInt8(ascii: "d"): self = .real(number.doubleValue)
+        case UInt8(ascii: "Q") where number.uint64Value > UInt64(Int64.max): self = .unsigned(number.uint64Value)
+        default:
+            let value = number.int64Value
+            // One past Int64.max that reports another letter (a 128-bit CFNumber read from a property list) is
+            // told by its digits, which have no sign.
+            if value < 0, !number.stringValue.hasPrefix("-"), let unsigned = UInt64(number.stringValue) {
+                self = .unsigned(unsigned)
+            } else {
+                self = .integer(value)
+            }
+        }
+    }
+
+    /// The value as a userInfo value: NSNull for null, `Int64`, `UInt64`, `Double` and `Bool` as themselves.
+    var foundation: Any {
+        switch self {
+        case .null: return NSNull()
+        case .bool(let value): return value
+        case .integer(let value): return value
+        case .unsigned(let value): return value
+        case .real(let value): return value
+        case .string(let value): return value
+        case .array(let items): return items.map(\.foundation)
+        case .object(let members): return members.mapValues(\.foundation)
+        }
+    }
+
+    /// One JSON line for a received notification: its name, its object (null when it has none) and its userInfo
+    /// (null when it has none), each value as ``init(received:)`` shows it.
+    static func line(for note: Notification) -> String {
+        JSONValue.object([
+            "name": .string(note.name.rawValue),
+            "object": (note.object as? String).map(JSONValue.string) ?? .null,
+            "userInfo": note.userInfo.map { JSONValue(received: $0) } ?? .null,
+        ]).text
+    }
+
+    /// A userInfo dictionary from JSON text: it must be an object; null in it is `NSNull`.
+    static func userInfo(from text: String) throws(UsageError) -> [AnyHashable: Any] {
+        let value = try JSONReader.parse(text, option: "--user-info")
+        guard case .object(let members) = value else {
+            throw UsageError("--user-info must be a JSON object such as '{\"key\": 1}', not \(value.kind)")
+        }
+        return members.mapValues(\.foundation)
+    }
+
+    /// What kind of value this is, in words: `a number`, `a string`…
+    var kind: String {
+        switch self {
+        case .null: "null"
+        case .bool: "true or false"
+        case .integer, .unsigned, .real: "a number"
+        case .string: "a string"
+        case .array: "an array"
+        case .object: "an object"
+        }
     }
 
     /// The text an option names: `@FILE` reads a regular file, `-` standard input, anything else is the text
@@ -32,59 +208,5 @@ enum JSONValue {
         let data = FileHandle(fileDescriptor: fd, closeOnDealloc: false).readData(ofLength: limit + 1)
         guard data.count <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
         return String(decoding: data, as: UTF8.self)
-    }
-
-    /// `text` parsed as JSON; a syntax error names its line and column.
-    static func parse(_ text: String, option: String, fragments: Bool = false) throws -> Any {
-        do {
-            return try JSONSerialization.jsonObject(with: Data(text.utf8), options: fragments ? [.fragmentsAllowed] : [])
-        } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-            // Foundation says where in characters ("around character 21"): told as a line and a column.
-            if let range = detail.range(of: #"character \d+"#, options: .regularExpression),
-                let offset = Int(detail[range].dropFirst("character ".count))
-            {
-                let before = text.utf8.prefix(offset)
-                let line = before.filter { $0 == UInt8(ascii: "\n") }.count + 1
-                let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { before.distance(from: before.startIndex, to: $0) + 1 } ?? 0) + 1
-                throw UsageError("\(option) is not valid JSON at line \(line), column \(column): \(detail)")
-            }
-            throw UsageError("\(option) is not valid JSON: \(detail)")
-        }
-    }
-
-    /// One JSON line for a received notification: name, object, userInfo (Data as base64, Date as ISO 8601, a URL
-    /// or UUID as its string, a set as an array, NSNull as null).
-    static func line(for note: Notification) -> String {
-        var object: [String: Any] = ["name": note.name.rawValue]
-        object["object"] = (note.object as? String) ?? NSNull()
-        object["userInfo"] = note.userInfo.map { jsonCompatible($0) } ?? NSNull()
-        return string(object)
-    }
-
-    static func string(_ object: Any) -> String {
-        guard let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes, .fragmentsAllowed]) else {
-            return "{}"
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
-
-    static func jsonCompatible(_ value: Any) -> Any {
-        switch value {
-        case let string as String: return string
-        case let number as NSNumber: return number
-        case let data as Data: return data.base64EncodedString()
-        case let date as Date: return AnyValue.dateText(date)
-        case let url as URL: return url.absoluteString
-        case let uuid as UUID: return uuid.uuidString
-        case let set as Set<AnyHashable>: return set.map { jsonCompatible($0.base) }
-        case let array as [Any]: return array.map(jsonCompatible)
-        case let dictionary as [AnyHashable: Any]:
-            var result: [String: Any] = [:]
-            for (key, item) in dictionary { result[String(describing: key.base)] = jsonCompatible(item) }
-            return result
-        case is NSNull: return NSNull()
-        default: return String(describing: value)
-        }
     }
 }

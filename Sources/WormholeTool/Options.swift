@@ -2,7 +2,8 @@
 ///
 /// As `git` and `busctl` read theirs: an option's value is the next argument or what follows `=`; an option
 /// followed by another option has no value, which is an error (write `--name=--odd` for a value that starts with
-/// `--`); an option given twice, one the command does not take, and a stray argument are errors that name it.
+/// `--`); an empty value (`--name ""`), an option given twice, one the command does not take, and a stray argument
+/// are errors that name it.
 /// `-h` or `--help` anywhere asks for the command's help.
 struct Options {
     private var values: [String: String] = [:]
@@ -23,14 +24,17 @@ struct Options {
             }
             guard valued.contains(key) else { throw UsageError("unknown option --\(key)") }
             guard values[key] == nil else { throw UsageError("--\(key) is given twice") }
+            let value: String
             if let inline {
-                values[key] = inline
+                value = inline
             } else if let next = remaining.first, !(next.hasPrefix("--") && next.count > 2) {
-                values[key] = next
+                value = next
                 remaining = remaining.dropFirst()
             } else {
                 throw UsageError("--\(key) needs a value")
             }
+            guard !value.isEmpty else { throw UsageError("--\(key) is empty: give it a value") }
+            values[key] = value
         }
     }
 
@@ -53,4 +57,10 @@ struct UsageError: Error, CustomStringConvertible {
     /// `-h` or `--help`: the command's help, exit status 0.
     static let help = UsageError("")
     var isHelp: Bool { description.isEmpty }
+}
+
+/// A failure of the operation the command line asked for, found by the tool itself: exit status 1, one line.
+struct ToolFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
 }

@@ -4,29 +4,35 @@ import Foundation
 let commandHelp: [(name: String, text: String)] = [
     ("listen", """
         usage: wormhole listen (--group ID | --container DIR) [--create] [--name N] [--object O] [--count K] [--client ID]
-          print each notification as one JSON line; exit after K; with --client, as a durable listener that
-          receives what was posted for it while it was not running. SIGTERM or SIGINT ends it cleanly.
+          print each notification as one JSON line, {"name":…,"object":…,"userInfo":…}; exit after K; with --client,
+          as a durable listener that receives what was posted for it while it was not running. SIGTERM or SIGINT
+          ends it cleanly. An integer prints as its digits, a real always with a fraction or an exponent (1.0,
+          1e+16), NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity"; data as base64, a date
+          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001).
         """),
     ("post", """
         usage: wormhole post (--group ID | --container DIR) [--create] --name N [--object O] [--user-info JSON] [--retain]
           post one notification; print how many listeners got it and how many were spooled; with --retain, also
           keep it as the current value of its name. --user-info is a JSON object (null is NSNull), @FILE reads
-          it from a file, and - from standard input.
+          it from a file, and - from standard input. Integers are exact from -2^63 to 2^64-1; past that, an error.
         """),
     ("retained", """
-        usage: wormhole retained (--group ID | --container DIR) --name N [--clear] [--json]
-          print the current retained notification of N as one JSON line (exit 1 if none), or forget it
+        usage: wormhole retained (--group ID | --container DIR) --name N [--clear]
+          print the current retained notification of N as one JSON line, as listen prints it (exit 1 if none),
+          or forget it
         """),
     ("value", """
         usage: wormhole value (--group ID | --container DIR) [--create] --name N [--set JSON [--type date|data] | --reset]
-          print the current value of the group value N as JSON (null when unset), set it, or reset it to unset.
-          JSON has no date or data: --type date reads --set as an ISO 8601 date, --type data as base64.
-          Dates print as ISO 8601 with fractions of a second, data as base64.
+          print the current value of the group value N as JSON (null when unset), set it, or reset it to unset
+          (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
+          typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
+          reads --set as an ISO 8601 date, --type data as base64.
+          Values print as listen prints them; dates as ISO 8601 with fractions of a second.
         """),
     ("status", """
         usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]
           list the registered listeners: pid, socket, what they observe (a name of * is a pattern: every name),
-          state, spool depth; first removes the entries of listeners that are gone (never a durable, stopped or
+          state, spool depth; with --json, as one JSON line. First removes the entries of listeners that are gone (never a durable, stopped or
           busy one) and says how many, unless --no-clean
         """),
     ("forget", """
@@ -53,7 +59,8 @@ let usage = """
       demo      an app and an extension process talking through a temporary container
 
     post, listen and value refuse a container folder that does not exist unless given --create; the others never make one.
-    Exit status: 0 success, 1 failure, 2 a mistake in the command line.
+    listen, retained and value print JSON always; status prints text, or JSON with --json.
+    Exit status: 0 success, 1 failure, 2 a mistake in the command line (one line on standard error says which).
     """
 
 let toolVersion = "0.1.0-dev"
@@ -87,20 +94,21 @@ do {
         Output.ownText("wormhole \(toolVersion)")
         exit(0)
     case "":
-        Output.ownText(usage, toError: true)
+        Output.error("wormhole: give a command: listen, post, retained, value, status, forget or demo (see 'wormhole help')")
         exit(2)
     default:
         Output.error("wormhole: unknown command '\(command)' (see 'wormhole help')")
         exit(2)
     }
 } catch let error as UsageError {
-    if error.isHelp, let text = help(for: command) {
-        Output.ownText(text)
+    if error.isHelp {
+        Output.ownText(help(for: command) ?? usage)
         exit(0)
     }
     Output.error("wormhole \(command): \(error) (see 'wormhole \(command) --help')")
     exit(2)
 } catch {
+    // A failure of the operation, ToolFailure or what the library threw: one line, exit status 1.
     Output.error("wormhole \(command): \(error)")
     exit(1)
 }

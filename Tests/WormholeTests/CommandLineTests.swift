@@ -163,11 +163,15 @@ struct CommandLineTests {
             #expect(peer.errorOutput.first?.contains("pass --create") == true)
             #expect(!FileManager.default.fileExists(atPath: missing))
         }
-        // The others never make one, and do not suggest --create, which they do not take.
-        for command in [["retained", "--name", "x", "--clear"], ["status"], ["value", "--name", "v"]] {
+        // Reading a value makes none either, and is told the same; the others never make one, and say so.
+        let reading = try Peer("wormhole", ["value", "--container", missing, "--name", "v"])
+        #expect(try reading.waitForExit() == 2)
+        #expect(reading.errorOutput.first?.contains("pass --create") == true, "\(reading.errorOutput)")
+        for command in [["retained", "--name", "x", "--clear"], ["status"], ["forget", "--client", "c"]] {
             let peer = try Peer("wormhole", [command[0], "--container", missing] + command.dropFirst())
-            #expect(try peer.waitForExit() == 1, "\(command)")
-            #expect(peer.errorOutput.first?.contains("--create") == false, "\(command): \(peer.errorOutput)")
+            #expect(try peer.waitForExit() == 2, "\(command)")
+            #expect(peer.errorOutput.count == 1, "\(command): \(peer.errorOutput)")
+            #expect(peer.errorOutput.first?.contains("\(command[0]) never makes one") == true, "\(command): \(peer.errorOutput)")
             #expect(!FileManager.default.fileExists(atPath: missing))
         }
         let created = try Peer("wormhole", ["post", "--container", missing, "--create", "--name", "x"])
@@ -199,8 +203,21 @@ struct CommandLineTests {
         #expect(GroupValue<Double>("v", default: 0.5, in: center).value == 1.0)
         _ = try run(["--set", #"{"a": [1.0, 2, true]}"#])
         #expect(try run([]) == #"{"a":[1.0,2,true]}"#)
+        // null inside a value is stored as a typed process stores nil; the string "$null" stays a string.
+        _ = try run(["--set", #"{"a": null, "b": 1, "c": "$null"}"#])
+        #expect(try run([]) == #"{"a":null,"b":1,"c":"$null"}"#)
+        let typed = GroupValue<[String: Int?]>("v", default: [:], in: center)
+        _ = try run(["--set", #"{"a": null, "b": 1}"#])
+        #expect(typed.value.count == 2 && typed.value["a"] == .some(nil) && typed.value["b"] == 1, "\(typed.value)")
+        // --set null is a reset, not a stored nil: its announcement carries a version and no value.
+        let announcements = try Peer("wormhole", ["listen", "--container", container.path, "--count", "1",
+                                                  "--name", GroupValue<Int>.notificationName(for: "v").rawValue])
+        try announcements.waitForError(containing: "listening")
         _ = try run(["--set", "null"])
         #expect(try run([]) == "null")
+        #expect(try announcements.waitForExit() == 0)
+        let announced = try #require(announcements.jsonLines().first?["userInfo"] as? [String: Any])
+        #expect(announced["version"] != nil && announced["value"] == nil, "\(announced)")
         // An integer past 2^53 stays itself: it is not read through a double.
         _ = try run(["--set", "9007199254740993"])
         #expect(try run([]) == "9007199254740993")
@@ -264,5 +281,167 @@ struct CommandLineTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/spool").isEmpty)
         let again = try Peer("wormhole", ["forget", "--container", container.path, "--client", "w"])
         #expect(try again.waitForExit() == 1)
+    }
+
+    @Test("every mistake in the command line exits 2 with one line, and leaves no container behind")
+    func everyMistakeExitsTwo() throws {
+        let container = TemporaryContainer()
+        let missing = container.path + "/typo"
+        let at = ["--container", container.path]
+        let cases: [([String], String)] = [
+            ([], "give a command"),
+            (["post", "--name", ""] + at, "--name is empty"),
+            (["post", "--name=", "--container", container.path], "--name is empty"),
+            (["listen", "--object", ""] + at, "--object is empty"),
+            (["listen", "--client", ""] + at, "--client is empty"),
+            (["listen", "--client", String(repeating: "c", count: 5000)] + at, "client identifier"),
+            (["post", "--name", "n", "--object", String(repeating: "o", count: 5000)] + at, "longer than"),
+            (["post"] + at, "post needs --name"),
+            (["retained"] + at, "retained needs --name"),
+            (["value"] + at, "value needs --name"),
+            (["forget"] + at, "forget needs --client"),
+            (["status", "--name", "n"] + at, "unknown option --name"),
+            (["retained", "--name", "n", "--json"] + at, "unknown option --json"),
+            (["demo", "--fast"], "unknown option --fast"),
+            (["status", "--container", "/"], "no Wormhole container"),
+            (["status", "--group", "a/b"], "cannot name a folder"),
+            (["value", "--name", "v", "--set", "hello"] + at, #"a bare word needs quotes: write "hello" (in a shell: '"hello"')"#),
+            (["value", "--name", "v", "--set", #"{"a": [1, two]}"#] + at, #"column 11: a bare word needs quotes: write "two""#),
+            (["value", "--name", "v", "--set", "{a: 1}"] + at, #"a key needs quotes: write "a""#),
+            (["value", "--name", "v", "--set", "'x'"] + at, "double quotes"),
+            (["value", "--name", "v", "--set", "1 2"] + at, "more after the JSON value"),
+            (["value", "--name", "v", "--set", "NaN"] + at, "JSON has no NaN"),
+            (["value", "--name", "v", "--set", "-Infinity"] + at, "JSON has no -Infinity"),
+            (["value", "--name", "v", "--set", "-x"] + at, "a '-' must be followed by digits"),
+            (["value", "--name", "v", "--set", "01"] + at, "cannot start with 0"),
+            (["value", "--name", "v", "--set", #""\ud800""#] + at, "surrogate pair"),
+            (["value", "--name", "v", "--set", "18446744073709551616"] + at, "past the range of 64-bit integers"),
+            (["value", "--name", "v", "--set", "-9223372036854775809"] + at, "past the range of 64-bit integers"),
+            (["value", "--name", "v", "--set", "1e400"] + at, "too large for a 64-bit real"),
+            (["value", "--name", "v", "--set", String(repeating: "[", count: 200)] + at, "nests deeper than 127"),
+            (["value", "--name", "v", "--set", String(repeating: "[", count: 128) + String(repeating: "]", count: 128)] + at,
+             "column 128: nests deeper than 127"),
+            (["post", "--name", "n", "--user-info", "{\"a\": " + String(repeating: "[", count: 128)] + at, "nests deeper than 128"),
+            (["value", "--name", "v", "--set", "1e-400"] + at, "too small for a 64-bit real"),
+            // What the error quotes of a long input stays short.
+            (["value", "--name", "v", "--set", String(repeating: "w", count: 100_000)] + at, "write \"" + String(repeating: "w", count: 40) + "…\""),
+            (["post", "--name", "n", "--user-info", "42"] + at, "--user-info must be a JSON object"),
+            (["post", "--name", "n", "--user-info", #""text""#] + at, "--user-info must be a JSON object"),
+            (["post", "--name", "n", "--user-info", #"{"a": 1, "a": 2}"#] + at, #"the key "a" is given twice"#),
+            (["post", "--name", "n", "--user-info", #"{"big": 18446744073709551616}"#] + at, "past the range of 64-bit integers"),
+            (["post", "--name", "n", "--user-info", #"{"s": "open}"#] + at, "the string is not closed"),
+        ]
+        for (arguments, expected) in cases {
+            let peer = try Peer("wormhole", arguments)
+            #expect(try peer.waitForExit() == 2, "\(arguments)")
+            #expect(peer.errorOutput.count == 1, "\(arguments): \(peer.errorOutput)")
+            #expect(peer.errorOutput.first?.contains(expected) == true, "\(arguments): \(peer.errorOutput)")
+            #expect(peer.output.isEmpty, "\(arguments): \(peer.output)")
+        }
+        // A container that does not exist, for every command that names one.
+        for command in [["post", "--name", "x"], ["listen"], ["value", "--name", "v", "--set", "1"], ["value", "--name", "v"],
+                        ["retained", "--name", "x"], ["status"], ["forget", "--client", "c"]] {
+            let peer = try Peer("wormhole", [command[0], "--container", missing] + command.dropFirst())
+            #expect(try peer.waitForExit() == 2, "\(command)")
+            #expect(peer.errorOutput.count == 1, "\(command): \(peer.errorOutput)")
+            #expect(peer.errorOutput.first?.contains("does not exist") == true, "\(command): \(peer.errorOutput)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: missing))
+        // A mistake in --set leaves the value as it was.
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(GroupValue("v", default: -1, in: center).value == -1)
+    }
+
+    @Test("COMMAND --help prints that command's usage and exits 0, for every command")
+    func helpForEveryCommand() throws {
+        for command in ["listen", "post", "retained", "value", "status", "forget", "demo"] {
+            for flag in ["--help", "-h"] {
+                let peer = try Peer("wormhole", [command, flag])
+                #expect(try peer.waitForExit() == 0, "\(command) \(flag): \(peer.errorOutput)")
+                #expect(peer.output.first?.hasPrefix("usage: wormhole \(command)") == true, "\(command): \(peer.output)")
+                #expect(peer.errorOutput.isEmpty, "\(command): \(peer.errorOutput)")
+            }
+        }
+    }
+
+    /// The environments the numbers are tried in: each transport, and the paths Apple platforms take.
+    static let numberEnvironments: [[String: String]] = [
+        ["WORMHOLE_TRANSPORT": "seqpacket"],
+        ["WORMHOLE_TRANSPORT": "datagram"],
+        ["WORMHOLE_TRANSPORT": "datagram", "WORMHOLE_APPLE_PATHS": "1"],
+    ]
+
+    @Test("integers across the whole Int64 and UInt64 ranges go through post, listen and value unchanged; reals keep .0",
+          arguments: numberEnvironments)
+    func hugeIntegers(environment: [String: String]) throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "n", "--count", "1"],
+                                environment: environment)
+        try listener.waitForError(containing: "listening")
+        let userInfo = #"{"max": 18446744073709551615, "half": 9223372036854775808, "top": 9223372036854775807, "#
+            + #""min": -9223372036854775808, "list": [18446744073709551614, -1], "real": 1.0, "tiny": 5e-324}"#
+        let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "n", "--user-info", userInfo],
+                              environment: environment)
+        #expect(try poster.waitForExit() == 0, "\(poster.errorOutput)")
+        #expect(try listener.waitForExit() == 0)
+        // Read as text: the test's own JSON reader may not keep every digit either.
+        let line = try #require(listener.output.first)
+        #expect(line == #"{"name":"n","object":null,"userInfo":{"half":9223372036854775808,"list":[18446744073709551614,-1],"#
+            + #""max":18446744073709551615,"min":-9223372036854775808,"real":1.0,"tiny":5e-324,"top":9223372036854775807}}"#)
+
+        func value(_ arguments: [String]) throws -> String? {
+            let peer = try Peer("wormhole", ["value", "--container", container.path, "--name", "v"] + arguments, environment: environment)
+            #expect(try peer.waitForExit() == 0, "\(arguments): \(peer.errorOutput)")
+            return peer.output.last
+        }
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        for text in ["18446744073709551615", "9223372036854775808", "9223372036854775807", "-9223372036854775808", "1.0", "-0.0"] {
+            _ = try value(["--set", text])
+            #expect(try value([]) == text)
+        }
+        _ = try value(["--set", "18446744073709551615"])
+        #expect(GroupValue<UInt64>("v", default: 0, in: center).value == UInt64.max)
+        _ = try value(["--set", "-9223372036854775808"])
+        #expect(GroupValue<Int64>("v", default: 0, in: center).value == Int64.min)
+        _ = try value(["--set", #"{"a": [18446744073709551615, -9223372036854775808, 2.5]}"#])
+        #expect(try value([]) == #"{"a":[18446744073709551615,-9223372036854775808,2.5]}"#)
+        // What a typed process stores reads back the same through the tool.
+        _ = try value(["--reset"])
+        try GroupValue<UInt64>("v", default: 0, in: center).set(UInt64.max - 1)
+        #expect(try value([]) == "18446744073709551614")
+    }
+
+    @Test("a userInfo with NaN and infinities is printed by listen and retained as valid JSON, name and object kept",
+          arguments: numberEnvironments)
+    func nonFiniteReals(environment: [String: String]) throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "nf", "--count", "1"],
+                                environment: environment)
+        try listener.waitForError(containing: "listening")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let report = try center.postReporting(
+            name: .init("nf"), object: "api",
+            userInfo: ["nan": Double.nan, "inf": Double.infinity, "ninf": -Double.infinity, "n": 1, "r": 2.0,
+                       "list": [Double.nan, 0.5], "float": Float.infinity,
+                       "never": Date(timeIntervalSinceReferenceDate: .nan), "far": Date(timeIntervalSinceReferenceDate: 1e300),
+                       "date": Date(timeIntervalSinceReferenceDate: 0.25)], retain: true)
+        #expect(report.delivered == 1)
+        #expect(try listener.waitForExit() == 0)
+        let retained = try Peer("wormhole", ["retained", "--container", container.path, "--name", "nf"], environment: environment)
+        #expect(try retained.waitForExit() == 0)
+        // A date ISO 8601 cannot show prints as its seconds since 2001.
+        let expected = #"{"name":"nf","object":"api","userInfo":{"date":"2001-01-01T00:00:00.250Z","far":1e+300,"#
+            + #""float":"Infinity","inf":"Infinity","list":["NaN",0.5],"n":1,"nan":"NaN","never":"NaN","ninf":"-Infinity","r":2.0}}"#
+        for peer in [listener, retained] {
+            #expect(peer.output == [expected])
+            let line = try #require(peer.jsonLines().first, "\(peer.output)")
+            #expect(line["name"] as? String == "nf")
+            #expect(line["object"] as? String == "api")
+        }
+        // A group value holding one prints the same way.
+        try GroupValue<Double>("v", default: 0, in: center).set(-.infinity)
+        let value = try Peer("wormhole", ["value", "--container", container.path, "--name", "v"], environment: environment)
+        #expect(try value.waitForExit() == 0)
+        #expect(value.output == [#""-Infinity""#])
     }
 }

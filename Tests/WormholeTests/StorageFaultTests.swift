@@ -529,14 +529,14 @@ struct StorageFaultTests {
 
     // MARK: Containers the tool or a center must not touch
 
-    @Test("status and retained of a missing or empty container create nothing and fail with a message")
+    @Test("status and retained of a missing or empty container create nothing and are refused as a mistake in the command line")
     func readOnlyCommandsCreateNothing() throws {
         let scratch = TemporaryContainer("cwd")
         let missing = scratch.path + "/absent"
         let tool = Peer.productsDirectory.appendingPathComponent("wormhole").path
         for arguments in [["status", "--container", missing], ["retained", "--name", "x", "--container", missing]] {
             let command = try runInFolder(scratch.path, tool, arguments)
-            #expect(try command.waitForExit() == 1, "\(arguments)")
+            #expect(try command.waitForExit() == 2, "\(arguments)")
             #expect(command.errorOutput.contains { $0.contains("container") }, "\(arguments): \(command.errorOutput)")
             #expect(!FileManager.default.fileExists(atPath: missing), "\(arguments)")
         }
