@@ -80,8 +80,14 @@ public final class GroupNotificationCenter: Sendable {
     /// While no process runs it, posts that match the subscriptions of its last run are spooled under the
     /// identity (up to ``maximumSpoolSize``; past it, posts report ``WormholeError/Code/spoolFull``). The next
     /// process that opens a center with the same identity receives each of them, once and in per-poster order,
-    /// as soon as it adds an observer they match; until then they wait in the spool. An identity unseen for
-    /// ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
+    /// when it adds an observer they match; until then they wait in the spool, and so does what is posted to the
+    /// identity before its first observer is added.
+    ///
+    /// The spool is handed over 0.2 seconds after the last of the observers that start-up code adds one after
+    /// another (at most 5 seconds after the first), so that every one of them, whatever its form, receives the
+    /// whole backlog, then what was posted meanwhile, in order; ``deliverSpooledNotifications()`` hands it over
+    /// at once. An observer added after the hand-over receives what is posted from then on. An identity unseen
+    /// for ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
     /// - Parameters:
     ///   - containerURL: The shared folder; created (mode 0700) if missing.
     ///   - clientIdentifier: The durable identity, 1 to ``maximumNameLength`` bytes, or nil for an ephemeral center.
@@ -109,6 +115,18 @@ public final class GroupNotificationCenter: Sendable {
 
     /// The client identifier of a durable center; nil for an ephemeral one.
     public var clientIdentifier: String? { endpoint.identity.clientIdentifier }
+
+    /// Hands what a durable center's spool holds to the observers added so far, now: call it once start-up code
+    /// has added its observers, rather than let the center wait for more.
+    ///
+    /// Without it, a durable center hands its spool over 0.2 seconds after the last observer that start-up code
+    /// adds (at most 5 seconds after the first): each observer added meanwhile receives the whole backlog. Not
+    /// an error: calling it on an ephemeral center, before any observer was added (the spool waits for the
+    /// first), or when nothing waits; then it does nothing. An observer added afterwards receives what is posted
+    /// from then on, and what the spool still holds for it alone a moment after it was added.
+    public func deliverSpooledNotifications() {
+        endpoint.handOverSpool()
+    }
 
     deinit {
         let id = ObjectIdentifier(self)
