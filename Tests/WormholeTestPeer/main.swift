@@ -206,7 +206,8 @@ case "listen-forms":
     // Adds an observer of every form, one after another as start-up code does, to the mailbox identifier
     // `forms` (its notification name, also FormsMessage's): a block on an OperationQueue, one on the
     // receive thread, one on the main actor, a notifications sequence, typed messages on the main actor and as a
-    // sequence, and the mailbox's listeners on the receive thread and on the main actor. With --deliver-now it
+    // sequence, and the mailbox's listeners on the receive thread and on the main actor, with --between
+    // milliseconds of other start-up work between two of them (none by default). With --deliver-now it
     // then asks for the spool at once. When a form receives number --until, it prints every number it received.
     // Once every form has, it adds one more observer on the receive thread, prints "late", and prints each number
     // that one receives.
@@ -231,16 +232,25 @@ case "listen-forms":
         }
         emit(["late": "ready"])
     }
+    let between = UInt32(option("between") ?? "0") ?? 0
+    func work() { if between > 0 { usleep(between * 1000) } }
     let queue = OperationQueue()
     queue.maxConcurrentOperationCount = 1
     center.addObserver(forName: formsName, object: nil, queue: queue) { record("operation-queue", $0.userInfo?["i"] as? Int) }
+    work()
     center.addObserver(forName: formsName, object: nil, queue: nil) { record("receive-thread", $0.userInfo?["i"] as? Int) }
+    work()
     center.addObserver(forName: formsName, object: nil) { record("main-actor", $0.userInfo?["i"] as? Int) }
+    work()
     let sequence = center.notifications(named: formsName)
+    work()
     center.addObserver(of: FormsMessage.self) { record("typed-actor", $0.i) }
+    work()
     let messages = center.messages(of: FormsMessage.self)
+    work()
     let mailbox = WormholeMailbox(center)
     mailbox.listenForMessage(withIdentifier: identifier, queue: nil) { record("mailbox-receive-thread", $0 as? Int) }
+    work()
     mailbox.listenForMessage(withIdentifier: identifier) { record("mailbox-main-actor", $0 as? Int) }
     if flag("deliver-now") { center.deliverSpooledNotifications() }
     Task.detached {

@@ -92,8 +92,10 @@ struct DurableTests {
         #expect(try await offPool { try offline.waitForExit() } == 0)
         #expect(offline.jsonLines().first?["spooled"] as? Int == 200)
 
-        // Every form is added at start-up, one after another; then ten more are posted at once, while it starts.
-        let second = try Peer("wormhole-test-peer", listen + ["--until", "209"] + (deliverNow ? ["--deliver-now"] : []))
+        // Every form is added at start-up, one after another, with 20 ms of other start-up work between two (a
+        // hand-over that began with the first would be over before the second); then ten more are posted at once.
+        let second = try Peer(
+            "wormhole-test-peer", listen + ["--until", "209", "--between", "20"] + (deliverNow ? ["--deliver-now"] : []))
         try await offPool { try second.waitForLines(1) }
         let meanwhile = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "10", "--start", "200", "--message"])
