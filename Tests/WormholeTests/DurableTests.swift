@@ -75,6 +75,33 @@ struct DurableTests {
         #expect(a.all.count == 3 && alsoA.all.count == 3)
     }
 
+    @Test("what is posted to a durable center before its first observer waits for it, also across a clean stop")
+    func postedBeforeTheFirstObserver() async throws {
+        let container = TemporaryContainer()
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            durable.addObserver(forName: .init("d"), object: nil, queue: nil) { _ in }
+        }
+        // A run that adds no observer: its listener runs, and what reaches its socket waits there.
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            #expect(durable.listenerStatus().first { $0.clientIdentifier == "w" }?.state == .alive)
+            let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "5"])
+            #expect(try await offPool { try poster.waitForExit() } == 0)
+            #expect(poster.jsonLines().first?["delivered"] as? Int == 5, "sent to the running listener's socket")
+            // Released: the listener reads its socket as it ends, and keeps what nothing observed.
+        }
+        let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "3", "--start", "5"])
+        #expect(try await offPool { try poster.waitForExit() } == 0)
+        let recorder = Recorder()
+        durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
+        #expect(try await offPool { try recorder.wait(for: 8) }.compactMap(\.number) == Array(0..<8))
+        let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "1", "--start", "8"])
+        #expect(try await offPool { try later.waitForExit() } == 0)
+        #expect(try await offPool { try recorder.wait(for: 9) }.compactMap(\.number) == Array(0..<9), "once each")
+    }
+
     @Test(
         "every observer start-up code adds, whatever its form, gets the whole backlog once and in order, then what was posted meanwhile",
         arguments: [false, true])
