@@ -86,8 +86,9 @@ public final class GroupNotificationCenter: Sendable {
     /// The spool is handed over 0.2 seconds after the last of the observers that start-up code adds one after
     /// another (at most 5 seconds after the first), so that every one of them, whatever its form, receives the
     /// whole backlog, then what was posted meanwhile, in order; ``deliverSpooledNotifications()`` hands it over
-    /// at once. An observer added after the hand-over receives what is posted from then on. An identity unseen
-    /// for ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
+    /// at once. An observer added once the hand-over began receives what is handed over or posted from then on,
+    /// and later what the spool still holds that no earlier observer matched. An identity unseen for
+    /// ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
     /// - Parameters:
     ///   - containerURL: The shared folder; created (mode 0700) if missing.
     ///   - clientIdentifier: The durable identity, 1 to ``maximumNameLength`` bytes, or nil for an ephemeral center.
@@ -120,10 +121,11 @@ public final class GroupNotificationCenter: Sendable {
     /// has added its observers, rather than let the center wait for more.
     ///
     /// Without it, a durable center hands its spool over 0.2 seconds after the last observer that start-up code
-    /// adds (at most 5 seconds after the first): each observer added meanwhile receives the whole backlog. Not
-    /// an error: calling it on an ephemeral center, before any observer was added (the spool waits for the
-    /// first), or when nothing waits; then it does nothing. An observer added afterwards receives what is posted
-    /// from then on, and what the spool still holds for it alone a moment after it was added.
+    /// adds (at most 5 seconds after the first), so that each observer added meanwhile receives the whole
+    /// backlog. The hand-over goes on the center's receive thread; this returns at once. An observer added
+    /// afterwards receives what is handed over or posted from then on, and later what the spool still holds
+    /// that no earlier observer matched. Not an error: calling it on an ephemeral center, before any observer
+    /// was added (the spool waits for the first), or when nothing waits; then it does nothing.
     public func deliverSpooledNotifications() {
         endpoint.handOverSpool()
     }

@@ -133,9 +133,9 @@ final class ReceiveThread: Sendable {
     private func settle(_ settling: Bool, now: UInt64, added: Bool) {
         let wakes = state.withLock { state -> Bool in
             if added { state.observed = true }
-            if let began = state.settling?.began {
-                let limit = began &+ Limits.handOverSettleLimit.nanoseconds
-                state.settling = (began, min(limit, max(state.settling?.ends ?? now, now &+ Limits.handOverSettle.nanoseconds)))
+            if let current = state.settling {
+                let restarted = max(current.ends, now &+ Limits.handOverSettle.nanoseconds)
+                state.settling = (current.began, min(current.began &+ Limits.handOverSettleLimit.nanoseconds, restarted))
             } else if settling {
                 state.settling = (now, now &+ Limits.handOverSettle.nanoseconds)
             } else if added {
