@@ -80,7 +80,14 @@ public final class GroupNotificationCenter: Sendable {
     /// While no process runs it, posts that match the subscriptions of its last run are spooled under the
     /// identity (up to ``maximumSpoolSize``; past it, posts report ``WormholeError/Code/spoolFull``). The next
     /// process that opens a center with the same identity receives each of them, once and in per-poster order,
-    /// as soon as it adds an observer they match; until then they wait in the spool. An identity unseen for
+    /// when it adds an observer they match; until then they wait in the spool, and so does what is posted to the
+    /// identity before its first observer is added.
+    ///
+    /// The spool is handed over 0.2 seconds after the last of the observers that start-up code adds one after
+    /// another (at most 5 seconds after the first), so that every one of them, whatever its form, receives the
+    /// whole backlog, then what was posted meanwhile, in order; ``deliverSpooledNotifications()`` hands it over
+    /// at once. An observer added once the hand-over began receives what is handed over or posted from then on,
+    /// and later what the spool still holds that no earlier observer matched. An identity unseen for
     /// ``maximumDurableAge`` is removed with its spool. With `clientIdentifier` nil, the center is ephemeral.
     /// - Parameters:
     ///   - containerURL: The shared folder; created (mode 0700) if missing.
@@ -109,6 +116,19 @@ public final class GroupNotificationCenter: Sendable {
 
     /// The client identifier of a durable center; nil for an ephemeral one.
     public var clientIdentifier: String? { endpoint.identity.clientIdentifier }
+
+    /// Hands what a durable center's spool holds to the observers added so far, now: call it once start-up code
+    /// has added its observers, rather than let the center wait for more.
+    ///
+    /// Without it, a durable center hands its spool over 0.2 seconds after the last observer that start-up code
+    /// adds (at most 5 seconds after the first), so that each observer added meanwhile receives the whole
+    /// backlog. The hand-over goes on the center's receive thread; this returns at once. An observer added
+    /// afterwards receives what is handed over or posted from then on, and later what the spool still holds
+    /// that no earlier observer matched. Not an error: calling it on an ephemeral center, before any observer
+    /// was added (the spool waits for the first), or when nothing waits; then it does nothing.
+    public func deliverSpooledNotifications() {
+        endpoint.handOverSpool()
+    }
 
     deinit {
         let id = ObjectIdentifier(self)

@@ -131,6 +131,13 @@ enum Limits {
     /// Handed over at once when a drain has gathered this many frames or bytes.
     static let spoolChunkFrames = 512
     static let spoolChunkBytes = 8 << 20
+    /// How long a durable listener whose spool holds something waits after an observer is added before it hands
+    /// the spool over, reading nothing meanwhile: each observer added in the wait starts it again, so that the
+    /// observers start-up code adds one after another all receive the whole backlog. Posts made meanwhile wait in
+    /// the socket, then in the spool, and follow the backlog in order.
+    static let handOverSettle: Interval = .milliseconds(200)
+    /// The longest that wait lasts from the first observer it waits for, however many follow.
+    static let handOverSettleLimit: Interval = .seconds(5)
     /// How many sequence numbers per poster are remembered to drop a copy written again.
     static let rememberedSequencesPerPoster = 512
     static let rememberedPosters = 4096

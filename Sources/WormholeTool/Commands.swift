@@ -76,6 +76,8 @@ enum Commands {
             Output.line(JSONValue.line(for: note))
             if count == limit { done.signal() }
         }
+        // Its only observer is added: a durable identity's spool is handed over now, not a moment later.
+        open.withLock { $0 }?.deliverSpooledNotifications()
         Output.error("wormhole: listening in \(path) (pid \(getpid()))")
         done.wait()
         // Closing the center lets the listener finish what it is handing over (a durable one then removes it

@@ -91,6 +91,8 @@ case "post":
         // With --same, one point every time.
         if flag("custom") { userInfo["point"] = flag("same") ? TestPoint(x: 0, y: 0) : TestPoint(x: i, y: -i) }
         if flag("date") { userInfo["when"] = Date(timeIntervalSince1970: 1_000_000) }
+        // --message also carries the number as a mailbox's message.
+        if flag("message") { userInfo["message"] = i }
         if flag("types") {
             userInfo["ids"] = [1, 2, 3]
             userInfo["flag"] = true
@@ -254,6 +256,66 @@ case "value-add":
         emit(["final": last.withLock { $0 }, "read": value.value])
     }
     exit(0)
+case "listen-forms":
+    // Adds an observer of every form, one after another as start-up code does, to the mailbox identifier
+    // `forms` (its notification name, also FormsMessage's): a block on an OperationQueue, one on the
+    // receive thread, one on the main actor, a notifications sequence, typed messages on the main actor and as a
+    // sequence, and the mailbox's listeners on the receive thread and on the main actor, with --between
+    // milliseconds of other start-up work between two of them (none by default). With --deliver-now it
+    // then asks for the spool at once. When a form receives number --until, it prints every number it received.
+    // Once every form has, it adds one more observer on the receive thread, prints "late", and prints each number
+    // that one receives.
+    let identifier = "forms"
+    let until = Int(option("until") ?? "0") ?? 0
+    let forms = ["operation-queue", "receive-thread", "main-actor", "sequence", "typed-actor", "typed-sequence",
+        "mailbox-receive-thread", "mailbox-main-actor"]
+    let received = Mutex<[String: [Int]]>([:])
+    let done = Mutex(Set<String>())
+    let formsName = WormholeMailbox.notificationName(forIdentifier: identifier)
+    @Sendable func record(_ form: String, _ number: Int?) {
+        let number = number ?? -1
+        let numbers = received.withLock { received in
+            received[form, default: []].append(number)
+            return received[form] ?? []
+        }
+        guard number == until else { return }
+        emit(["form": form, "numbers": numbers])
+        guard done.withLock({ $0.insert(form); return $0.count == forms.count }) else { return }
+        center.addObserver(forName: formsName, object: nil, queue: nil) { note in
+            emit(["late": note.userInfo?["i"] as? Int ?? -1])
+        }
+        emit(["late": "ready"])
+    }
+    let between = UInt32(option("between") ?? "0") ?? 0
+    func work() { if between > 0 { usleep(between * 1000) } }
+    let queue = OperationQueue()
+    queue.maxConcurrentOperationCount = 1
+    center.addObserver(forName: formsName, object: nil, queue: queue) { record("operation-queue", $0.userInfo?["i"] as? Int) }
+    work()
+    center.addObserver(forName: formsName, object: nil, queue: nil) { record("receive-thread", $0.userInfo?["i"] as? Int) }
+    work()
+    center.addObserver(forName: formsName, object: nil) { record("main-actor", $0.userInfo?["i"] as? Int) }
+    work()
+    let sequence = center.notifications(named: formsName)
+    work()
+    center.addObserver(of: FormsMessage.self) { record("typed-actor", $0.i) }
+    work()
+    let messages = center.messages(of: FormsMessage.self)
+    work()
+    let mailbox = WormholeMailbox(center)
+    mailbox.listenForMessage(withIdentifier: identifier, queue: nil) { record("mailbox-receive-thread", $0 as? Int) }
+    work()
+    mailbox.listenForMessage(withIdentifier: identifier) { record("mailbox-main-actor", $0 as? Int) }
+    if flag("deliver-now") { center.deliverSpooledNotifications() }
+    Task.detached {
+        for await note in sequence { record("sequence", note.userInfo?["i"] as? Int) }
+    }
+    Task.detached {
+        for await message in messages { record("typed-sequence", message.i) }
+    }
+    emit(["ready": Int(getpid())])
+    // The main actor's observers run when the main queue does.
+    dispatchMain()
 case "watch-retained":
     // Prints the current retained value of --name at once, then every change.
     guard let name else { exit(2) }
@@ -269,4 +331,11 @@ default:
 /// Set by SIGUSR1, for `listen --exhaust-descriptors`.
 enum Release {
     static let asked = Atomic<Bool>(false)
+}
+
+/// The typed message `listen-forms` observes: the number of a notification `post --message` sends, under the
+/// mailbox identifier `forms`.
+struct FormsMessage: GroupMessage {
+    static let name = WormholeMailbox.notificationName(forIdentifier: "forms")
+    var i: Int
 }

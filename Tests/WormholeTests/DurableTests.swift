@@ -62,12 +62,94 @@ struct DurableTests {
         #expect(watcher.listenerStatus().first?.spooledNotifications == 5)
 
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
-        let a = Recorder(), b = Recorder()
+        let a = Recorder(), alsoA = Recorder(), b = Recorder()
+        // Added one after another, as start-up code does: both get the backlog.
         durable.addObserver(forName: .init("a"), object: nil, queue: nil, using: a.block)
+        durable.addObserver(forName: .init("a"), object: nil, queue: OperationQueue(), using: alsoA.block)
         #expect(try a.wait(for: 3).compactMap(\.number) == [0, 1, 2])
+        #expect(try alsoA.wait(for: 3).compactMap(\.number) == [0, 1, 2])
         #expect(b.all.isEmpty)
+        // Added after that hand-over: what is held for it alone.
         durable.addObserver(forName: .init("b"), object: nil, queue: nil, using: b.block)
         #expect(try b.wait(for: 2).compactMap(\.number) == [10, 11])
-        #expect(a.all.count == 3)
+        #expect(a.all.count == 3 && alsoA.all.count == 3)
+    }
+
+    @Test("what is posted to a durable center before its first observer waits for it, also across a clean stop")
+    func postedBeforeTheFirstObserver() async throws {
+        let container = TemporaryContainer()
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            durable.addObserver(forName: .init("d"), object: nil, queue: nil) { _ in }
+        }
+        // A run that adds no observer: its listener runs, and what reaches its socket waits there.
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            #expect(durable.listenerStatus().first { $0.clientIdentifier == "w" }?.state == .alive)
+            let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "5"])
+            #expect(try await offPool { try poster.waitForExit() } == 0)
+            #expect(poster.jsonLines().first?["delivered"] as? Int == 5, "sent to the running listener's socket")
+            // Released: the listener reads its socket as it ends, and keeps what nothing observed.
+        }
+        let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "3", "--start", "5"])
+        #expect(try await offPool { try poster.waitForExit() } == 0)
+        let recorder = Recorder()
+        durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
+        #expect(try await offPool { try recorder.wait(for: 8) }.compactMap(\.number) == Array(0..<8))
+        let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "1", "--start", "8"])
+        #expect(try await offPool { try later.waitForExit() } == 0)
+        #expect(try await offPool { try recorder.wait(for: 9) }.compactMap(\.number) == Array(0..<9), "once each")
+    }
+
+    @Test(
+        "every observer start-up code adds, whatever its form, gets the whole backlog once and in order, then what was posted meanwhile",
+        arguments: [false, true])
+    func backlogReachesEveryForm(deliverNow: Bool) async throws {
+        let container = TemporaryContainer()
+        let name = WormholeMailbox.notificationName(forIdentifier: "forms").rawValue
+        let listen = ["listen-forms", "--container", container.path, "--client", "w"]
+        // The identity's first run registers the name, and is killed.
+        let first = try Peer("wormhole-test-peer", listen + ["--until", "0"])
+        try await offPool { try first.waitForLines(1) }
+        first.signal(SIGKILL)
+        _ = try? await offPool { try first.waitForExit() }
+
+        let offline = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "200", "--message"])
+        #expect(try await offPool { try offline.waitForExit() } == 0)
+        #expect(offline.jsonLines().first?["spooled"] as? Int == 200)
+
+        // Every form is added at start-up, one after another, with 20 ms of other start-up work between two (a
+        // hand-over that began with the first would be over before the second); then ten more are posted at once.
+        let second = try Peer(
+            "wormhole-test-peer", listen + ["--until", "209", "--between", "20"] + (deliverNow ? ["--deliver-now"] : []))
+        try await offPool { try second.waitForLines(1) }
+        let meanwhile = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "10", "--start", "200", "--message"])
+        #expect(try await offPool { try meanwhile.waitForExit() } == 0)
+        // The ready line, one line for each of the eight forms, and the late observer's.
+        try await offPool { try second.waitForLines(10, timeout: 60) }
+        let forms = second.jsonLines().filter { $0["form"] != nil }
+        #expect(forms.count == 8)
+        for form in forms {
+            #expect(form["numbers"] as? [Int] == Array(0..<210), "\(form["form"] ?? "?")")
+        }
+
+        // An observer added after the hand-over gets what is posted from then on.
+        let later = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "1", "--start", "210", "--message"])
+        #expect(try await offPool { try later.waitForExit() } == 0)
+        try await offPool { try second.waitForLines(11) }
+        #expect(second.jsonLines().compactMap { $0["late"] as? Int } == [210])
+        second.signal(SIGKILL)
+    }
+}
+
+/// Runs a bounded blocking wait on a Dispatch thread and awaits it: Swift's cooperative pool (two threads here)
+/// stays free for the tests beside this one.
+@discardableResult
+private func offPool<T: Sendable>(_ wait: @escaping @Sendable () throws -> T) async throws -> T {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try wait() }) }
     }
 }

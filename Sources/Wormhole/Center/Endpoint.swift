@@ -115,7 +115,12 @@ final class Endpoint: Sendable {
     // MARK: Observing
 
     /// Adds an observer; returns once every process that posts afterwards will reach it.
+    ///
+    /// A durable spool may hold what this observer waits for: its listener reads nothing while the observer is
+    /// added, and hands the spool over once start-up code had the time to add the observers that follow
+    /// (``Limits/handOverSettle``), so that each gets the whole backlog, then what was posted meanwhile.
     func add(_ observer: Observer) {
+        reception.observerAdding()
         _ = delivery.add(observer)
         do throws(WormholeError) {
             try reception.listen(observed: true)
@@ -124,11 +129,15 @@ final class Endpoint: Sendable {
             try publishSubscriptions()
             // Posters read the registry's mark only so often: returns once each has to read it again.
             registry.settle()
-            // A durable spool may hold what this observer waits for.
-            reception.observerAdded()
         } catch {
             Log.warning("observer of \(observer.subscription.name ?? "any name") is not registered in \(container.path): \(error); it sees only this process's posts")
         }
+        reception.observerAdded()
+    }
+
+    /// Hands a durable spool over to the observers added so far, without waiting for more (``add(_:)``).
+    func handOverSpool() {
+        reception.handOverNow()
     }
 
     /// Removes the observers `shouldRemove` picks, and stops their pending deliveries. With `publish` false

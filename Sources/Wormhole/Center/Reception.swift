@@ -55,9 +55,21 @@ final class Reception: ListenerSink {
         try membership.claim(id)
     }
 
-    /// A spooled frame held back for want of an observer may have one now.
+    /// An observer is being added: a durable listener whose spool holds something reads nothing meanwhile, so
+    /// that nothing posted to the observer overtakes what the spool holds for it.
+    func observerAdding() {
+        listener.withLock { $0 }?.observerAdding()
+    }
+
+    /// A spooled frame held back for want of an observer may have one now: a durable listener hands its spool
+    /// over once start-up code had the time to add the observers that follow (``Limits/handOverSettle``).
     func observerAdded() {
-        listener.withLock { $0 }?.recheckHeldBack()
+        listener.withLock { $0 }?.observerAdded()
+    }
+
+    /// Hands a durable listener's spool over to the observers added so far, without waiting for more.
+    func handOverNow() {
+        listener.withLock { $0 }?.handOverNow()
     }
 
     /// Stops the listener without waiting for its receive thread (which finishes handing over what it has read,

@@ -167,6 +167,14 @@ final class SpoolFolder: Sendable {
         return names.contains { $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) }
     }
 
+    /// Whether anything waits in the folder for the listener: a segment, taken or not, or a held file.
+    func holdsAnything() -> Bool {
+        let names = (try? Sys.listDirectory(descriptor)) ?? []
+        return names.contains {
+            $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) || $0.hasPrefix(Self.heldPrefix)
+        }
+    }
+
     /// The poster a segment's name (`<stamp>-<poster>.seg` or `.taken`) says wrote it.
     static func poster(ofSegment name: String) -> UInt64? {
         let parts = name.split(separator: "-")

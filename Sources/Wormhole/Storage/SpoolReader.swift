@@ -48,18 +48,22 @@ struct SpoolReader: ~Copyable {
     }
 
     /// Hands over `direct` (what the listener read from its connections after the take) and what
-    /// ``take(includingHeld:)`` took, in the order posted, then removes what it took.
+    /// ``take(includingHeld:)`` took, in the order posted, then removes what it took. With `holdingDirect`, a
+    /// durable listener keeps the frames of `direct` that nothing observes yet with its held ones, as it keeps
+    /// spooled frames (the drain that offers held frames again, and the last one as it ends); otherwise they are
+    /// handed over as they are.
     ///
     /// A poster spools only once its socket is full, and goes back to its socket as soon as its segment is taken,
     /// so of one poster's frames read from its connection, those older than its first spooled one (by sequence)
-    /// come before its spooled ones, and the others after them.
-    mutating func handOver(_ taken: Taken, direct: [Frame], _ handlers: Handlers) {
+    /// come before its spooled ones, and the others after them. Held frames were taken by earlier drains, which
+    /// read the sockets whole: they come first.
+    mutating func handOver(_ taken: Taken, direct: [Frame], holdingDirect: Bool = false, _ handlers: Handlers) {
         let held = taken.held
         for name in taken.planted {
             folder.remove(name)
             handlers.dropped(1, "\(name) in the spool of listener \(FileName.hex(folder.listener)) is no held file of its; removed unread")
         }
-        guard !taken.isEmpty else {
+        guard !taken.isEmpty || (holdingDirect && !direct.isEmpty) else {
             if !direct.isEmpty { handlers.deliver(direct) }
             return
         }
@@ -75,14 +79,13 @@ struct SpoolReader: ~Copyable {
         for frame in direct {
             if let first = firstSpooled[frame.poster], frame.sequence > first { late.append(frame) } else { early.append(frame) }
         }
-        if !early.isEmpty { handlers.deliver(early) }
         var chunk: [Frame] = []
         var chunkBytes = 0
         var keeper: HeldWriter? = nil
         var keeperFailed = false
 
-        func take(_ frame: Frame, size: Int) {
-            if handlers.holdBack(frame) {
+        func take(_ frame: Frame, size: Int, mayHold: Bool = true) {
+            if mayHold && handlers.holdBack(frame) {
                 if keeper == nil && !keeperFailed {
                     keeper = HeldWriter(folder: folder)
                     if keeper == nil { keeperFailed = true }
@@ -99,7 +102,7 @@ struct SpoolReader: ~Copyable {
             }
         }
 
-        for name in held + taken.names {
+        func read(_ name: String) {
             let isHeld = name.hasPrefix(SpoolFolder.heldPrefix)
             let end = folder.readSegment(name) { bytes in
                 guard let frame = try? Frame(decoding: bytes) else {
@@ -114,8 +117,12 @@ struct SpoolReader: ~Copyable {
                 handlers.dropped(1, "spool segment \(name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
             }
         }
+
+        for name in held { read(name) }
+        for frame in early { take(frame, size: frame.byteCount, mayHold: holdingDirect) }
+        for name in taken.names { read(name) }
+        for frame in late { take(frame, size: frame.byteCount, mayHold: holdingDirect) }
         if !chunk.isEmpty { handlers.deliver(chunk) }
-        if !late.isEmpty { handlers.deliver(late) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper, !keeper.publish(as: heldName()) {
             handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")

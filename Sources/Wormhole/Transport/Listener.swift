@@ -132,10 +132,24 @@ final class Listener: Sendable {
         ListenerProbe.probe(name, transport, in: container) != .gone
     }
 
-    /// Asks the receive thread to offer held-back spooled frames to the observers again.
-    func recheckHeldBack() {
+    /// An observer is being added in this process: a durable listener whose spool holds something reads nothing
+    /// for a while (``ReceiveThread/observerAdding(settling:)``).
+    func observerAdding() {
         guard identity.isDurable else { return }
-        thread.requestRecheck()
+        thread.observerAdding(settling: spool.holdsAnything())
+    }
+
+    /// An observer was added in this process: a durable listener offers what its spool holds to the observers
+    /// again, once start-up code has had the time to add those that follow (``ReceiveThread/observerAdded(settling:)``).
+    func observerAdded() {
+        guard identity.isDurable else { return }
+        thread.observerAdded(settling: spool.holdsAnything())
+    }
+
+    /// Has a durable listener that waits for observers hand its spool over now.
+    func handOverNow() {
+        guard identity.isDurable else { return }
+        thread.handOverNow()
     }
 
     /// Runs `work` on the receive thread, after what it is doing now.

@@ -23,11 +23,17 @@ extension Listener {
         while !thread.isStopping {
             let goesOn = withAutoreleasePool { () -> Bool in
                 // Observers' queues hold too much of what was read: read nothing more until they have worked it down
-                // (they wake this thread), and posters fill the sockets, then the spool.
-                let paused = backlog.isOver
+                // (they wake this thread), and posters fill the sockets, then the spool. A durable listener reads
+                // nothing either until its first observer is added, nor while it waits for the observers that
+                // follow before it hands its spool over: what is posted meanwhile stays behind the spool's backlog.
+                let readingWait = identity.isDurable ? thread.readingWait() : nil
+                let paused = backlog.isOver || readingWait != nil
                 thread.prepare(&events)
                 if !paused { inbox.addPollDescriptors(to: &events) }
-                let fullTimeout = paused ? Limits.housekeepingInterval.milliseconds : inbox.pollTimeout ?? Limits.housekeepingInterval.milliseconds
+                let pausedTimeout = readingWait.map { wait in
+                    min(Limits.housekeepingInterval.milliseconds, CInt(clamping: wait / 1_000_000 + 1))
+                } ?? Limits.housekeepingInterval.milliseconds
+                let fullTimeout = paused ? pausedTimeout : inbox.pollTimeout ?? Limits.housekeepingInterval.milliseconds
                 let timeout = paused ? fullTimeout
                     : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLook.milliseconds) : fullTimeout
                 let ready: Int
@@ -54,11 +60,14 @@ extension Listener {
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
                 // Once a second: a wait that ran out the whole interval, or the interval passed since. A shorter wait
-                // that ends (for the bell, or the inbox's own pause while it is out of descriptors) is no reason.
+                // that ends (for the bell, the inbox's own pause while it is out of descriptors, or the end of a wait
+                // for observers) is no reason.
                 let housekeepingDue = (ready == 0 && timeout == Limits.housekeepingInterval.milliseconds)
                     || now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds
-                if backlog.isOver {
-                    // The spool waits too; it is looked at as soon as there is room.
+                // A wait for observers that ended in this round goes on to the drain below, with nothing read from
+                // the sockets before it: what they hold comes after the spool's backlog.
+                if backlog.isOver || (readingWait != nil && thread.readingWait() != nil) {
+                    // The spool waits too; it is looked at as soon as there is room, or the wait for observers ends.
                     bellOwed = true
                     if housekeepingDue {
                         lastHousekeeping = now

@@ -17,6 +17,12 @@ final class ReceiveThread: Sendable {
         var runsObserverCode = false
         /// Set when an observer was added: frames a durable spool holds back may have one now.
         var recheck = true
+        /// Whether an observer was added in this process since the thread started: until then a durable
+        /// listener reads nothing, so that what is sent to it waits for its observers in the socket and the spool.
+        var observed = false
+        /// While a durable listener waits for the observers that start-up code adds one after another before it
+        /// hands its spool over: when the wait began and when it ends, in uptime nanoseconds.
+        var settling: (began: UInt64, ends: UInt64)? = nil
         /// Work handed to the thread from others: deliveries of this process's own posts.
         var pending: [@Sendable () -> Void] = []
         /// The wake pipe. A wake writes while holding the lock, so nothing is written to it after it closed (its
@@ -108,10 +114,67 @@ final class ReceiveThread: Sendable {
         wake()
     }
 
-    /// Asks the thread to offer held-back spooled frames to the observers again, at once.
-    func requestRecheck() {
-        state.withLock { $0.recheck = true }
-        wake()
+    /// An observer is being added: while a durable listener's spool holds something (`settling`), or a wait for
+    /// observers goes on, the thread reads nothing for ``Limits/handOverSettle`` from now, so that nothing posted
+    /// to the observer once it registers overtakes what the spool holds for it.
+    func observerAdding(settling: Bool) {
+        settle(settling, now: DispatchTime.now().uptimeNanoseconds, added: false)
+    }
+
+    /// An observer was added: held-back spooled frames may have one now. With `settling` (the spool holds
+    /// something), they are offered once ``Limits/handOverSettle`` passed without another observer added, at
+    /// most ``Limits/handOverSettleLimit`` after the first, and the thread reads nothing meanwhile
+    /// (``readingWait()``); without, at once. An observer added while the thread waits so starts the wait again,
+    /// whatever the spool holds.
+    func observerAdded(settling: Bool) {
+        settle(settling, now: DispatchTime.now().uptimeNanoseconds, added: true)
+    }
+
+    private func settle(_ settling: Bool, now: UInt64, added: Bool) {
+        let wakes = state.withLock { state -> Bool in
+            if added { state.observed = true }
+            if let current = state.settling {
+                let restarted = max(current.ends, now &+ Limits.handOverSettle.nanoseconds)
+                state.settling = (current.began, min(current.began &+ Limits.handOverSettleLimit.nanoseconds, restarted))
+            } else if settling {
+                state.settling = (now, now &+ Limits.handOverSettle.nanoseconds)
+            } else if added {
+                state.recheck = true
+            } else {
+                return false
+            }
+            return true
+        }
+        if wakes { wake() }
+    }
+
+    /// Ends a wait for observers (``observerAdded(settling:)``) now: held-back frames are offered to the observers
+    /// added so far. Nothing to do when the thread does not wait, or no observer was added yet.
+    func handOverNow() {
+        let ended = state.withLock { state -> Bool in
+            guard state.settling != nil else { return false }
+            state.settling = nil
+            state.recheck = true
+            return true
+        }
+        if ended { wake() }
+    }
+
+    /// How long a durable listener's thread waits yet before it reads its sockets and its spool again: `.max`
+    /// while no observer was added, the rest of a wait for observers, nil when it reads. A wait that is over
+    /// ends here, and asks for held-back frames to be offered.
+    func readingWait() -> UInt64? {
+        let now = DispatchTime.now().uptimeNanoseconds
+        return state.withLock { state -> UInt64? in
+            guard state.observed else { return .max }
+            guard let settling = state.settling else { return nil }
+            guard now < settling.ends else {
+                state.settling = nil
+                state.recheck = true
+                return nil
+            }
+            return settling.ends - now
+        }
     }
 
     /// Has the thread offer held-back spooled frames again in a later round, at its usual pace: asked by the

@@ -60,16 +60,19 @@ struct SpoolDrain: ~Copyable {
             return Outcome(readMessages: true, heldNotOffered: includingHeld)
         }
         let readMessages = inbox.readAny
-        reader.handOver(taken, direct: direct, handlers)
+        // A drain that offers held frames again holds back what the sockets held and nothing observes yet too:
+        // sent while no observer was added, it waits with what was spooled meanwhile.
+        reader.handOver(taken, direct: direct, holdingDirect: includingHeld, handlers)
         return Outcome(readMessages: readMessages, heldNotOffered: false)
     }
 
     /// As the listener ends: hands over what was taken before and still waits, with `last` (what the sockets
-    /// held at the end), in order. A durable listener's spool keeps what it holds back for its identity's next run.
+    /// held at the end), in order. A durable listener's spool keeps what it holds back for its identity's next
+    /// run, what the sockets held included.
     mutating func finish(last: [Frame]) {
         guard !last.isEmpty || waiting != nil else { return }
         let direct = (waiting ?? []) + last
         waiting = nil
-        reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: direct, handlers)
+        reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: direct, holdingDirect: true, handlers)
     }
 }
