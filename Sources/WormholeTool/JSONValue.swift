@@ -195,7 +195,7 @@ indirect enum JSONValue: Equatable {
         if argument == "-" {
             let data = FileHandle.standardInput.readData(ofLength: limit + 1)
             guard data.count <= limit else { throw UsageError("standard input holds more than \(limit) bytes") }
-            return String(decoding: data, as: UTF8.self)
+            return try utf8Text(data, from: "standard input")
         }
         guard argument.hasPrefix("@") else { return argument }
         let path = String(argument.dropFirst())
@@ -207,6 +207,23 @@ indirect enum JSONValue: Equatable {
         guard Int(status.st_size) <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
         let data = FileHandle(fileDescriptor: fd, closeOnDealloc: false).readData(ofLength: limit + 1)
         guard data.count <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
-        return String(decoding: data, as: UTF8.self)
+        return try utf8Text(data, from: path)
+    }
+
+    /// `bytes` as text, when they are UTF-8, as JSON text must be: a byte that is not (a file saved as Latin-1 or
+    /// UTF-16) is an error naming its offset, never a character replaced by U+FFFD in what is posted.
+    /// - Parameter source: What the bytes came from, as the error names it (`standard input`, a path, `argument 3`).
+    static func utf8Text(_ bytes: some Collection<UInt8>, from source: String) throws(UsageError) -> String {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return String(decoding: bytes, as: UTF8.self)
+            case .error:
+                throw UsageError("\(source) is not UTF-8 text: byte \(offset) is not part of a UTF-8 character")
+            }
+        }
     }
 }

@@ -70,6 +70,13 @@ func help(for command: String) -> String? { commandHelp.first { $0.name == comma
 let arguments = CommandLine.arguments.dropFirst()
 let command = arguments.first ?? ""
 do {
+    // CommandLine.arguments has every byte that is not UTF-8 replaced by U+FFFD: a name or value typed in
+    // another encoding would be posted changed. Told from the bytes the process was given.
+    for index in 1..<Int(CommandLine.argc) {
+        guard let argument = CommandLine.unsafeArgv[index] else { continue }
+        _ = try JSONValue.utf8Text(UnsafeBufferPointer(start: argument, count: strlen(argument)).lazy.map { UInt8(bitPattern: $0) },
+                                   from: "argument \(index)")
+    }
     switch command {
     case "listen": try Commands.listen(arguments.dropFirst())
     case "post": exit(try Commands.post(arguments.dropFirst()))

@@ -153,6 +153,37 @@ struct CommandLineTests {
         #expect(infos.last?["n"] as? Int == 7)
     }
 
+    @Test("bytes that are not UTF-8, in a file, on standard input or in an argument, exit 2 and post nothing")
+    func notUTF8() throws {
+        let container = TemporaryContainer()
+        let file = container.path + "/../wormhole-latin1-\(getpid()).json"
+        // {"a":"é"} saved as Latin-1: 0xE9 begins no UTF-8 character that the quote after it could end.
+        try Data([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xE9, 0x22, 0x7D]).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let tool = Peer.productsDirectory.appendingPathComponent("wormhole").path
+        let cases: [(Peer, String)] = [
+            (try Peer("wormhole", ["post", "--container", container.path, "--name", "n", "--retain", "--user-info", "@" + file]),
+             "\(file) is not UTF-8 text: byte 6"),
+            (try Peer("/bin/sh", ["-c", #"printf '{"a":"\351"}' | "$0" post --container "$1" --name n --retain --user-info -"#,
+                                  tool, container.path], absolute: true),
+             "standard input is not UTF-8 text: byte 6"),
+            (try Peer("/bin/sh", ["-c", #""$0" post --container "$1" --name "$(printf 'n\351')" --retain"#, tool, container.path],
+                      absolute: true),
+             "argument 5 is not UTF-8 text: byte 1"),
+            (try Peer("/bin/sh", ["-c", #""$0" value --container "$1" --name v --set "$(printf '"\351"')""#, tool, container.path],
+                      absolute: true),
+             "argument 7 is not UTF-8 text: byte 1"),
+        ]
+        for (peer, expected) in cases {
+            #expect(try peer.waitForExit() == 2, "\(peer.errorOutput)")
+            #expect(peer.errorOutput.count == 1 && peer.errorOutput.first?.contains(expected) == true, "\(peer.errorOutput)")
+        }
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(center.retainedNotification(named: Notification.Name("n")) == nil)
+        #expect(center.retainedNotification(named: Notification.Name("n\u{FFFD}")) == nil)
+        #expect(GroupValue<String?>("v", default: nil, in: center).value == nil)
+    }
+
     @Test("a container folder that does not exist is refused unless --create; commands that only read never make one")
     func create() throws {
         let parent = TemporaryContainer()
@@ -315,6 +346,9 @@ struct CommandLineTests {
             (["value", "--name", "v", "--set", "-x"] + at, "a '-' must be followed by digits"),
             (["value", "--name", "v", "--set", "01"] + at, "cannot start with 0"),
             (["value", "--name", "v", "--set", #""\ud800""#] + at, "surrogate pair"),
+            (["value", "--name", "v", "--set", #""\u+041""#] + at, "column 4: \\u takes four hexadecimal digits"),
+            (["value", "--name", "v", "--set", #""\u-000""#] + at, "\\u takes four hexadecimal digits"),
+            (["value", "--name", "v", "--set", "\u{FEFF}1"] + at, "column 1: the text starts with a byte order mark"),
             (["value", "--name", "v", "--set", "18446744073709551616"] + at, "past the range of 64-bit integers"),
             (["value", "--name", "v", "--set", "-9223372036854775809"] + at, "past the range of 64-bit integers"),
             (["value", "--name", "v", "--set", "1e400"] + at, "too large for a 64-bit real"),
