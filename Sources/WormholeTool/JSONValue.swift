@@ -91,7 +91,8 @@ indirect enum JSONValue: Equatable {
 
     /// The value a received notification's userInfo holds, as JSON: Data as base64, a Date as ISO 8601, a URL or
     /// UUID as its string, a set as an array, NSNull as null, a key that is not a string as its description, a
-    /// number as the type it was sent as (a `Bool`, an integer, a real); anything else as its description.
+    /// number as the type it was sent as (a `Bool`, an integer, a real); anything else as its description. A
+    /// dictionary whose keys would collide as text (`1` and `"1"`) is an array of `[key, value]` pairs instead.
     init(received value: Any) {
         switch value {
         case let string as String: self = .string(string)
@@ -106,10 +107,26 @@ indirect enum JSONValue: Equatable {
         case let array as [Any]: self = .array(array.map(JSONValue.init(received:)))
         case let dictionary as [AnyHashable: Any]:
             var members: [String: JSONValue] = [:]
-            for (key, item) in dictionary { members[(key.base as? String) ?? String(describing: key.base)] = JSONValue(received: item) }
+            for (key, item) in dictionary {
+                let text = (key.base as? String) ?? String(describing: key.base)
+                // Two keys that print alike (the number 1 and the string "1"): one would be lost in an object.
+                guard members.updateValue(JSONValue(received: item), forKey: text) == nil else {
+                    self = JSONValue(pairsOf: dictionary)
+                    return
+                }
+            }
             self = .object(members)
         default: self = .string(String(describing: value))
         }
+    }
+
+    /// A dictionary two of whose keys print as the same text, as an array of `[key, value]` pairs, each key as
+    /// the JSON value it is (`1`, `"1"`), ordered by the key's JSON text: every entry shown, in the same order on
+    /// every run.
+    private init(pairsOf dictionary: [AnyHashable: Any]) {
+        let pairs = dictionary.map { (key: JSONValue(received: $0.key.base), value: JSONValue(received: $0.value)) }
+        self = .array(pairs.map { (text: $0.key.text, pair: JSONValue.array([$0.key, $0.value])) }
+            .sorted { $0.text < $1.text }.map(\.pair))
     }
 
     /// A date as ISO 8601 with fractions of a second; one that form cannot show (before the year 1, after 9999,

@@ -8,7 +8,8 @@ let commandHelp: [(name: String, text: String)] = [
           as a durable listener that receives what was posted for it while it was not running. SIGTERM or SIGINT
           ends it cleanly. An integer prints as its digits, a real always with a fraction or an exponent (1.0,
           1e+16), NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity"; data as base64, a date
-          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001).
+          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001). A dictionary two of whose keys
+          print alike (the number 1 and the string "1") prints as an array of [key, value] pairs.
         """),
     ("post", """
         usage: wormhole post (--group ID | --container DIR) [--create] --name N [--object O] [--user-info JSON] [--retain]

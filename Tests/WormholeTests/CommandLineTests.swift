@@ -184,6 +184,21 @@ struct CommandLineTests {
         #expect(GroupValue<String?>("v", default: nil, in: center).value == nil)
     }
 
+    @Test("a dictionary whose keys print alike (1 and \"1\") shows every entry, as [key, value] pairs in one order")
+    func keysThatPrintAlike() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let userInfo: [AnyHashable: Any] = ["keys": [1: "number", "1": "string", 2: "two"] as [AnyHashable: Any], "plain": [3: "c"]]
+        _ = try center.postReporting(name: .init("n"), object: nil, userInfo: userInfo, retain: true)
+        for _ in 0..<3 {
+            let reader = try Peer("wormhole", ["retained", "--container", container.path, "--name", "n"])
+            #expect(try reader.waitForExit() == 0)
+            #expect(reader.output == [
+                #"{"name":"n","object":null,"userInfo":{"keys":[["1","string"],[1,"number"],[2,"two"]],"plain":{"3":"c"}}}"#,
+            ])
+        }
+    }
+
     @Test("a container folder that does not exist is refused unless --create; commands that only read never make one")
     func create() throws {
         let parent = TemporaryContainer()
