@@ -356,6 +356,23 @@ struct GroupValueTests {
         }
     }
 
+    @Test("a value that holds itself, or nests deeper than an archive carries, is refused by set, not a crash")
+    func cyclicValue() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let value = GroupValue<Link?>("link", default: nil, in: center)
+        let cycle = Link()
+        cycle.next = cycle
+        #expect { try value.set(cycle) } throws: { ($0 as? WormholeError)?.code == .unsupportedValue }
+        let chain = (0..<10_000).reduce(Link()) { inner, _ in
+            let outer = Link()
+            outer.next = inner
+            return outer
+        }
+        #expect { try value.set(chain) } throws: { ($0 as? WormholeError)?.code == .unsupportedValue }
+        #expect(value.value == nil, "nothing was stored")
+    }
+
     @Test("a forged current-format value that does not fit reads as the default, counted: null, a huge integer, a wrong type")
     func forgedCurrentFormat() throws {
         let container = TemporaryContainer()
@@ -461,4 +478,9 @@ private final class Derived: Base, Equatable, @unchecked Sendable {
     }
 
     static func == (left: Derived, right: Derived) -> Bool { left.base == right.base && left.extra == right.extra }
+}
+
+/// A linked list of classes, which can hold itself.
+private final class Link: Codable, @unchecked Sendable {
+    var next: Link?
 }
