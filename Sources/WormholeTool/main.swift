@@ -28,7 +28,8 @@ let commandHelp: [(name: String, text: String)] = [
           (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
           typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
           reads --set as an ISO 8601 date, --type data as base64.
-          Values print as listen prints them; dates as ISO 8601 with fractions of a second.
+          Values print as listen prints them; dates as ISO 8601 with fractions of a second. A stored value this
+          version cannot read (a later format, damage) is a failure, exit 1, never printed as null.
         """),
     ("status", """
         usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]

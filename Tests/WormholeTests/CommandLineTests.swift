@@ -199,6 +199,25 @@ struct CommandLineTests {
         }
     }
 
+    @Test("value of a stored value this version cannot read (a later format) fails with status 1 rather than print null")
+    func valueUnreadable() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let archive = try UserInfoCodec.encode(["value": 5, "version": 1, "format": 3], maximumSize: Limits.maximumPayloadSize)
+        let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: "later"), object: nil, userInfo: archive)
+        #expect(try ValueStore(container: center.endpoint.container, name: "later").publish(frame.encoded(), version: 1))
+        let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "later"])
+        #expect(try reader.waitForExit() == 1)
+        #expect(reader.output.isEmpty, "\(reader.output)")
+        #expect(reader.errorOutput.last?.contains("cannot be read by this version") == true, "\(reader.errorOutput)")
+        // A value it can read still prints, also null for one never set.
+        for (name, printed) in [("unset", "null")] {
+            let peer = try Peer("wormhole", ["value", "--container", container.path, "--name", name])
+            #expect(try peer.waitForExit() == 0)
+            #expect(peer.output == [printed])
+        }
+    }
+
     @Test("a container folder that does not exist is refused unless --create; commands that only read never make one")
     func create() throws {
         let parent = TemporaryContainer()
