@@ -206,11 +206,12 @@ indirect enum JSONValue: Equatable {
 
     /// The text an option names: `@FILE` reads a regular file, `-` standard input, anything else is the text
     /// itself. Neither is read past what a userInfo may hold (as JSON, four times its limit): `/dev/zero` or an
-    /// endless pipe is an error, not a process that fills memory; a FIFO is refused, not waited on.
+    /// endless pipe is an error, not a process that fills memory; a FIFO is refused, not waited on; standard
+    /// input closed or a folder is an error, not a crash.
     static func text(of argument: String) throws -> String {
         let limit = 4 * GroupNotificationCenter.maximumPayloadSize
         if argument == "-" {
-            let data = FileHandle.standardInput.readData(ofLength: limit + 1)
+            let data = try read(FileHandle.standardInput, upTo: limit + 1, from: "standard input")
             guard data.count <= limit else { throw UsageError("standard input holds more than \(limit) bytes") }
             return try utf8Text(data, from: "standard input")
         }
@@ -222,9 +223,21 @@ indirect enum JSONValue: Equatable {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw UsageError("\(path) is not a regular file") }
         guard Int(status.st_size) <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
-        let data = FileHandle(fileDescriptor: fd, closeOnDealloc: false).readData(ofLength: limit + 1)
+        let data = try read(FileHandle(fileDescriptor: fd, closeOnDealloc: false), upTo: limit + 1, from: path)
         guard data.count <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
         return try utf8Text(data, from: path)
+    }
+
+    /// Up to `count` bytes of `handle`, to its end. `readData(ofLength:)` traps on a read that fails (standard
+    /// input closed, or a folder): here that is an error naming `source`.
+    private static func read(_ handle: FileHandle, upTo count: Int, from source: String) throws(UsageError) -> Data {
+        do {
+            return try handle.read(upToCount: count) ?? Data()
+        } catch {
+            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+            let reason = underlying.map { $0.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32($0.code))) : $0.localizedDescription }
+            throw UsageError("cannot read \(source): \(reason ?? "\(error)")")
+        }
     }
 
     /// `bytes` as text, when they are UTF-8, as JSON text must be: a byte that is not (a file saved as Latin-1 or

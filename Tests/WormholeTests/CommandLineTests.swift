@@ -153,7 +153,7 @@ struct CommandLineTests {
         #expect(infos.last?["n"] as? Int == 7)
     }
 
-    @Test("bytes that are not UTF-8, in a file, on standard input or in an argument, exit 2 and post nothing")
+    @Test("bytes that are not UTF-8 (in a file, on standard input, in an argument), and standard input closed, exit 2")
     func notUTF8() throws {
         let container = TemporaryContainer()
         let file = container.path + "/../wormhole-latin1-\(getpid()).json"
@@ -177,6 +177,14 @@ struct CommandLineTests {
         for (peer, expected) in cases {
             #expect(try peer.waitForExit() == 2, "\(peer.errorOutput)")
             #expect(peer.errorOutput.count == 1 && peer.errorOutput.first?.contains(expected) == true, "\(peer.errorOutput)")
+        }
+        // Standard input that cannot be read: closed, or a folder.
+        for redirect in ["<&-", "< /"] {
+            let peer = try Peer("/bin/sh", ["-c", #""$0" post --container "$1" --name n --retain --user-info - "# + redirect,
+                                            tool, container.path], absolute: true)
+            #expect(try peer.waitForExit() == 2, "\(redirect): \(peer.errorOutput)")
+            #expect(peer.errorOutput.count == 1 && peer.errorOutput.first?.contains("cannot read standard input") == true,
+                    "\(redirect): \(peer.errorOutput)")
         }
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(center.retainedNotification(named: Notification.Name("n")) == nil)
