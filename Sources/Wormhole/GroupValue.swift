@@ -221,14 +221,20 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     private func decode(_ archive: ArchiveBytes?, version: UInt64) throws(WormholeError) -> Value {
         guard let archive else { return defaultValue }
         let userInfo = try UserInfoCodec.decode(archive, allowed: AllowedClasses.groupValue)
-        guard let stored = userInfo[ValueFormat.valueKey] else { return defaultValue }
         let format = userInfo[ValueFormat.formatKey]
         let earlier = format == nil
         do {
+            // The format first: a later one may keep its value under another key, and must not read as unset
+            // (which update would then overwrite).
             if !earlier {
                 guard let number = format as? NSNumber, !number.isBoolean, !number.isReal, number.int64Value == ValueFormat.current else {
                     throw WormholeError(.corruptData, "stored in format \(format ?? ""), which this version does not read")
                 }
+            }
+            guard let stored = userInfo[ValueFormat.valueKey] else {
+                // Earlier versions read a value without one as unset; this format always writes one.
+                if earlier { return defaultValue }
+                throw WormholeError(.corruptData, "holds no \"\(ValueFormat.valueKey)\"")
             }
             return try ValueTreeDecoder.decode(
                 Box.self, from: [ValueFormat.valueKey: stored],

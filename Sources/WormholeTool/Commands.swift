@@ -149,7 +149,13 @@ enum Commands {
             }
             return 0
         }
-        Output.line((value.value ?? .null).json.text)
+        let current = value.value
+        // A stored value no AnyValue decodes (of a later format, or damaged) reads as the default, nil: that is
+        // not an unset value, and printing null would say it is. The library has logged why.
+        guard center.statistics.valuesRejected == 0 else {
+            throw ToolFailure("the stored value of \(name) cannot be read by this version of wormhole; nothing printed")
+        }
+        Output.line((current ?? .null).json.text)
         return 0
     }
 

@@ -41,6 +41,10 @@ struct JSONReader {
 
     /// The one value the whole text holds.
     private mutating func document() throws(UsageError) -> JSONValue {
+        // A byte order mark, which some editors put first: not JSON text (RFC 8259 section 8.1), and invisible.
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            throw error("the text starts with a byte order mark (U+FEFF): save it as UTF-8 without one")
+        }
         skipSpace()
         guard position < bytes.count else { throw UsageError("\(option) is empty: give it a JSON value") }
         let value = try value(depth: 1)
@@ -201,11 +205,24 @@ struct JSONReader {
     }
 
     private mutating func hexUnit() throws(UsageError) -> UInt32 {
-        guard position + 4 <= bytes.count, let unit = UInt32(String(decoding: bytes[position..<position + 4], as: UTF8.self), radix: 16) else {
-            throw error("\\u takes four hexadecimal digits")
+        // Digit by digit: UInt32(_:radix:) would also take a sign ("\\u+041").
+        guard position + 4 <= bytes.count else { throw error("\\u takes four hexadecimal digits") }
+        var unit: UInt32 = 0
+        for byte in bytes[position..<position + 4] {
+            guard let digit = Self.hexDigit(byte) else { throw error("\\u takes four hexadecimal digits") }
+            unit = unit << 4 | digit
         }
         position += 4
         return unit
+    }
+
+    private static func hexDigit(_ byte: UInt8) -> UInt32? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): UInt32(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): UInt32(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): UInt32(byte - UInt8(ascii: "A") + 10)
+        default: nil
+        }
     }
 
     /// A number: an integer when it has no fraction and no exponent, else a real.

@@ -91,7 +91,8 @@ indirect enum JSONValue: Equatable {
 
     /// The value a received notification's userInfo holds, as JSON: Data as base64, a Date as ISO 8601, a URL or
     /// UUID as its string, a set as an array, NSNull as null, a key that is not a string as its description, a
-    /// number as the type it was sent as (a `Bool`, an integer, a real); anything else as its description.
+    /// number as the type it was sent as (a `Bool`, an integer, a real); anything else as its description. A
+    /// dictionary whose keys would collide as text (`1` and `"1"`) is an array of `[key, value]` pairs instead.
     init(received value: Any) {
         switch value {
         case let string as String: self = .string(string)
@@ -106,10 +107,26 @@ indirect enum JSONValue: Equatable {
         case let array as [Any]: self = .array(array.map(JSONValue.init(received:)))
         case let dictionary as [AnyHashable: Any]:
             var members: [String: JSONValue] = [:]
-            for (key, item) in dictionary { members[(key.base as? String) ?? String(describing: key.base)] = JSONValue(received: item) }
+            for (key, item) in dictionary {
+                let text = (key.base as? String) ?? String(describing: key.base)
+                // Two keys that print alike (the number 1 and the string "1"): one would be lost in an object.
+                guard members.updateValue(JSONValue(received: item), forKey: text) == nil else {
+                    self = JSONValue(pairsOf: dictionary)
+                    return
+                }
+            }
             self = .object(members)
         default: self = .string(String(describing: value))
         }
+    }
+
+    /// A dictionary two of whose keys print as the same text, as an array of `[key, value]` pairs, each key as
+    /// the JSON value it is (`1`, `"1"`), ordered by the key's JSON text: every entry shown, in the same order on
+    /// every run.
+    private init(pairsOf dictionary: [AnyHashable: Any]) {
+        let pairs = dictionary.map { (key: JSONValue(received: $0.key.base), value: JSONValue(received: $0.value)) }
+        self = .array(pairs.map { (text: $0.key.text, pair: JSONValue.array([$0.key, $0.value])) }
+            .sorted { $0.text < $1.text }.map(\.pair))
     }
 
     /// A date as ISO 8601 with fractions of a second; one that form cannot show (before the year 1, after 9999,
@@ -189,13 +206,14 @@ indirect enum JSONValue: Equatable {
 
     /// The text an option names: `@FILE` reads a regular file, `-` standard input, anything else is the text
     /// itself. Neither is read past what a userInfo may hold (as JSON, four times its limit): `/dev/zero` or an
-    /// endless pipe is an error, not a process that fills memory; a FIFO is refused, not waited on.
+    /// endless pipe is an error, not a process that fills memory; a FIFO is refused, not waited on; standard
+    /// input closed or a folder is an error, not a crash.
     static func text(of argument: String) throws -> String {
         let limit = 4 * GroupNotificationCenter.maximumPayloadSize
         if argument == "-" {
-            let data = FileHandle.standardInput.readData(ofLength: limit + 1)
+            let data = try read(FileHandle.standardInput, upTo: limit + 1, from: "standard input")
             guard data.count <= limit else { throw UsageError("standard input holds more than \(limit) bytes") }
-            return String(decoding: data, as: UTF8.self)
+            return try utf8Text(data, from: "standard input")
         }
         guard argument.hasPrefix("@") else { return argument }
         let path = String(argument.dropFirst())
@@ -205,8 +223,37 @@ indirect enum JSONValue: Equatable {
         var status = stat()
         guard fstat(fd, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { throw UsageError("\(path) is not a regular file") }
         guard Int(status.st_size) <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
-        let data = FileHandle(fileDescriptor: fd, closeOnDealloc: false).readData(ofLength: limit + 1)
+        let data = try read(FileHandle(fileDescriptor: fd, closeOnDealloc: false), upTo: limit + 1, from: path)
         guard data.count <= limit else { throw UsageError("\(path) holds more than \(limit) bytes") }
-        return String(decoding: data, as: UTF8.self)
+        return try utf8Text(data, from: path)
+    }
+
+    /// Up to `count` bytes of `handle`, to its end. `readData(ofLength:)` traps on a read that fails (standard
+    /// input closed, or a folder): here that is an error naming `source`.
+    private static func read(_ handle: FileHandle, upTo count: Int, from source: String) throws(UsageError) -> Data {
+        do {
+            return try handle.read(upToCount: count) ?? Data()
+        } catch {
+            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+            let reason = underlying.map { $0.domain == NSPOSIXErrorDomain ? String(cString: strerror(Int32($0.code))) : $0.localizedDescription }
+            throw UsageError("cannot read \(source): \(reason ?? "\(error)")")
+        }
+    }
+
+    /// `bytes` as text, when they are UTF-8, as JSON text must be: a byte that is not (a file saved as Latin-1 or
+    /// UTF-16) is an error naming its offset, never a character replaced by U+FFFD in what is posted.
+    /// - Parameter source: What the bytes came from, as the error names it (`standard input`, a path, `argument 3`).
+    static func utf8Text(_ bytes: some Collection<UInt8>, from source: String) throws(UsageError) -> String {
+        var parser = Unicode.UTF8.ForwardParser()
+        var iterator = bytes.makeIterator()
+        var offset = 0
+        while true {
+            switch parser.parseScalar(from: &iterator) {
+            case .valid(let scalar): offset += scalar.count
+            case .emptyInput: return String(decoding: bytes, as: UTF8.self)
+            case .error:
+                throw UsageError("\(source) is not UTF-8 text: byte \(offset) is not part of a UTF-8 character")
+            }
+        }
     }
 }

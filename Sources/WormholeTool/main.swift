@@ -8,7 +8,8 @@ let commandHelp: [(name: String, text: String)] = [
           as a durable listener that receives what was posted for it while it was not running. SIGTERM or SIGINT
           ends it cleanly. An integer prints as its digits, a real always with a fraction or an exponent (1.0,
           1e+16), NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity"; data as base64, a date
-          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001).
+          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001). A dictionary two of whose keys
+          print alike (the number 1 and the string "1") prints as an array of [key, value] pairs.
         """),
     ("post", """
         usage: wormhole post (--group ID | --container DIR) [--create] --name N [--object O] [--user-info JSON] [--retain]
@@ -27,7 +28,8 @@ let commandHelp: [(name: String, text: String)] = [
           (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
           typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
           reads --set as an ISO 8601 date, --type data as base64.
-          Values print as listen prints them; dates as ISO 8601 with fractions of a second.
+          Values print as listen prints them; dates as ISO 8601 with fractions of a second. A stored value this
+          version cannot read (a later format, damage) is a failure, exit 1, never printed as null.
         """),
     ("status", """
         usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]
@@ -70,6 +72,13 @@ func help(for command: String) -> String? { commandHelp.first { $0.name == comma
 let arguments = CommandLine.arguments.dropFirst()
 let command = arguments.first ?? ""
 do {
+    // CommandLine.arguments has every byte that is not UTF-8 replaced by U+FFFD: a name or value typed in
+    // another encoding would be posted changed. Told from the bytes the process was given.
+    for index in 1..<Int(CommandLine.argc) {
+        guard let argument = CommandLine.unsafeArgv[index] else { continue }
+        _ = try JSONValue.utf8Text(UnsafeBufferPointer(start: argument, count: strlen(argument)).lazy.map { UInt8(bitPattern: $0) },
+                                   from: "argument \(index)")
+    }
     switch command {
     case "listen": try Commands.listen(arguments.dropFirst())
     case "post": exit(try Commands.post(arguments.dropFirst()))

@@ -153,6 +153,79 @@ struct CommandLineTests {
         #expect(infos.last?["n"] as? Int == 7)
     }
 
+    @Test("bytes that are not UTF-8 (in a file, on standard input, in an argument), and standard input closed, exit 2")
+    func notUTF8() throws {
+        let container = TemporaryContainer()
+        let file = container.path + "/../wormhole-latin1-\(getpid()).json"
+        // {"a":"é"} saved as Latin-1: 0xE9 begins no UTF-8 character that the quote after it could end.
+        try Data([0x7B, 0x22, 0x61, 0x22, 0x3A, 0x22, 0xE9, 0x22, 0x7D]).write(to: URL(fileURLWithPath: file))
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        let tool = Peer.productsDirectory.appendingPathComponent("wormhole").path
+        let cases: [(Peer, String)] = [
+            (try Peer("wormhole", ["post", "--container", container.path, "--name", "n", "--retain", "--user-info", "@" + file]),
+             "\(file) is not UTF-8 text: byte 6"),
+            (try Peer("/bin/sh", ["-c", #"printf '{"a":"\351"}' | "$0" post --container "$1" --name n --retain --user-info -"#,
+                                  tool, container.path], absolute: true),
+             "standard input is not UTF-8 text: byte 6"),
+            (try Peer("/bin/sh", ["-c", #""$0" post --container "$1" --name "$(printf 'n\351')" --retain"#, tool, container.path],
+                      absolute: true),
+             "argument 5 is not UTF-8 text: byte 1"),
+            (try Peer("/bin/sh", ["-c", #""$0" value --container "$1" --name v --set "$(printf '"\351"')""#, tool, container.path],
+                      absolute: true),
+             "argument 7 is not UTF-8 text: byte 1"),
+        ]
+        for (peer, expected) in cases {
+            #expect(try peer.waitForExit() == 2, "\(peer.errorOutput)")
+            #expect(peer.errorOutput.count == 1 && peer.errorOutput.first?.contains(expected) == true, "\(peer.errorOutput)")
+        }
+        // Standard input that cannot be read: closed, or a folder.
+        for redirect in ["<&-", "< /"] {
+            let peer = try Peer("/bin/sh", ["-c", #""$0" post --container "$1" --name n --retain --user-info - "# + redirect,
+                                            tool, container.path], absolute: true)
+            #expect(try peer.waitForExit() == 2, "\(redirect): \(peer.errorOutput)")
+            #expect(peer.errorOutput.count == 1 && peer.errorOutput.first?.contains("cannot read standard input") == true,
+                    "\(redirect): \(peer.errorOutput)")
+        }
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(center.retainedNotification(named: Notification.Name("n")) == nil)
+        #expect(center.retainedNotification(named: Notification.Name("n\u{FFFD}")) == nil)
+        #expect(GroupValue<String?>("v", default: nil, in: center).value == nil)
+    }
+
+    @Test("a dictionary whose keys print alike (1 and \"1\") shows every entry, as [key, value] pairs in one order")
+    func keysThatPrintAlike() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let userInfo: [AnyHashable: Any] = ["keys": [1: "number", "1": "string", 2: "two"] as [AnyHashable: Any], "plain": [3: "c"]]
+        _ = try center.postReporting(name: .init("n"), object: nil, userInfo: userInfo, retain: true)
+        for _ in 0..<3 {
+            let reader = try Peer("wormhole", ["retained", "--container", container.path, "--name", "n"])
+            #expect(try reader.waitForExit() == 0)
+            #expect(reader.output == [
+                #"{"name":"n","object":null,"userInfo":{"keys":[["1","string"],[1,"number"],[2,"two"]],"plain":{"3":"c"}}}"#,
+            ])
+        }
+    }
+
+    @Test("value of a stored value this version cannot read (a later format) fails with status 1 rather than print null")
+    func valueUnreadable() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let archive = try UserInfoCodec.encode(["value": 5, "version": 1, "format": 3], maximumSize: Limits.maximumPayloadSize)
+        let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: "later"), object: nil, userInfo: archive)
+        #expect(try ValueStore(container: center.endpoint.container, name: "later").publish(frame.encoded(), version: 1))
+        let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "later"])
+        #expect(try reader.waitForExit() == 1)
+        #expect(reader.output.isEmpty, "\(reader.output)")
+        #expect(reader.errorOutput.last?.contains("cannot be read by this version") == true, "\(reader.errorOutput)")
+        // A value it can read still prints, also null for one never set.
+        for (name, printed) in [("unset", "null")] {
+            let peer = try Peer("wormhole", ["value", "--container", container.path, "--name", name])
+            #expect(try peer.waitForExit() == 0)
+            #expect(peer.output == [printed])
+        }
+    }
+
     @Test("a container folder that does not exist is refused unless --create; commands that only read never make one")
     func create() throws {
         let parent = TemporaryContainer()
@@ -315,6 +388,9 @@ struct CommandLineTests {
             (["value", "--name", "v", "--set", "-x"] + at, "a '-' must be followed by digits"),
             (["value", "--name", "v", "--set", "01"] + at, "cannot start with 0"),
             (["value", "--name", "v", "--set", #""\ud800""#] + at, "surrogate pair"),
+            (["value", "--name", "v", "--set", #""\u+041""#] + at, "column 4: \\u takes four hexadecimal digits"),
+            (["value", "--name", "v", "--set", #""\u-000""#] + at, "\\u takes four hexadecimal digits"),
+            (["value", "--name", "v", "--set", "\u{FEFF}1"] + at, "column 1: the text starts with a byte order mark"),
             (["value", "--name", "v", "--set", "18446744073709551616"] + at, "past the range of 64-bit integers"),
             (["value", "--name", "v", "--set", "-9223372036854775809"] + at, "past the range of 64-bit integers"),
             (["value", "--name", "v", "--set", "1e400"] + at, "too large for a 64-bit real"),

@@ -335,6 +335,67 @@ struct GroupValueTests {
         #expect(center.statistics.valuesRejected == 1)
         #expect(throws: WormholeError.self) { try value.update { $0 += 1 } }
     }
+
+    @Test("a later format that keeps its value under another key, or the current one with no value, is not read as unset")
+    func formatWithoutValue() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let userInfos: [[String: Any]] = [["v": 5, "version": 1, "format": 3], ["version": 1, "format": 2], ["version": 1, "format": true]]
+        for (index, userInfo) in userInfos.enumerated() {
+            let name = "later\(index)"
+            let archive = try UserInfoCodec.encode(userInfo, maximumSize: Limits.maximumPayloadSize)
+            let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: name), object: nil, userInfo: archive)
+            let store = try ValueStore(container: center.endpoint.container, name: name)
+            #expect(try store.publish(frame.encoded(), version: 1))
+            let value = GroupValue(name, default: 0, in: center)
+            #expect(value.value == 0)
+            #expect(center.statistics.valuesRejected == index + 1, "\(userInfo)")
+            #expect(throws: WormholeError.self, "\(userInfo)") { try value.update { $0 += 1 } }
+            // Still the version another process stored: nothing was written over it.
+            #expect(try store.latest().version == 1)
+        }
+    }
+
+    @Test("a value that holds itself, or nests deeper than an archive carries, is refused by set, not a crash")
+    func cyclicValue() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let value = GroupValue<Link?>("link", default: nil, in: center)
+        let cycle = Link()
+        cycle.next = cycle
+        #expect { try value.set(cycle) } throws: { ($0 as? WormholeError)?.code == .unsupportedValue }
+        let chain = (0..<10_000).reduce(Link()) { inner, _ in
+            let outer = Link()
+            outer.next = inner
+            return outer
+        }
+        #expect { try value.set(chain) } throws: { ($0 as? WormholeError)?.code == .unsupportedValue }
+        #expect(value.value == nil, "nothing was stored")
+    }
+
+    @Test("a forged current-format value that does not fit reads as the default, counted: null, a huge integer, a wrong type")
+    func forgedCurrentFormat() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let deep = (0..<100).reduce(NSNumber(value: 1) as Any) { inner, _ in [inner] }
+        let stored: [Any] = [NSNull(), NSNumber(value: UInt64.max), NSNumber(value: true), "7", [7], ["value": 7], deep]
+        for (index, tree) in stored.enumerated() {
+            let name = "forged\(index)"
+            let archive = try UserInfoCodec.encode(["value": tree, "version": 1, "format": 2], maximumSize: Limits.maximumPayloadSize)
+            let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: name), object: nil, userInfo: archive)
+            #expect(try ValueStore(container: center.endpoint.container, name: name).publish(frame.encoded(), version: 1))
+            #expect(GroupValue(name, default: -1, in: center).value == -1, "\(tree)")
+            #expect(center.statistics.valuesRejected == index + 1, "\(tree)")
+        }
+        // Where they fit: null is nil, and "$null" in this format a string.
+        for (name, tree) in [("null", NSNull()), ("text", "$null")] as [(String, Any)] {
+            let archive = try UserInfoCodec.encode(["value": tree, "version": 1, "format": 2], maximumSize: Limits.maximumPayloadSize)
+            let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: name), object: nil, userInfo: archive)
+            #expect(try ValueStore(container: center.endpoint.container, name: name).publish(frame.encoded(), version: 1))
+        }
+        #expect(GroupValue<String?>("null", default: "default", in: center).value == nil)
+        #expect(GroupValue<String?>("text", default: nil, in: center).value == "$null")
+    }
 }
 
 /// A string or a real, in a value of the earlier format.
@@ -417,4 +478,9 @@ private final class Derived: Base, Equatable, @unchecked Sendable {
     }
 
     static func == (left: Derived, right: Derived) -> Bool { left.base == right.base && left.extra == right.extra }
+}
+
+/// A linked list of classes, which can hold itself.
+private final class Link: Codable, @unchecked Sendable {
+    var next: Link?
 }

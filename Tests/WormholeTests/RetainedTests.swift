@@ -164,4 +164,34 @@ struct RetainedTests {
         wormhole.center.clearAllRetainedNotifications()
         for name in others { #expect(wormhole.center.retainedNotification(named: .init(name)) == nil) }
     }
+
+    @Test("clearAllMessageContents with a FIFO and damaged files planted among the retained ones: no wait, only messages go")
+    func mailboxClearAmongPlanted() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let wormhole = WormholeMailbox(center)
+        let long = String(repeating: "identifier-", count: 12)
+        try wormhole.passMessage("gone", identifier: "button")
+        try wormhole.passMessage("gone", identifier: long)
+        try center.postReporting(name: .init("status"), object: nil, userInfo: ["kept": 1], retain: true)
+        let folder = container.path + "/retained"
+        let hex = { (name: String) in name.utf8.map { String(format: "%02x", $0) }.joined() }
+        // A FIFO under a message's own file name, one under a hashed name; a damaged hashed file; one under a
+        // message's name that holds garbage.
+        let messageFIFO = folder + "/n-" + hex("wormhole.message.fifo")
+        let hashedFIFO = folder + "/h-00112233445566ff"
+        let damaged = folder + "/h-ffeeddccbbaa9988"
+        let garbage = folder + "/n-" + hex("wormhole.message.garbage")
+        try #require(mkfifo(messageFIFO, 0o600) == 0 && mkfifo(hashedFIFO, 0o600) == 0)
+        try Data((0..<300).map { UInt8(truncatingIfNeeded: $0 &* 37) }).write(to: URL(fileURLWithPath: damaged))
+        try Data("not a frame".utf8).write(to: URL(fileURLWithPath: garbage))
+
+        wormhole.clearAllMessageContents()
+        #expect(wormhole.message(withIdentifier: "button") == nil)
+        #expect(wormhole.message(withIdentifier: long) == nil)
+        #expect(!FileManager.default.fileExists(atPath: messageFIFO) && !FileManager.default.fileExists(atPath: garbage))
+        // What cannot be read says nothing about whose it is: left.
+        #expect(FileManager.default.fileExists(atPath: hashedFIFO) && FileManager.default.fileExists(atPath: damaged))
+        #expect(center.retainedNotification(named: .init("status"))?.userInfo?["kept"] as? Int == 1)
+    }
 }

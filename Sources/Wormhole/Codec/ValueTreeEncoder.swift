@@ -6,12 +6,19 @@ import Foundation
 /// `PropertyListEncoder`.
 enum ValueTreeEncoder {
     /// The tree of `value`.
-    /// - Throws: What `value`'s `encode(to:)` throws.
+    /// - Throws: What `value`'s `encode(to:)` throws; `EncodingError.invalidValue` for a value nested deeper than
+    ///   ``Limits/archiveMaximumDepth`` (a reference cycle), which no archive would carry anyway.
     static func encode<T: Encodable>(_ value: T) throws -> Any {
         try box(value, codingPath: []).tree
     }
 
     fileprivate static func box<T: Encodable>(_ value: T, codingPath: [any CodingKey]) throws -> Node {
+        // Deeper than any archive carries: a class that holds itself would recurse until the stack ran out.
+        guard codingPath.count <= Limits.archiveMaximumDepth else {
+            throw EncodingError.invalidValue(value, .init(
+                codingPath: codingPath,
+                debugDescription: "nests deeper than \(Limits.archiveMaximumDepth) levels (does a class hold itself?)"))
+        }
         let node = Node()
         if let leaf = value as? any ValueTreeLeaf {
             node.leaf = leaf.treeValue
