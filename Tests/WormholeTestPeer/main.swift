@@ -107,7 +107,14 @@ case "post":
         var received: CInt = 0
         sigwait(&signals, &received)
     }
+    // --exhaust-after N: after N posts, takes every descriptor the process may still open (as `listen
+    // --exhaust-descriptors` does) and posts the rest out of descriptors; prints how many it took.
+    let exhaustAfter = option("exhaust-after").flatMap { Int($0) }
     for i in start..<(start + count) {
+        if let exhaustAfter, i - start == exhaustAfter {
+            let held = exhaustDescriptors()
+            emit(["exhausted": held.count, "errno": Int(errno)])
+        }
         let userInfo = onSignal ? prepared[i - start] : userInfo(i)
         let report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
         delivered += report.delivered
@@ -164,18 +171,7 @@ case "listen":
         sigemptyset(&unblocked)
         sigaddset(&unblocked, SIGUSR1)
         pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
-        #if canImport(Glibc)
-        let openFiles = Int32(RLIMIT_NOFILE.rawValue)
-        #else
-        let openFiles = RLIMIT_NOFILE
-        #endif
-        var limit = rlimit()
-        if getrlimit(openFiles, &limit) == 0 {
-            limit.rlim_cur = min(limit.rlim_cur, 256)
-            _ = setrlimit(openFiles, &limit)
-        }
-        var held: [Int32] = []
-        while case let fd = dup(2), fd >= 0 { held.append(fd) }
+        let held = exhaustDescriptors()
         // The errno of the failure that ended it: EMFILE when the process is out of descriptors.
         emit(["exhausted": held.count, "errno": Int(errno)])
         while !Release.asked.load(ordering: .relaxed) { usleep(20_000) }
@@ -264,6 +260,24 @@ case "watch-retained":
     while true { sleep(1000) }
 default:
     exit(2)
+}
+
+/// Takes every descriptor this process may still open, its soft limit lowered to 256 first so that this is quick;
+/// returns them. `errno` then tells why the last one failed: EMFILE when the process is out of descriptors.
+func exhaustDescriptors() -> [Int32] {
+    #if canImport(Glibc)
+    let openFiles = Int32(RLIMIT_NOFILE.rawValue)
+    #else
+    let openFiles = RLIMIT_NOFILE
+    #endif
+    var limit = rlimit()
+    if getrlimit(openFiles, &limit) == 0 {
+        limit.rlim_cur = min(limit.rlim_cur, 256)
+        _ = setrlimit(openFiles, &limit)
+    }
+    var held: [Int32] = []
+    while case let fd = dup(2), fd >= 0 { held.append(fd) }
+    return held
 }
 
 /// Set by SIGUSR1, for `listen --exhaust-descriptors`.

@@ -242,6 +242,45 @@ struct SpoolLeaseTests {
     }
 }
 
+extension SpoolLeaseTests {
+    @Test("a poster out of descriptors keeps the cap: what it cannot measure it does not spool, and says why")
+    func posterOutOfDescriptorsKeepsTheCap() throws {
+        let cap = 8_000_000
+        let container = TemporaryContainer("leasesfds")
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
+        defer { stop(listener) }
+        try listener.waitForLines(1)
+        // Stopped: every 1 MB post goes to its spool, which takes eight at most.
+        try listener.suspend()
+        // Two posts open the spool, its segment and the lease; then the poster takes every descriptor left, and
+        // its 28 other posts find it can no longer list the folder it measures.
+        let poster = try Peer(
+            "wormhole-test-peer",
+            [
+                "post", "--container", container.path, "--name", "big", "--count", "30", "--payload", "1000000",
+                "--spool-limit", "\(cap)", "--exhaust-after", "2",
+            ],
+            environment: Self.applePaths)
+        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        let exhausted = try #require(poster.jsonLines().first { $0["exhausted"] != nil }, "\(poster.jsonLines())")
+        try #require(exhausted["errno"] as? Int == Int(EMFILE), "the poster is out of descriptors: \(exhausted)")
+        let report = poster.jsonLines().last ?? [:]
+        let spooled = report["spooled"] as? Int ?? -1
+        #expect(spooled >= 2 && spooled <= 8, "\(report)")
+        #expect(report["failed"] as? Int == 30 - spooled, "\(report)")
+        // Refused as this process's failure, not as a full spool: the spool holds 2 MB of its 8.
+        #expect(report["spoolFull"] as? Int == 0, "\(report)")
+        #expect(poster.errorOutput.contains { $0.contains("errno 24") }, "\(poster.errorOutput.suffix(3))")
+        var segments = 0
+        let folder = try spoolFolder(of: container)
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) where name.hasSuffix(".seg") {
+            segments += (try FileManager.default.attributesOfItem(atPath: folder + name)[.size] as? Int) ?? 0
+        }
+        #expect(segments <= cap, "the spool holds \(segments) bytes, past its \(cap)-byte cap")
+    }
+}
+
 /// Lets a stopped listener run again, then kills it.
 private func stop(_ listener: Peer) {
     listener.signal(SIGCONT)
