@@ -66,7 +66,7 @@ case "post":
     let count = Int(option("count") ?? "1") ?? 1
     let start = Int(option("start") ?? "0") ?? 0
     let payload = Int(option("payload") ?? "0") ?? 0
-    var delivered = 0, spooled = 0, failed = 0, spoolFull = 0
+    var delivered = 0, spooled = 0, failed = 0, spoolFull = 0, notPosted = 0
     // --on-signal: everything is built first, then it prints {"ready": pid} and posts only on SIGUSR1, so that a
     // test can start posts one after another without waiting for a process to start and build its payload.
     let onSignal = flag("on-signal")
@@ -116,7 +116,15 @@ case "post":
             emit(["exhausted": held.count, "errno": Int(errno)])
         }
         let userInfo = onSignal ? prepared[i - start] : userInfo(i)
-        let report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+        let report: PostReport
+        do {
+            report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+        } catch {
+            // Not posted at all (this process out of descriptors, say): said, and counted apart.
+            FileHandle.standardError.write(Data("not posted: \(error)\n".utf8))
+            notPosted += 1
+            continue
+        }
         delivered += report.delivered
         spooled += report.spooled
         failed += report.failures.count
@@ -125,7 +133,7 @@ case "post":
     // dropped: files of the container this process skipped as damaged (a planted lease, say), each counted once.
     emit([
         "posted": count, "delivered": delivered, "spooled": spooled, "failed": failed, "spoolFull": spoolFull,
-        "dropped": center.statistics.dropped,
+        "dropped": center.statistics.dropped, "notPosted": notPosted,
     ])
     // --stay: lives on until killed, as an app that posted does (its leases, say, stay a live poster's).
     if flag("stay") { while true { sleep(1000) } }
