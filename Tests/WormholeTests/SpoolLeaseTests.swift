@@ -281,6 +281,35 @@ extension SpoolLeaseTests {
     }
 }
 
+extension SpoolLeaseTests {
+    @Test("more planted leases than a poster remembers are said once each up to that many, not at every renewal")
+    func manyPlantedLeasesAreSaidOnce() throws {
+        let container = TemporaryContainer("leasesmany")
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
+        defer { stop(listener) }
+        try listener.waitForLines(1)
+        try listener.suspend()
+        // FIFOs: not regular files, so never taken for stale leases and removed; each is damage.
+        let folder = try spoolFolder(of: container)
+        let planted = Limits.rememberedDamagedLeases + 76
+        for i in 0..<planted {
+            try #require(mkfifo(folder + SpoolFolder.leasePrefix + FileName.hex(UInt64(0x1000 + i)), 0o600) == 0)
+        }
+        // Forty 1 MB posts renew the lease a dozen times, each looking at every planted file.
+        let poster = try Peer(
+            "wormhole-test-peer",
+            ["post", "--container", container.path, "--name", "big", "--count", "40", "--payload", "1000000"],
+            environment: Self.applePaths)
+        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        let report = poster.jsonLines().last ?? [:]
+        #expect(report["spooled"] as? Int == 40, "\(report)")
+        #expect(report["dropped"] as? Int == Limits.rememberedDamagedLeases, "\(report)")
+        let said = poster.errorOutput.count { $0.contains("reserves nothing") }
+        #expect(said == Limits.rememberedDamagedLeases, "said \(said) times for \(planted) files")
+    }
+}
+
 /// Lets a stopped listener run again, then kills it.
 private func stop(_ listener: Peer) {
     listener.signal(SIGCONT)

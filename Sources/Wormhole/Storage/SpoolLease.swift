@@ -190,7 +190,8 @@ struct LeaseFile: ~Copyable {
 }
 
 /// The damaged leases a poster found, each counted (``WormholeStatistics/dropped``) and logged once: a lease
-/// is looked at in every renewal, and one planted file must not count a thousand times.
+/// is looked at in every renewal, and one planted file must not count a thousand times, nor a thousand planted
+/// files a thousand times each.
 final class LeaseDamage: Sendable {
     private struct Key: Hashable {
         let listener: UInt64
@@ -198,7 +199,13 @@ final class LeaseDamage: Sendable {
         let identity: FileIdentity?
     }
 
-    private let reported = Mutex<Set<Key>>([])
+    private struct Reported {
+        var keys: Set<Key> = []
+        /// When the set was last found full, in uptime nanoseconds; 0 while it has room.
+        var fullSince: UInt64 = 0
+    }
+
+    private let reported = Mutex(Reported())
     private let count: @Sendable () -> Void
 
     /// `count` is called once per damaged lease found.
@@ -207,12 +214,21 @@ final class LeaseDamage: Sendable {
     }
 
     /// Counts and logs the damaged lease `name` of `listener`'s spool, unless this one file was reported already.
+    /// Past ``Limits/rememberedDamagedLeases`` of them, a new one is neither counted nor said until the ones
+    /// remembered are forgotten, ``Limits/damagedLeasesForgottenAfter`` later: a folder planted with more files
+    /// than that is said again at most that often, not at every renewal.
     func report(listener: UInt64, name: String, identity: FileIdentity?, _ reason: String) {
         let key = Key(listener: listener, name: name, identity: identity)
+        let now = DispatchTime.now().uptimeNanoseconds
         let isNew = reported.withLock { reported in
-            // Bounded: past it, a lease may be said again, which is harmless.
-            if reported.count >= Limits.rememberedDamagedLeases { reported.removeAll() }
-            return reported.insert(key).inserted
+            if reported.keys.contains(key) { return false }
+            if reported.keys.count >= Limits.rememberedDamagedLeases {
+                if reported.fullSince == 0 { reported.fullSince = now }
+                guard now &- reported.fullSince >= Limits.damagedLeasesForgottenAfter.nanoseconds else { return false }
+                reported.keys.removeAll()
+                reported.fullSince = 0
+            }
+            return reported.keys.insert(key).inserted
         }
         guard isNew else { return }
         count()
