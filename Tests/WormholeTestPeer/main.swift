@@ -258,6 +258,12 @@ case "value-add":
         emit(["final": last.withLock { $0 }, "read": value.value])
     }
     exit(0)
+case "main-thread-exits":
+    // Its main thread exits, as a program's may (pthread_exit), while another thread lives on: so does the process.
+    let keeper = Thread { while true { sleep(1000) } }
+    keeper.start()
+    emit(["ready": Int(getpid())])
+    pthread_exit(nil)
 case "watch-retained":
     // Prints the current retained value of --name at once, then every change.
     guard let name else { exit(2) }

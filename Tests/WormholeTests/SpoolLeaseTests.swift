@@ -310,6 +310,44 @@ extension SpoolLeaseTests {
     }
 }
 
+extension SpoolLeaseTests {
+    @Test("the lease of a process whose main thread exited while its other threads run counts: the process lives")
+    func mainThreadExitedPosterCounts() throws {
+        let cap = 8_000_000
+        let container = TemporaryContainer("leasesmain")
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
+        defer { stop(listener) }
+        try listener.waitForLines(1)
+        try listener.suspend()
+        // Linux shows such a process as a zombie in /proc/<pid>/stat, with more than one thread.
+        let holder = try Peer("wormhole-test-peer", ["main-thread-exits", "--container", container.path])
+        defer { holder.signal(SIGKILL) }
+        let ready = try #require(try holder.waitForLines(1).first)
+        // Its main thread exits just after it says it is ready: seen once /proc says zombie.
+        let deadline = Date().addingTimeInterval(10)
+        func state() -> String? {
+            let stat = (try? String(contentsOfFile: "/proc/\(holder.pid)/stat", encoding: .utf8)) ?? ""
+            return stat.lastIndex(of: ")").flatMap { stat[$0...].dropFirst(2).first }.map(String.init)
+        }
+        while state() != "Z" && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        try #require(state() == "Z", "its main thread exited: \(state() ?? "no state")")
+        let me = ProcessMark.current
+        let mark = ProcessMark(pid: holder.pid, start: try #require(Sys.processStart(holder.pid)), namespace: me.namespace)
+        #expect(kill(holder.pid, 0) == 0, "it lives: \(ready)")
+        let lease = try spoolFolder(of: container) + SpoolFolder.leasePrefix + "00000000000000c1"
+        try plantLease(lease, holder: mark, claim: cap, modified: Date())
+        let poster = try Peer(
+            "wormhole-test-peer",
+            ["post", "--container", container.path, "--name", "big", "--payload", "1000000", "--spool-limit", "\(cap)"],
+            environment: Self.applePaths)
+        #expect(try poster.waitForExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
+        let report = poster.jsonLines().last ?? [:]
+        #expect(report["spoolFull"] as? Int == 1, "its lease counts: \(report)")
+        #expect(FileManager.default.fileExists(atPath: lease), "the lease of a live process is not removed")
+    }
+}
+
 /// Lets a stopped listener run again, then kills it.
 private func stop(_ listener: Peer) {
     listener.signal(SIGCONT)
