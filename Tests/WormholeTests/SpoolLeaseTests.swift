@@ -333,7 +333,8 @@ extension SpoolLeaseTests {
         while state() != "Z" && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
         try #require(state() == "Z", "its main thread exited: \(state() ?? "no state")")
         let me = ProcessMark.current
-        let mark = ProcessMark(pid: holder.pid, start: try #require(Sys.processStart(holder.pid)), namespace: me.namespace)
+        let start = try #require(Sys.processStart(holder.pid))
+        let mark = ProcessMark(pid: holder.pid, start: start, namespace: me.namespace)
         #expect(kill(holder.pid, 0) == 0, "it lives: \(ready)")
         let lease = try spoolFolder(of: container) + SpoolFolder.leasePrefix + "00000000000000c1"
         try plantLease(lease, holder: mark, claim: cap, modified: Date())

@@ -47,7 +47,8 @@ final class SpoolFolder: Sendable {
     func totalBytes(includingTaken: Bool = true) throws(WormholeError) -> Int {
         var total = 0
         for name in try namesToMeasure() {
-            guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix), includingTaken || !name.hasSuffix(Self.takenSuffix)
+            guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix),
+                includingTaken || !name.hasSuffix(Self.takenSuffix)
             else { continue }
             let status: FileStatus
             do throws(WormholeError) {
