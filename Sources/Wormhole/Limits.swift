@@ -125,6 +125,10 @@ enum Limits {
     static let leaseShrinkStep = 64 << 10
     /// How many damaged leases one posting process remembers having counted and logged, so that each is said once.
     static let rememberedDamagedLeases = 1024
+    /// How long a posting process that remembers ``rememberedDamagedLeases`` of them goes on remembering them
+    /// before it forgets them all: more planted files than that are said again at most this often, not once
+    /// per renewal (``SpoolLeaseTests``).
+    static let damagedLeasesForgottenAfter: Interval = .seconds(60)
     static let spoolBudgetRemeasure: Interval = .milliseconds(100)
     /// How soon a total that would refuse a post is measured again.
     static let spoolBudgetMinimumRemeasure: Interval = .milliseconds(1)

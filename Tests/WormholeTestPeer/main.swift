@@ -66,7 +66,7 @@ case "post":
     let count = Int(option("count") ?? "1") ?? 1
     let start = Int(option("start") ?? "0") ?? 0
     let payload = Int(option("payload") ?? "0") ?? 0
-    var delivered = 0, spooled = 0, failed = 0, spoolFull = 0
+    var delivered = 0, spooled = 0, failed = 0, spoolFull = 0, notPosted = 0
     // --on-signal: everything is built first, then it prints {"ready": pid} and posts only on SIGUSR1, so that a
     // test can start posts one after another without waiting for a process to start and build its payload.
     let onSignal = flag("on-signal")
@@ -109,9 +109,24 @@ case "post":
         var received: CInt = 0
         sigwait(&signals, &received)
     }
+    // --exhaust-after N: after N posts, takes every descriptor the process may still open (as `listen
+    // --exhaust-descriptors` does) and posts the rest out of descriptors; prints how many it took.
+    let exhaustAfter = option("exhaust-after").flatMap { Int($0) }
     for i in start..<(start + count) {
+        if let exhaustAfter, i - start == exhaustAfter {
+            let held = exhaustDescriptors()
+            emit(["exhausted": held.count, "errno": Int(errno)])
+        }
         let userInfo = onSignal ? prepared[i - start] : userInfo(i)
-        let report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+        let report: PostReport
+        do {
+            report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+        } catch {
+            // Not posted at all (this process out of descriptors, say): said, and counted apart.
+            FileHandle.standardError.write(Data("not posted: \(error)\n".utf8))
+            notPosted += 1
+            continue
+        }
         delivered += report.delivered
         spooled += report.spooled
         failed += report.failures.count
@@ -120,7 +135,7 @@ case "post":
     // dropped: files of the container this process skipped as damaged (a planted lease, say), each counted once.
     emit([
         "posted": count, "delivered": delivered, "spooled": spooled, "failed": failed, "spoolFull": spoolFull,
-        "dropped": center.statistics.dropped,
+        "dropped": center.statistics.dropped, "notPosted": notPosted,
     ])
     // --stay: lives on until killed, as an app that posted does (its leases, say, stay a live poster's).
     if flag("stay") { while true { sleep(1000) } }
@@ -166,18 +181,7 @@ case "listen":
         sigemptyset(&unblocked)
         sigaddset(&unblocked, SIGUSR1)
         pthread_sigmask(SIG_UNBLOCK, &unblocked, nil)
-        #if canImport(Glibc)
-        let openFiles = Int32(RLIMIT_NOFILE.rawValue)
-        #else
-        let openFiles = RLIMIT_NOFILE
-        #endif
-        var limit = rlimit()
-        if getrlimit(openFiles, &limit) == 0 {
-            limit.rlim_cur = min(limit.rlim_cur, 256)
-            _ = setrlimit(openFiles, &limit)
-        }
-        var held: [Int32] = []
-        while case let fd = dup(2), fd >= 0 { held.append(fd) }
+        let held = exhaustDescriptors()
         // The errno of the failure that ended it: EMFILE when the process is out of descriptors.
         emit(["exhausted": held.count, "errno": Int(errno)])
         while !Release.asked.load(ordering: .relaxed) { usleep(20_000) }
@@ -316,6 +320,12 @@ case "listen-forms":
     emit(["ready": Int(getpid())])
     // The main actor's observers run when the main queue does.
     dispatchMain()
+case "main-thread-exits":
+    // Its main thread exits, as a program's may (pthread_exit), while another thread lives on: so does the process.
+    let keeper = Thread { while true { sleep(1000) } }
+    keeper.start()
+    emit(["ready": Int(getpid())])
+    pthread_exit(nil)
 case "watch-retained":
     // Prints the current retained value of --name at once, then every change.
     guard let name else { exit(2) }
@@ -326,6 +336,24 @@ case "watch-retained":
     while true { sleep(1000) }
 default:
     exit(2)
+}
+
+/// Takes every descriptor this process may still open, its soft limit lowered to 256 first so that this is quick;
+/// returns them. `errno` then tells why the last one failed: EMFILE when the process is out of descriptors.
+func exhaustDescriptors() -> [Int32] {
+    #if canImport(Glibc)
+    let openFiles = Int32(RLIMIT_NOFILE.rawValue)
+    #else
+    let openFiles = RLIMIT_NOFILE
+    #endif
+    var limit = rlimit()
+    if getrlimit(openFiles, &limit) == 0 {
+        limit.rlim_cur = min(limit.rlim_cur, 256)
+        _ = setrlimit(openFiles, &limit)
+    }
+    var held: [Int32] = []
+    while case let fd = dup(2), fd >= 0 { held.append(fd) }
+    return held
 }
 
 /// Set by SIGUSR1, for `listen --exhaust-descriptors`.

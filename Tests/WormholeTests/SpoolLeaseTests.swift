@@ -242,6 +242,113 @@ struct SpoolLeaseTests {
     }
 }
 
+extension SpoolLeaseTests {
+    @Test("a poster out of descriptors keeps the cap: what it cannot measure it does not spool, and says why")
+    func posterOutOfDescriptorsKeepsTheCap() throws {
+        let cap = 8_000_000
+        let container = TemporaryContainer("leasesfds")
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
+        defer { stop(listener) }
+        try listener.waitForLines(1)
+        // Stopped: every 1 MB post goes to its spool, which takes eight at most.
+        try listener.suspend()
+        // Two posts open the spool, its segment and the lease; then the poster takes every descriptor left, and
+        // its 28 other posts find it can no longer list the folder it measures.
+        let poster = try Peer(
+            "wormhole-test-peer",
+            [
+                "post", "--container", container.path, "--name", "big", "--count", "30", "--payload", "1000000",
+                "--spool-limit", "\(cap)", "--exhaust-after", "2",
+            ],
+            environment: Self.applePaths)
+        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        let exhausted = try #require(poster.jsonLines().first { $0["exhausted"] != nil }, "\(poster.jsonLines())")
+        try #require(exhausted["errno"] as? Int == Int(EMFILE), "the poster is out of descriptors: \(exhausted)")
+        let report = poster.jsonLines().last ?? [:]
+        let spooled = report["spooled"] as? Int ?? -1
+        #expect(spooled >= 2 && spooled <= 8, "\(report)")
+        #expect(report["failed"] as? Int == 30 - spooled, "\(report)")
+        // Refused as this process's failure, not as a full spool: the spool holds 2 MB of its 8.
+        #expect(report["spoolFull"] as? Int == 0, "\(report)")
+        #expect(poster.errorOutput.contains { $0.contains("errno 24") }, "\(poster.errorOutput.suffix(3))")
+        var segments = 0
+        let folder = try spoolFolder(of: container)
+        for name in try FileManager.default.contentsOfDirectory(atPath: folder) where name.hasSuffix(".seg") {
+            segments += (try FileManager.default.attributesOfItem(atPath: folder + name)[.size] as? Int) ?? 0
+        }
+        #expect(segments <= cap, "the spool holds \(segments) bytes, past its \(cap)-byte cap")
+    }
+}
+
+extension SpoolLeaseTests {
+    @Test("more planted leases than a poster remembers are said once each up to that many, not at every renewal")
+    func manyPlantedLeasesAreSaidOnce() throws {
+        let container = TemporaryContainer("leasesmany")
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
+        defer { stop(listener) }
+        try listener.waitForLines(1)
+        try listener.suspend()
+        // FIFOs: not regular files, so never taken for stale leases and removed; each is damage.
+        let folder = try spoolFolder(of: container)
+        let planted = Limits.rememberedDamagedLeases + 76
+        for i in 0..<planted {
+            try #require(mkfifo(folder + SpoolFolder.leasePrefix + FileName.hex(UInt64(0x1000 + i)), 0o600) == 0)
+        }
+        // Forty 1 MB posts renew the lease a dozen times, each looking at every planted file.
+        let poster = try Peer(
+            "wormhole-test-peer",
+            ["post", "--container", container.path, "--name", "big", "--count", "40", "--payload", "1000000"],
+            environment: Self.applePaths)
+        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        let report = poster.jsonLines().last ?? [:]
+        #expect(report["spooled"] as? Int == 40, "\(report)")
+        #expect(report["dropped"] as? Int == Limits.rememberedDamagedLeases, "\(report)")
+        let said = poster.errorOutput.count { $0.contains("reserves nothing") }
+        #expect(said == Limits.rememberedDamagedLeases, "said \(said) times for \(planted) files")
+    }
+}
+
+extension SpoolLeaseTests {
+    @Test("the lease of a process whose main thread exited while its other threads run counts: the process lives")
+    func mainThreadExitedPosterCounts() throws {
+        let cap = 8_000_000
+        let container = TemporaryContainer("leasesmain")
+        let listener = try Peer(
+            "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
+        defer { stop(listener) }
+        try listener.waitForLines(1)
+        try listener.suspend()
+        // Linux shows such a process as a zombie in /proc/<pid>/stat, with more than one thread.
+        let holder = try Peer("wormhole-test-peer", ["main-thread-exits", "--container", container.path])
+        defer { holder.signal(SIGKILL) }
+        let ready = try #require(try holder.waitForLines(1).first)
+        // Its main thread exits just after it says it is ready: seen once /proc says zombie.
+        let deadline = Date().addingTimeInterval(10)
+        func state() -> String? {
+            let stat = (try? String(contentsOfFile: "/proc/\(holder.pid)/stat", encoding: .utf8)) ?? ""
+            return stat.lastIndex(of: ")").flatMap { stat[$0...].dropFirst(2).first }.map(String.init)
+        }
+        while state() != "Z" && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        try #require(state() == "Z", "its main thread exited: \(state() ?? "no state")")
+        let me = ProcessMark.current
+        let start = try #require(Sys.processStart(holder.pid))
+        let mark = ProcessMark(pid: holder.pid, start: start, namespace: me.namespace)
+        #expect(kill(holder.pid, 0) == 0, "it lives: \(ready)")
+        let lease = try spoolFolder(of: container) + SpoolFolder.leasePrefix + "00000000000000c1"
+        try plantLease(lease, holder: mark, claim: cap, modified: Date())
+        let poster = try Peer(
+            "wormhole-test-peer",
+            ["post", "--container", container.path, "--name", "big", "--payload", "1000000", "--spool-limit", "\(cap)"],
+            environment: Self.applePaths)
+        #expect(try poster.waitForExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
+        let report = poster.jsonLines().last ?? [:]
+        #expect(report["spoolFull"] as? Int == 1, "its lease counts: \(report)")
+        #expect(FileManager.default.fileExists(atPath: lease), "the lease of a live process is not removed")
+    }
+}
+
 /// Lets a stopped listener run again, then kills it.
 private func stop(_ listener: Peer) {
     listener.signal(SIGCONT)

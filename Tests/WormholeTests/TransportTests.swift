@@ -258,6 +258,31 @@ struct TransportTests {
         listener.signal(SIGKILL)
     }
 
+    @Test("a poster out of descriptors that never read the registry fails its posts with the system's error, rather than report reaching nobody")
+    func outOfDescriptorsBeforeTheRegistry() throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d"])
+        defer { listener.signal(SIGKILL) }
+        try listener.waitForLines(1)
+        // Out of descriptors before its first post: it cannot list the registry to learn who listens.
+        let poster = try Peer(
+            "wormhole-test-peer",
+            ["post", "--container", container.path, "--name", "d", "--count", "3", "--exhaust-after", "0"])
+        #expect(try poster.waitForExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
+        let exhausted = try #require(poster.jsonLines().first { $0["exhausted"] != nil }, "\(poster.jsonLines())")
+        try #require(exhausted["errno"] as? Int == Int(EMFILE), "the poster is out of descriptors: \(exhausted)")
+        let report = poster.jsonLines().last ?? [:]
+        #expect(report["notPosted"] as? Int == 3, "each post throws: \(report)")
+        #expect(report["delivered"] as? Int == 0 && report["failed"] as? Int == 0, "\(report)")
+        #expect(poster.errorOutput.count { $0.contains("not posted") && $0.contains("errno 24") } == 3,
+            "\(poster.errorOutput.suffix(3))")
+        // A post with descriptors to spare reaches the listener: the three were not taken for posts to nobody.
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": 7]).delivered == 1)
+        let lines = try listener.waitForLines(2, timeout: 20)
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [7], "\(lines)")
+    }
+
     @Test("no source sets SO_DEFUNCTOK, which would let xnu make a suspended app's sockets defunct")
     func noDefunctOK() throws {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

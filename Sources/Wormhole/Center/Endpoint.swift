@@ -92,7 +92,7 @@ final class Endpoint: Sendable {
         try fanout.checkContainerIsAtItsPath()
         let ownID = reception.listenerID
         var (report, gone) = fanout.send(
-            outgoing, to: registry.snapshot(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
+            outgoing, to: try registry.read(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
             reception.deliverOwn([frame])
             report.delivered += 1

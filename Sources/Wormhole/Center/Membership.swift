@@ -202,6 +202,6 @@ final class Membership: Sendable {
         {
             _ = folder.readSegment(name) { _ in count += 1 }
         }
-        return (count, folder.totalBytes())
+        return (count, (try? folder.totalBytes()) ?? 0)
     }
 }

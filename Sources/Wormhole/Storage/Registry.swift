@@ -64,14 +64,23 @@ final class Registry: Sendable {
         changes = ChangeMark(Self.changesName, in: container.descriptor)
     }
 
-    /// The current registry, re-read only when something changed since the last call.
+    /// The current registry, re-read only when something changed since the last call. While this process cannot
+    /// read it (out of descriptors), its last reading; empty when it never read it (``read()`` says so instead).
     func snapshot() -> RegistrySnapshot {
+        (try? read()) ?? .empty
+    }
+
+    /// The current registry, re-read only when something changed since the last call. While this process cannot
+    /// read it (out of descriptors or memory), its last reading stands, as nothing says otherwise.
+    /// - Throws: the system's error when this process never read the registry and cannot now: it cannot tell who
+    ///   listens, and a post sent to nobody would look like one that nobody observes.
+    func read() throws(WormholeError) -> RegistrySnapshot {
         // Taken before the mark is read: a change marked after this instant is seen once the trust ends.
         let now = DispatchTime.now().uptimeNanoseconds
         let (trusted, changesBefore) = cache.withLock { cache in (cache.isTrusted(at: now) ? cache.snapshot : nil, cache.changes) }
         if let trusted { return trusted }
         let mark = changes.value
-        return cache.withLock { cache in
+        return try cache.withLock { (cache) throws(WormholeError) in
             // Another thread may have stamped `checked` after this one read the clock: that counts as fresh.
             let age = now > cache.checked ? now - cache.checked : 0
             if cache.loaded && mark != 0 && mark == cache.mark {
@@ -100,7 +109,10 @@ final class Registry: Sendable {
             if !changes.isCurrent() { changes.reopen() }
             // This process cannot read the registry now (out of descriptors): its last reading stands, as nothing
             // says otherwise, and the next call looks again.
-            guard reload(&cache) else { return cache.snapshot }
+            if let failure = reload(&cache) {
+                guard cache.loaded else { throw failure }
+                return cache.snapshot
+            }
             cache.mark = mark
             cache.checked = now
             cache.markChecked = now
@@ -115,10 +127,10 @@ final class Registry: Sendable {
         return (status.identity, status.modifiedNanoseconds)
     }
 
-    /// Lists the folder and reads the entries whose file is new or changed. Returns false, with `cache` as it
-    /// was, when this process cannot tell what the folder holds now: it is out of descriptors (or memory) to list
-    /// it or to open an entry. That is not an entry lost, nor a damaged one.
-    private func reload(_ cache: inout Cache) -> Bool {
+    /// Lists the folder and reads the entries whose file is new or changed. Returns the system's error, with
+    /// `cache` as it was, when this process cannot tell what the folder holds now: it is out of descriptors (or
+    /// memory) to list it or to open an entry. That is not an entry lost, nor a damaged one. Nil once read.
+    private func reload(_ cache: inout Cache) -> WormholeError? {
         // A folder changed within the last moments may change again within the same tick of its clock, unseen:
         // its state is kept, to skip later listings, only once it is settled.
         let folder = folderState().flatMap { nanosecondsSince($0.modified) > Limits.registryEntrySettled.signedNanoseconds ? $0 : nil }
@@ -127,7 +139,7 @@ final class Registry: Sendable {
         do throws(WormholeError) {
             names = try Sys.listDirectory(directory, limit: 4 * Limits.maximumListeners)
         } catch where error.isOutOfResources {
-            return false
+            return error
         } catch {
             names = []
         }
@@ -148,7 +160,7 @@ final class Registry: Sendable {
             do throws(WormholeError) {
                 entry = try readEntry(name)
             } catch {
-                return false
+                return error
             }
             files[name] = CachedEntry(identity: identity, size: size, modified: modified, entry: entry)
         }
@@ -156,11 +168,11 @@ final class Registry: Sendable {
         cache.folder = folder
         cache.files = files
         cache.loaded = true
-        guard changed else { return true }
+        guard changed else { return nil }
         let entries = files.keys.sorted().compactMap { files[$0]?.entry }
         cache.snapshot = RegistrySnapshot(entries: entries)
         parses.add(1, ordering: .relaxed)
-        return true
+        return nil
     }
 
     /// One entry file, checked; nil (said and counted) when it is damaged, of another type, or too large, and

@@ -22,19 +22,22 @@ final class SpoolBudget: Sendable {
         self.limit = limit
     }
 
-    /// Counts `bytes` against the cap; throws ``WormholeError/Code/spoolFull`` when they would pass it.
+    /// Counts `bytes` against the cap; throws ``WormholeError/Code/spoolFull`` when they would pass it, and the
+    /// system's error when this process is out of descriptors or memory to measure the spools (``measure(_:)``).
     func reserve(_ bytes: Int) throws(WormholeError) {
         let now = DispatchTime.now().uptimeNanoseconds
         try state.withLock { (state) throws(WormholeError) in
-            let over = state.total + bytes > limit
+            // Compared by subtraction: a measured total may be held at Int.max.
+            let over = bytes > limit - state.total
             if !state.valid || now &- state.measured > Limits.spoolBudgetRemeasure.nanoseconds
                 || (over && now &- state.measured > Limits.spoolBudgetMinimumRemeasure.nanoseconds)
             {
-                state.total = Self.measure(container)
+                // Out of descriptors, this process cannot tell what the spools hold: the post fails, not the cap.
+                state.total = try Self.measure(container)
                 state.measured = now
                 state.valid = true
             }
-            guard state.total + bytes <= limit else {
+            guard bytes <= limit - state.total else {
                 throw WormholeError(
                     .spoolFull,
                     "the container's spools hold \(state.total) bytes; \(bytes) more would pass its \(limit)-byte limit")
@@ -43,15 +46,32 @@ final class SpoolBudget: Sendable {
         }
     }
 
-    /// What every spool folder of `container` holds now.
-    static func measure(_ container: Container) -> Int {
-        let folders = (try? Sys.listDirectory(container.spoolDescriptor)) ?? []
+    /// What every spool folder of `container` holds now. Not an error: a folder that cannot be opened (gone
+    /// meanwhile, or not a folder) holds nothing.
+    /// - Throws: the system's error when this process is out of descriptors or memory to list or open them
+    ///   (``WormholeError/isOutOfResources``): it cannot tell what they hold.
+    static func measure(_ container: Container) throws(WormholeError) -> Int {
+        let folders: [String]
+        do throws(WormholeError) {
+            folders = try Sys.listDirectory(container.spoolDescriptor)
+        } catch where error.isOutOfResources {
+            throw error
+        } catch {
+            folders = []
+        }
         var total = 0
         for name in folders {
-            guard let listener = FileName.value(ofHex: name),
-                let folder = try? SpoolFolder(listener: listener, in: container, create: false)
-            else { continue }
-            total += folder.totalBytes()
+            guard let listener = FileName.value(ofHex: name) else { continue }
+            let folder: SpoolFolder
+            do throws(WormholeError) {
+                folder = try SpoolFolder(listener: listener, in: container, create: false)
+            } catch where error.isOutOfResources {
+                throw error
+            } catch {
+                continue
+            }
+            let sum = total.addingReportingOverflow(try folder.totalBytes())
+            total = sum.overflow ? .max : sum.partialValue
         }
         return total
     }

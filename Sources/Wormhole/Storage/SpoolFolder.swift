@@ -39,17 +39,43 @@ final class SpoolFolder: Sendable {
 
     /// The bytes the folder's files take on disk. A sparse file counts what it really holds, not the size it
     /// claims. Without `includingTaken`, only what waits for the listener to take it (its backlog). Posters' lease
-    /// files (``SpoolLease``) are reservations, not data: they count nothing here, sparse or not.
-    func totalBytes(includingTaken: Bool = true) -> Int {
-        let names = (try? Sys.listDirectory(descriptor)) ?? []
-        return names.reduce(0) { total, name in
-            guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix), includingTaken || !name.hasSuffix(Self.takenSuffix), let status = try? Sys.status(name, relativeTo: descriptor, followLinks: false),
-                status.isRegularFile
-            else { return total }
+    /// files (``SpoolLease``) are reservations, not data: they count nothing here, sparse or not. Not an error: a
+    /// file gone meanwhile counts nothing, and so does a folder that cannot be listed (gone, say).
+    /// - Throws: the system's error when this process is out of descriptors or memory to list the folder
+    ///   (``WormholeError/isOutOfResources``): it cannot tell what the folder holds, and a cap measured as
+    ///   nothing would admit anything.
+    func totalBytes(includingTaken: Bool = true) throws(WormholeError) -> Int {
+        var total = 0
+        for name in try namesToMeasure() {
+            guard name != Self.bellName, !name.hasPrefix(Self.leasePrefix),
+                includingTaken || !name.hasSuffix(Self.takenSuffix)
+            else { continue }
+            let status: FileStatus
+            do throws(WormholeError) {
+                status = try Sys.status(name, relativeTo: descriptor, followLinks: false)
+            } catch where error.isOutOfResources {
+                throw error
+            } catch {
+                continue
+            }
+            guard status.isRegularFile else { continue }
             // A sparse file counts what its blocks hold; a file system can claim any count, held within Int.
             let held = max(0, min(status.size, status.allocatedBytes))
             let sum = total.addingReportingOverflow(held)
-            return sum.overflow ? .max : sum.partialValue
+            total = sum.overflow ? .max : sum.partialValue
+        }
+        return total
+    }
+
+    /// The folder's names, for measuring what it holds: none when it cannot be listed (gone, say).
+    /// - Throws: the system's error when this process is out of descriptors or memory to list it: it cannot tell.
+    func namesToMeasure() throws(WormholeError) -> [String] {
+        do throws(WormholeError) {
+            return try Sys.listDirectory(descriptor)
+        } catch where error.isOutOfResources {
+            throw error
+        } catch {
+            return []
         }
     }
 

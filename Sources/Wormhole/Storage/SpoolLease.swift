@@ -68,7 +68,9 @@ struct SpoolLease: ~Copyable {
     /// waits for anyone; no call to the system while a renewed lease has room.
     /// - Throws: ``WormholeError/Code/spoolFull`` when the spool holds or others have reserved so much that the
     ///   record would pass the cap (then this lease reserves nothing); `ENOENT` when the folder is gone (so is
-    ///   its listener). Leases of gone posters and damaged ones are not a reason.
+    ///   its listener); the system's error when this process is out of descriptors or memory to make its lease
+    ///   or measure the folder (``WormholeError/isOutOfResources``): it cannot tell what the spool holds, and
+    ///   reserves nothing. Leases of gone posters and damaged ones are not a reason.
     mutating func reserve(_ size: Int, in folder: SpoolFolder) throws(WormholeError) {
         let now = DispatchTime.now().uptimeNanoseconds
         if renewed != 0, now &- renewed <= Limits.leaseRenewal.nanoseconds, remaining >= size {
@@ -120,8 +122,8 @@ struct SpoolLease: ~Copyable {
         do throws(WormholeError) {
             // Reserved before measuring: a poster that measures after this sees it.
             try setClaim(ask)
-            let leased = folder.reservedByOthers(except: Self.name(poster: terms.poster), terms: terms)
-            let sum = folder.totalBytes(includingTaken: false).addingReportingOverflow(leased)
+            let leased = try folder.reservedByOthers(except: Self.name(poster: terms.poster), terms: terms)
+            let sum = try folder.totalBytes(includingTaken: false).addingReportingOverflow(leased)
             let backlog = sum.overflow ? Int.max : sum.partialValue
             if backlog > limit - ask {
                 if backlog <= limit - size {
@@ -150,8 +152,9 @@ struct SpoolLease: ~Copyable {
     /// Keeps the lease's file while its name still names it and it has no other name; else makes it anew, so that
     /// it is seen: another poster removed it as stale (this process was stopped), or it was never made, or someone
     /// linked it under another name, which makes readers skip it (then it is first set to claim nothing, and its
-    /// name removed). Throws only `ENOENT`, for a folder that is gone: a name this poster cannot take leaves it
-    /// unreserved (``SpoolFolder/makeLease(poster:damage:)``).
+    /// name removed). Throws only `ENOENT`, for a folder that is gone, and the system's error when this process is
+    /// out of descriptors or memory: a name this poster cannot take leaves it unreserved
+    /// (``SpoolFolder/makeLease(poster:damage:)``).
     private mutating func makeFile(in folder: SpoolFolder) throws(WormholeError) {
         if let held = file.take() {
             switch folder.links(of: held.name, held.identity) {
@@ -187,7 +190,8 @@ struct LeaseFile: ~Copyable {
 }
 
 /// The damaged leases a poster found, each counted (``WormholeStatistics/dropped``) and logged once: a lease
-/// is looked at in every renewal, and one planted file must not count a thousand times.
+/// is looked at in every renewal, and one planted file must not count a thousand times, nor a thousand planted
+/// files a thousand times each.
 final class LeaseDamage: Sendable {
     private struct Key: Hashable {
         let listener: UInt64
@@ -195,7 +199,13 @@ final class LeaseDamage: Sendable {
         let identity: FileIdentity?
     }
 
-    private let reported = Mutex<Set<Key>>([])
+    private struct Reported {
+        var keys: Set<Key> = []
+        /// When the set was last found full, in uptime nanoseconds; 0 while it has room.
+        var fullSince: UInt64 = 0
+    }
+
+    private let reported = Mutex(Reported())
     private let count: @Sendable () -> Void
 
     /// `count` is called once per damaged lease found.
@@ -204,12 +214,21 @@ final class LeaseDamage: Sendable {
     }
 
     /// Counts and logs the damaged lease `name` of `listener`'s spool, unless this one file was reported already.
+    /// Past ``Limits/rememberedDamagedLeases`` of them, a new one is neither counted nor said until the ones
+    /// remembered are forgotten, ``Limits/damagedLeasesForgottenAfter`` later: a folder planted with more files
+    /// than that is said again at most that often, not at every renewal.
     func report(listener: UInt64, name: String, identity: FileIdentity?, _ reason: String) {
         let key = Key(listener: listener, name: name, identity: identity)
+        let now = DispatchTime.now().uptimeNanoseconds
         let isNew = reported.withLock { reported in
-            // Bounded: past it, a lease may be said again, which is harmless.
-            if reported.count >= Limits.rememberedDamagedLeases { reported.removeAll() }
-            return reported.insert(key).inserted
+            if reported.keys.contains(key) { return false }
+            if reported.keys.count >= Limits.rememberedDamagedLeases {
+                if reported.fullSince == 0 { reported.fullSince = now }
+                guard now &- reported.fullSince >= Limits.damagedLeasesForgottenAfter.nanoseconds else { return false }
+                reported.keys.removeAll()
+                reported.fullSince = 0
+            }
+            return reported.keys.insert(key).inserted
         }
         guard isNew else { return }
         count()
@@ -236,7 +255,9 @@ extension SpoolFolder {
     /// Makes `poster`'s lease file with its header: created, never opened as it was found, so that setting its
     /// size cuts nobody's file. Something already under its name (planted, or a leftover) is removed and the
     /// lease made again, once; when that fails too (a folder with files in it), or the file cannot be made at
-    /// all, returns nil, reported to `damage`: the poster spools unreserved. A missing folder throws `ENOENT`.
+    /// all, returns nil, reported to `damage`: the poster spools unreserved. A missing folder throws `ENOENT`; this
+    /// process out of descriptors or memory throws the system's error, which is not damage (it measures nothing
+    /// either, and refuses the record).
     func makeLease(poster: UInt64, damage: LeaseDamage) throws(WormholeError) -> LeaseFile? {
         let name = SpoolLease.name(poster: poster)
         var failure = "is held by something that cannot be removed"
@@ -255,7 +276,7 @@ extension SpoolFolder {
                     throw error
                 }
                 return LeaseFile(name: name, descriptor: file, identity: identity)
-            } catch where error.systemErrno == .noSuchFile {
+            } catch where error.systemErrno == .noSuchFile || error.isOutOfResources {
                 throw error
             } catch where error.systemErrno == .fileExists {
                 guard attempt == 0 else { break }
@@ -286,11 +307,12 @@ extension SpoolFolder {
     /// What the other posters' leases reserve now (``SpoolLease``): each fresh lease of a poster not known to be
     /// gone, the sum held at `Int.max`. Stale leases and those of gone posters are removed; damaged ones are
     /// reported to `terms.damage`. None of them is an error, and none adds to the sum.
-    func reservedByOthers(except own: String, terms: SpoolLease.Terms) -> Int {
-        let names = (try? Sys.listDirectory(descriptor)) ?? []
+    /// - Throws: the system's error when this process is out of descriptors or memory to list the folder or open
+    ///   a lease: it cannot tell what they reserve, and a lease it cannot read is not one that reserves nothing.
+    func reservedByOthers(except own: String, terms: SpoolLease.Terms) throws(WormholeError) -> Int {
         var total = 0
-        for name in names where name.hasPrefix(Self.leasePrefix) && name != own {
-            switch readLease(name, limit: terms.limit) {
+        for name in try namesToMeasure() where name.hasPrefix(Self.leasePrefix) && name != own {
+            switch try readLease(name, limit: terms.limit) {
             case .reserves(let bytes):
                 let sum = total.addingReportingOverflow(bytes)
                 total = sum.overflow ? .max : sum.partialValue
@@ -310,15 +332,25 @@ extension SpoolFolder {
     /// process the header names. Damaged: anything but a regular file of one link (a poster makes its lease anew,
     /// never links it), a file without a header of this format, or one claiming more than `limit` (the cap).
     /// Opens nothing but a regular file, and that without following a link or waiting.
-    func readLease(_ name: String, limit: Int) -> LeaseReading {
-        guard let found = try? Sys.status(name, relativeTo: descriptor, followLinks: false) else { return .nothing }
+    /// - Throws: the system's error when this process is out of descriptors or memory to look at it
+    ///   (``WormholeError/isOutOfResources``): it cannot tell. Anything else the file system says is a reading.
+    func readLease(_ name: String, limit: Int) throws(WormholeError) -> LeaseReading {
+        let found: FileStatus
+        do throws(WormholeError) {
+            found = try Sys.status(name, relativeTo: descriptor, followLinks: false)
+        } catch where error.isOutOfResources {
+            throw error
+        } catch {
+            return .nothing
+        }
         guard found.isRegularFile else { return .damaged("is not a regular file", identity: found.identity) }
         guard SpoolLease.isFresh(age: found.ageNanoseconds) else { return .stale }
         guard found.linkCount == 1 else {
             return .damaged("has \(found.linkCount) names (a poster never links its lease)", identity: found.identity)
         }
-        guard let file = try? Sys.open(name, [.noFollow, .nonBlocking], relativeTo: descriptor),
-            let status = try? Sys.status(of: file.rawValue), status.identity == found.identity, status.isRegularFile
+        // Removed or replaced meanwhile: nothing there.
+        guard let file = try openLease(name), let status = try? Sys.status(of: file.rawValue),
+            status.identity == found.identity, status.isRegularFile
         else { return .nothing }
         // Made, and its header not written yet: claims nothing.
         guard status.size > 0 else { return .nothing }
@@ -339,5 +371,18 @@ extension SpoolFolder {
             return .damaged("\(error.detail) (an older Wormhole's lease, or not a poster's)", identity: status.identity)
         }
         return ProcessState.of(holder) == .gone ? .gone : .reserves(claim)
+    }
+
+    /// Opens the lease `name` for reading, without following a link or waiting; nil when that fails (removed
+    /// meanwhile, say).
+    /// - Throws: the system's error when this process is out of descriptors or memory to open it.
+    private func openLease(_ name: String) throws(WormholeError) -> OwnedDescriptor? {
+        do throws(WormholeError) {
+            return try Sys.open(name, [.noFollow, .nonBlocking], relativeTo: descriptor)
+        } catch where error.isOutOfResources {
+            throw error
+        } catch {
+            return nil
+        }
     }
 }

@@ -53,7 +53,12 @@ extension Sys {
         }
         switch fields.first?.first {
         case UInt8(ascii: "T"), UInt8(ascii: "t"): return .stopped
-        case UInt8(ascii: "Z"), UInt8(ascii: "X"): return .gone
+        // A process whose main thread exited (pthread_exit) while others run shows as a zombie: it lives while
+        // it has more than that thread (`num_threads`, the 20th field).
+        case UInt8(ascii: "Z"):
+            let threads = fields.count > 17 ? Int(String(decoding: fields[17], as: UTF8.self)) ?? 0 : 0
+            return threads > 1 ? .running : .gone
+        case UInt8(ascii: "X"): return .gone
         case nil: return .unknown
         default: return .running
         }
