@@ -100,3 +100,22 @@ extension UInt8: ValueTreeInteger {}
 extension UInt16: ValueTreeInteger {}
 extension UInt32: ValueTreeInteger {}
 extension UInt64: ValueTreeInteger {}
+
+/// The coding keys a value tree's coders make themselves: an index in an array, and the key `superEncoder()` and
+/// `superDecoder()` use.
+struct ValueTreeKey: CodingKey {
+    let stringValue: String
+    let intValue: Int?
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+        intValue = nil
+    }
+
+    init(intValue: Int) {
+        stringValue = String(intValue)
+        self.intValue = intValue
+    }
+
+    static let superKey = ValueTreeKey(stringValue: "super")
+}

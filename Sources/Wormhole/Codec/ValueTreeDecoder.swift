@@ -61,21 +61,6 @@ enum ValueTreeDecoder {
         .typeMismatch(type, .init(codingPath: path, debugDescription: "expected \(type), found \(describe(value))"))
     }
 
-    /// An index in an array, as a coding key.
-    fileprivate struct IndexKey: CodingKey {
-        let intValue: Int?
-        var stringValue: String { intValue.map(String.init) ?? "" }
-        init(intValue: Int) { self.intValue = intValue }
-        init?(stringValue: String) { nil }
-    }
-
-    fileprivate struct SuperKey: CodingKey {
-        var stringValue: String { "super" }
-        var intValue: Int? { nil }
-        init() {}
-        init?(stringValue: String) { nil }
-        init?(intValue: Int) { nil }
-    }
 }
 
 private struct TreeDecoder: Decoder {
@@ -149,7 +134,7 @@ private struct KeyedTreeDecoder<Key: CodingKey>: KeyedDecodingContainerProtocol 
     }
 
     func superDecoder() throws -> any Decoder {
-        let key = ValueTreeDecoder.SuperKey()
+        let key = ValueTreeKey.superKey
         return TreeDecoder(value: dictionary[key.stringValue] ?? NSNull(), codingPath: codingPath + [key], context: context)
     }
 
@@ -173,7 +158,7 @@ private struct UnkeyedTreeDecoder: UnkeyedDecodingContainer {
     var count: Int? { array.count }
     var isAtEnd: Bool { currentIndex >= array.count }
 
-    private var path: [any CodingKey] { codingPath + [ValueTreeDecoder.IndexKey(intValue: currentIndex)] }
+    private var path: [any CodingKey] { codingPath + [ValueTreeKey(intValue: currentIndex)] }
 
     /// The next element, which a successful decoding then moves past.
     private func next(_ type: Any.Type) throws -> Any {

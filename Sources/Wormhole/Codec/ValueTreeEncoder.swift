@@ -56,21 +56,6 @@ enum ValueTreeEncoder {
         }
     }
 
-    /// An index in an array, as a coding key.
-    fileprivate struct IndexKey: CodingKey {
-        let intValue: Int?
-        var stringValue: String { intValue.map(String.init) ?? "" }
-        init(intValue: Int) { self.intValue = intValue }
-        init?(stringValue: String) { nil }
-    }
-
-    fileprivate struct SuperKey: CodingKey {
-        var stringValue: String { "super" }
-        var intValue: Int? { nil }
-        init() {}
-        init?(stringValue: String) { nil }
-        init?(intValue: Int) { nil }
-    }
 }
 
 private typealias Node = ValueTreeEncoder.Node
@@ -145,8 +130,8 @@ private struct KeyedTreeEncoder<Key: CodingKey>: KeyedEncodingContainerProtocol 
 
     mutating func superEncoder() -> any Encoder {
         let child = Node()
-        put(child, ValueTreeEncoder.SuperKey())
-        return TreeEncoder(node: child, codingPath: codingPath + [ValueTreeEncoder.SuperKey()])
+        put(child, ValueTreeKey.superKey)
+        return TreeEncoder(node: child, codingPath: codingPath + [ValueTreeKey.superKey])
     }
 
     mutating func superEncoder(forKey key: Key) -> any Encoder {
@@ -161,7 +146,7 @@ private struct UnkeyedTreeEncoder: UnkeyedEncodingContainer {
     let codingPath: [any CodingKey]
     var count: Int { node.array?.count ?? 0 }
 
-    private var nextKey: any CodingKey { ValueTreeEncoder.IndexKey(intValue: count) }
+    private var nextKey: any CodingKey { ValueTreeKey(intValue: count) }
 
     private func append(_ child: Node) {
         node.array?.append(child)
