@@ -196,11 +196,13 @@ enum Sys {
             throw WormholeError(.system, "fdopendir", errno: error)
         }
         defer { closedir(stream) }
+        // A record holds only as much of `d_name` as its name needs (`d_reclen`), so the name is read where it is,
+        // up to its terminating NUL, never copied as the whole declared array: the last record of a buffer may
+        // end before it.
+        guard let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name) else { return [] }
         var names: [String] = []
         while names.count < limit, let entry = readdir(stream) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
+            let name = String(cString: (UnsafeRawPointer(entry) + nameOffset).assumingMemoryBound(to: CChar.self))
             if name != "." && name != ".." { names.append(name) }
         }
         return names
