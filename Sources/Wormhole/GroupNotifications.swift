@@ -18,6 +18,13 @@ extension GroupNotificationCenter {
         let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
         return GroupNotifications(observer: addSequenceObserver(forName: name, object: object, allowed: allowed))
     }
+
+    /// Adds the observer behind an async sequence.
+    func addSequenceObserver(forName name: Notification.Name?, object: String?, allowed: AllowedClasses) -> SequenceObserver {
+        let handoff = Handoff(wake: nil)
+        let observer = addObserver(forName: name, object: object, allowed: allowed, handoff: handoff)
+        return SequenceObserver(endpoint: endpoint, observer: observer, handoff: handoff)
+    }
 }
 
 /// The notifications a ``GroupNotificationCenter`` observer receives, in order.
