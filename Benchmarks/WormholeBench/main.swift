@@ -8,9 +8,11 @@
 // against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
-//         [--cpu N] [--spool-memory]
+//         [--cpu N] [--spool-memory] [--observer-kinds]
 //
 // `--spool-memory` measures only what a large post through the spool costs each side in memory (SpoolMemory).
+// `--observer-kinds` measures only the CPU time per notification of each kind of observer (ObserverCost); run it
+// with `--cpu 0` (or under `taskset -c 0`) so that both processes share one CPU.
 //
 // `--only raw` keeps both raw sockets, `--only wormhole` both of Wormhole's transports. The benchmark's own
 // centers name their transport in their Configuration; the processes it starts get theirs through
@@ -22,7 +24,7 @@ import Foundation
 // process that started them, however that one ended.
 let roles: Set = [
     "wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out", "spool-listener",
-    "spool-poster",
+    "spool-poster", "raw-run", "observer-run", "observer-echo",
 ]
 if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
@@ -37,6 +39,13 @@ case "crowd":
 case "fan-out": try FanOut.child()
 case "spool-listener": try SpoolMemory.listen(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
 case "spool-poster": try SpoolMemory.post(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
+case "raw-run": try ObserverCost.rawRun(path: option("--path") ?? "", rounds: option("--rounds").flatMap(Int.init) ?? 0)
+case "observer-run":
+    try ObserverCost.run(
+        container: option("--container") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
+        rounds: option("--rounds").flatMap(Int.init) ?? 0)
+case "observer-echo":
+    try ObserverCost.echo(container: option("--container") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
 default: break
 }
 
@@ -62,6 +71,22 @@ func spoolMemoryReport() throws -> [(size: Int, poster: Double, listener: Double
 }
 if CommandLine.arguments.contains("--spool-memory") {
     _ = try spoolMemoryReport()
+    try? FileManager.default.removeItem(atPath: folder)
+    exit(0)
+}
+
+/// CPU time per notification with each kind of observer, against the raw socket.
+func observerCostReport() -> [ObserverCost.Result] {
+    let results = ObserverCost.measure(folder: folder, runs: quick ? 1 : 3)
+    print("CPU time per notification, ping-pong, both sides observing with one kind (getrusage user + system, "
+        + "\(ObserverCost.longRounds) minus \(ObserverCost.shortRounds) round trips, best of \(quick ? 1 : 3))")
+    for result in results {
+        print(result.label.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%7.2f µs  %5.2f×", result.microseconds, result.ratio))
+    }
+    return results
+}
+if CommandLine.arguments.contains("--observer-kinds") {
+    _ = observerCostReport()
     try? FileManager.default.removeItem(atPath: folder)
     exit(0)
 }
@@ -257,6 +282,11 @@ for wormhole in wormholes {
         let change = last / first - 1
         add("post cost flat (±20 %) from 1 to 256 listeners", String(format: "%+.0f %%", change * 100), abs(change) <= 0.2)
     }
+}
+// The observer kinds' targets: CPU time per notification against the raw socket.
+let observerCosts = observerCostReport()
+for result in observerCosts where result.label.contains("OperationQueue") || result.label.contains("main actor") {
+    targets.append((result.label + ": CPU time ≤ 2× the raw socket's", String(format: "%.2f×", result.ratio), result.ratio <= 2))
 }
 // The codec's targets, the same on both transports.
 if let nested = codec["3-key nested"] {
