@@ -4,10 +4,11 @@ import Foundation
 /// its queue or actor wakes once per batch, not once per notification. Observers without a queue share one
 /// group, run on the receive thread.
 struct DeliveryBatch {
-    /// One observer's deliveries (or, for the receive thread, those of every observer that runs there), in
-    /// order, each with its frame's bytes.
+    /// One observer's deliveries, in order, each with its frame's bytes (`notes`); or, for the receive thread,
+    /// those of every observer that runs there, in order (`calls`).
     fileprivate typealias Group = (
-        observer: ObjectIdentifier?, first: Observer, items: [(observer: Observer, note: SendableNotification, bytes: Int)]
+        observer: ObjectIdentifier?, first: Observer, notes: [(note: SendableNotification, bytes: Int)],
+        calls: [(Observer, SendableNotification)]
     )
 
     /// Who calls ``dispatch(backlog:from:)``.
@@ -26,11 +27,18 @@ struct DeliveryBatch {
         let note = SendableNotification(
             Notification(name: Notification.Name(frame.name), object: frame.object, userInfo: userInfo))
         if observer.hold(note, frame: FrameIdentity(frame), bytes: frame.byteCount) { return }
-        let key = observer.runsOnReceiveThread ? nil : ObjectIdentifier(observer)
+        let onReceiveThread = observer.runsOnReceiveThread
+        let key = onReceiveThread ? nil : ObjectIdentifier(observer)
         if let index = groups.firstIndex(where: { $0.observer == key }) {
-            groups[index].items.append((observer, note, frame.byteCount))
+            if onReceiveThread {
+                groups[index].calls.append((observer, note))
+            } else {
+                groups[index].notes.append((note, frame.byteCount))
+            }
+        } else if onReceiveThread {
+            groups.append((key, observer, [], [(observer, note)]))
         } else {
-            groups.append((key, observer, [(observer, note, frame.byteCount)]))
+            groups.append((key, observer, [(note, frame.byteCount)], []))
         }
     }
 
@@ -45,7 +53,7 @@ struct DeliveryBatch {
             return nil
         }
         for group in groups[..<index] { Self.handOver(group, backlog: backlog) }
-        let items = DeliveryItems(items: groups[index].items.map { ($0.observer, $0.note) })
+        let items = DeliveryItems(items: groups[index].calls)
         let later = LaterGroups(groups: Array(groups[(index + 1)...]))
         if caller == .other { for group in later.groups { Self.handOver(group, backlog: backlog) } }
         return {
@@ -55,7 +63,7 @@ struct DeliveryBatch {
     }
 
     private static func handOver(_ group: Group, backlog: DeliveryBacklog?) {
-        group.first.handoff?.append(group.items.map { ($0.note, $0.bytes) }, backlog: backlog)
+        group.first.handoff?.append(group.notes, backlog: backlog)
     }
 }
 

@@ -60,7 +60,7 @@ extension Handoff {
                     nonisolated(unsafe) let value = value
                     await block(value)
                 }
-                entry.ticket?.release()
+                entry.release()
             }
         }
     }

@@ -12,10 +12,15 @@ import Synchronization
 /// When the observer goes, what waits is dropped and its backlog released at once, whoever keeps the token: a
 /// target that never runs again holds nothing.
 final class Handoff: Sendable {
-    /// A notification waiting, and the backlog it holds.
+    /// A notification waiting, and the backlog it holds: its frame's bytes, released once.
     struct Entry: Sendable {
         let note: SendableNotification
-        let ticket: DeliveryBacklog.Ticket?
+        let backlog: DeliveryBacklog?
+        let bytes: Int
+
+        func release() {
+            backlog?.release(bytes: bytes)
+        }
     }
 
     private struct State {
@@ -31,8 +36,10 @@ final class Handoff: Sendable {
         var drains = 0
 
         mutating func takeAll() -> [Entry] {
-            defer { waiting.removeAll(keepingCapacity: true); head = 0 }
-            return head == 0 ? waiting : Array(waiting[head...])
+            var taken: [Entry] = []
+            swap(&taken, &waiting)
+            defer { head = 0 }
+            return head == 0 ? taken : Array(taken[head...])
         }
     }
 
@@ -51,23 +58,23 @@ final class Handoff: Sendable {
     /// Hands `notes` (each with its frame's bytes) over, in order, held in `backlog` until they ran.
     func append(_ notes: [(note: SendableNotification, bytes: Int)], backlog: DeliveryBacklog?) {
         var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
-        let (schedule, dropped) = state.withLock { state -> (Bool, [Entry]) in
-            var entries = notes.map { Entry(note: $0.note, ticket: backlog?.hold(notifications: 1, bytes: $0.bytes)) }
-            if state.ended { return (false, entries) }
+        let schedule = state.withLock { state -> Bool in
+            if state.ended { return false }
             // A consumer waits only while nothing does: it takes the first ones directly.
-            var taken = 0
-            while taken < entries.count, !state.consumers.isEmpty {
-                handed.append((state.consumers.removeFirst(), entries[taken].note))
-                taken += 1
+            var index = 0
+            while index < notes.count, !state.consumers.isEmpty {
+                handed.append((state.consumers.removeFirst(), notes[index].note))
+                index += 1
             }
-            let given = Array(entries[..<taken])
-            entries.removeFirst(taken)
-            state.waiting.append(contentsOf: entries)
-            guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return (false, given) }
+            while index < notes.count {
+                backlog?.hold(bytes: notes[index].bytes)
+                state.waiting.append(Entry(note: notes[index].note, backlog: backlog, bytes: notes[index].bytes))
+                index += 1
+            }
+            guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return false }
             state.scheduled = true
-            return (true, given)
+            return true
         }
-        for entry in dropped { entry.ticket?.release() }
         for (consumer, note) in handed { consumer.resume(returning: note) }
         if schedule { wake?(self) }
     }
@@ -92,7 +99,7 @@ final class Handoff: Sendable {
             withAutoreleasePool {
                 for entry in entries {
                     if isOpen { block(entry.note.value) }
-                    entry.ticket?.release()
+                    entry.release()
                 }
             }
         }
@@ -120,7 +127,7 @@ final class Handoff: Sendable {
                 return (nil, false)
             }
             if let entry = now.0 {
-                entry.ticket?.release()
+                entry.release()
                 consumer.resume(returning: entry.note)
             } else if now.ended {
                 consumer.resume(returning: nil)
@@ -142,7 +149,7 @@ final class Handoff: Sendable {
             defer { state.consumers = [] }
             return (state.takeAll(), state.consumers)
         }
-        for entry in dropped { entry.ticket?.release() }
+        for entry in dropped { entry.release() }
         for consumer in consumers { consumer.resume(returning: nil) }
     }
 }
