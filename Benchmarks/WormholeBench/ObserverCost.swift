@@ -154,11 +154,13 @@ enum ObserverCost {
         return pid
     }
 
-    /// Runs the main queue for a main-actor observer (through the run loop: valgrind does not survive
-    /// `dispatchMain()`), else sleeps.
+    /// Runs the main queue for a main-actor observer, else sleeps. With `--run-loop` (in the environment
+    /// variable WORMHOLE_BENCH_RUN_LOOP, so that the echo sees it too), through `RunLoop.main.run()`, as an app's
+    /// event loop does, and as valgrind needs: it does not survive `dispatchMain()`.
     private static func serve(_ kind: Kind) -> Never {
-        if kind == .mainActor { RunLoop.main.run() }
-        while true { sleep(1000) }
+        guard kind == .mainActor else { while true { sleep(1000) } }
+        if ProcessInfo.processInfo.environment["WORMHOLE_BENCH_RUN_LOOP"] != nil { RunLoop.main.run() }
+        dispatchMain()
     }
 
     /// Observes `name` with an observer of `kind` that calls `body`.
