@@ -54,8 +54,8 @@ extension Handoff {
         on actor: isolated (any Actor)?, _ handoff: Handoff, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
         _ convert: @Sendable (Notification) -> Value?
     ) async {
-        while let entries = handoff.takeAll() {
-            for entry in entries {
+        while var entries = handoff.takeAll() {
+            while let entry = entries.popLast() {
                 if handoff.isOpen, let value = convert(entry.note.value) {
                     nonisolated(unsafe) let value = value
                     await block(value)

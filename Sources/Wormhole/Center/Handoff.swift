@@ -79,8 +79,9 @@ final class Handoff: Sendable {
         if schedule { wake?(self) }
     }
 
-    /// What waits, all of it, for the drain that runs now; nil once nothing does (the next arrival schedules
-    /// again) or the observer went.
+    /// What waits, all of it, for the drain that runs now, newest first, so that the drain lets go of each
+    /// notification as it runs it (`popLast`): what it has run no longer takes memory while its backlog lets
+    /// the listener read more. Nil once nothing waits (the next arrival schedules again) or the observer went.
     func takeAll() -> [Entry]? {
         state.withLock { state -> [Entry]? in
             guard !state.ended, state.waiting.count > state.head else {
@@ -88,16 +89,18 @@ final class Handoff: Sendable {
                 return nil
             }
             state.drains += 1
-            return state.takeAll()
+            var entries = state.takeAll()
+            entries.reverse()
+            return entries
         }
     }
 
     /// Runs `block` with everything waiting, in order, on the calling thread (the target's), and releases each
     /// notification's backlog once its block ran.
     func drain(_ block: (Notification) -> Void) {
-        while let entries = takeAll() {
+        while var entries = takeAll() {
             withAutoreleasePool {
-                for entry in entries {
+                while let entry = entries.popLast() {
                     if isOpen { block(entry.note.value) }
                     entry.release()
                 }

@@ -1,7 +1,7 @@
 import Synchronization
 
-/// What a listener has read and not yet delivered: notifications waiting on observers' queues (or in a block
-/// running there), counted in notifications and bytes.
+/// What a listener has read and not yet delivered: notifications waiting for observers' queues, actors or async
+/// sequences (or in a block running there), counted in notifications and their frames' bytes.
 ///
 /// While it is over its bound, the receive thread reads nothing more: not its sockets (so posters' sends find
 /// them full and spool) and not its spool (so the spool, under its cap, holds the rest). It reads again once the
