@@ -77,9 +77,10 @@ if CommandLine.arguments.contains("--spool-memory") {
 
 /// CPU time per notification with each kind of observer, against the raw socket.
 func observerCostReport() -> [ObserverCost.Result] {
-    let results = ObserverCost.measure(folder: folder, runs: quick ? 1 : 3)
+    let results = ObserverCost.measure(folder: folder, runs: quick ? 1 : 3, quick: quick)
+    let (short, long) = quick ? (ObserverCost.shortRounds / 10, ObserverCost.longRounds / 10) : (ObserverCost.shortRounds, ObserverCost.longRounds)
     print("CPU time per notification, ping-pong, both sides observing with one kind (getrusage user + system, "
-        + "\(ObserverCost.longRounds) minus \(ObserverCost.shortRounds) round trips, best of \(quick ? 1 : 3))")
+        + "\(long) minus \(short) round trips, best of \(quick ? 1 : 3))")
     for result in results {
         print(result.label.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%7.2f µs  %5.2f×", result.microseconds, result.ratio))
     }
@@ -332,6 +333,7 @@ if let path = option("--json") {
         ]
     }
     document["stopped_receiver"] = stoppedDocument
+    document["observer_kinds"] = observerCosts.map { ["kind": $0.label, "cpu_us_per_notification": $0.microseconds, "x_raw": $0.ratio] }
     if let dbusSkipped { document["dbus"] = dbusSkipped }
     let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     try data.write(to: URL(fileURLWithPath: path))
