@@ -51,6 +51,12 @@ final class RawSocket: Mechanism {
         stopProcess(peer)
     }
 
+    /// Stops the peer and waits for it, so that its CPU time counts in this process's children.
+    func finish() {
+        stopProcess(peer)
+        peer.waitUntilExit()
+    }
+
     private static func address(_ path: String) -> sockaddr_un {
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)

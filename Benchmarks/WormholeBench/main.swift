@@ -8,12 +8,14 @@
 // against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
-//         [--cpu N] [--spool-memory] [--ping-pong ROUNDS --container DIR [--payload none|3-key]]
+//         [--cpu N] [--spool-memory] [--observer-kinds] [--ping-pong ROUNDS --container DIR [--payload none|3-key]]
 //
 // `--ping-pong` runs that many ping-pong rounds on Wormhole alone and nothing else, for counting instructions
 // with callgrind (InstructionCount).
 //
 // `--spool-memory` measures only what a large post through the spool costs each side in memory (SpoolMemory).
+// `--observer-kinds` measures only the CPU time per notification of each kind of observer (ObserverCost); run it
+// with `--cpu 0` (or under `taskset -c 0`) so that both processes share one CPU.
 //
 // `--only raw` keeps both raw sockets, `--only wormhole` both of Wormhole's transports. The benchmark's own
 // centers name their transport in their Configuration; the processes it starts get theirs through
@@ -25,7 +27,7 @@ import Foundation
 // process that started them, however that one ended.
 let roles: Set = [
     "wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out", "spool-listener",
-    "spool-poster",
+    "spool-poster", "raw-run", "observer-run", "observer-echo",
 ]
 if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
@@ -40,6 +42,13 @@ case "crowd":
 case "fan-out": try FanOut.child()
 case "spool-listener": try SpoolMemory.listen(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
 case "spool-poster": try SpoolMemory.post(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
+case "raw-run": try ObserverCost.rawRun(path: option("--path") ?? "", rounds: option("--rounds").flatMap(Int.init) ?? 0)
+case "observer-run":
+    try ObserverCost.run(
+        container: option("--container") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
+        rounds: option("--rounds").flatMap(Int.init) ?? 0)
+case "observer-echo":
+    try ObserverCost.echo(container: option("--container") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
 default: break
 }
 
@@ -70,6 +79,23 @@ if let rounds = option("--ping-pong").flatMap(Int.init) {
 }
 if CommandLine.arguments.contains("--spool-memory") {
     _ = try spoolMemoryReport()
+    try? FileManager.default.removeItem(atPath: folder)
+    exit(0)
+}
+
+/// CPU time per notification with each kind of observer, against the raw socket.
+func observerCostReport() -> [ObserverCost.Result] {
+    let results = ObserverCost.measure(folder: folder, runs: quick ? 1 : 3, quick: quick)
+    let (short, long) = quick ? (ObserverCost.shortRounds / 10, ObserverCost.longRounds / 10) : (ObserverCost.shortRounds, ObserverCost.longRounds)
+    print("CPU time per notification, ping-pong, both sides observing with one kind (getrusage user + system, "
+        + "\(long) minus \(short) round trips, best of \(quick ? 1 : 3))")
+    for result in results {
+        print(result.label.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%7.2f µs  %5.2f×", result.microseconds, result.ratio))
+    }
+    return results
+}
+if CommandLine.arguments.contains("--observer-kinds") {
+    _ = observerCostReport()
     try? FileManager.default.removeItem(atPath: folder)
     exit(0)
 }
@@ -266,6 +292,11 @@ for wormhole in wormholes {
         add("post cost flat (±20 %) from 1 to 256 listeners", String(format: "%+.0f %%", change * 100), abs(change) <= 0.2)
     }
 }
+// The observer kinds' targets: CPU time per notification against the raw socket.
+let observerCosts = observerCostReport()
+for result in observerCosts where result.label.contains("OperationQueue") || result.label.contains("main actor") {
+    targets.append((result.label + ": CPU time ≤ 2× the raw socket's", String(format: "%.2f×", result.ratio), result.ratio <= 2))
+}
 // The codec's targets, the same on both transports.
 if let nested = codec["3-key nested"] {
     targets.append(("codec: 3-key encode + decode ≤ 2 µs", String(format: "%.2f µs", nested.posted), nested.posted <= 2))
@@ -310,6 +341,7 @@ if let path = option("--json") {
         ]
     }
     document["stopped_receiver"] = stoppedDocument
+    document["observer_kinds"] = observerCosts.map { ["kind": $0.label, "cpu_us_per_notification": $0.microseconds, "x_raw": $0.ratio] }
     if let dbusSkipped { document["dbus"] = dbusSkipped }
     let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     try data.write(to: URL(fileURLWithPath: path))

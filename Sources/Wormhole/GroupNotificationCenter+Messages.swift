@@ -62,9 +62,10 @@ extension GroupNotificationCenter {
     /// on the main actor, and may update its state directly. A notification that does not decode into `Message`
     /// is logged and counted in ``WormholeStatistics/messagesRejected``.
     ///
-    /// Messages reach the block in the order received, one after another, through one hop to its actor; none
-    /// starts after ``removeObserver(_:)`` returns on that actor. From a nonisolated caller, the block runs off the
-    /// caller, in order.
+    /// Messages reach the block in the order received, one after another, through one hop to its actor that
+    /// takes everything waiting; none starts after ``removeObserver(_:)`` returns on that actor. What waits counts
+    /// in the listener's backlog by its size, as in ``addObserver(forName:object:allowedClasses:using:)``. From a
+    /// nonisolated caller, the block runs on a serial queue of the center's, in order.
     /// - Parameters:
     ///   - type: The message type to observe.
     ///   - object: The sender tag to observe, or nil for any.
@@ -76,45 +77,51 @@ extension GroupNotificationCenter {
         of type: Message.Type, object: String? = nil, includingRetained: Bool = false,
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Message) -> Void
     ) -> any NSObjectProtocol {
-        let endpoint = self.endpoint
-        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: { _ in Limits.queuedNotificationBytes })
-        let observer = addMessageObserver(of: type, object: object, queue: nil, includingRetained: includingRetained, using: relay.feed)
-        relay.start(observer)
-        return observer
+        addObserver(
+            forName: Message.name, object: object, allowed: .propertyList,
+            handoff: .onActor(of: block, serialQueue: serialQueue, convert: messageDecoder(Message.self)),
+            includingRetained: includingRetained)
+    }
+
+    /// Decodes a notification into `Message`; one that does not decode is logged and counted, and gives nil.
+    func messageDecoder<Message: GroupMessage>(_ type: Message.Type) -> @Sendable (Notification) -> Message? {
+        let counters = endpoint.counters
+        return { note in
+            do throws(WormholeError) {
+                return try MessageCoding.message(Message.self, from: note.userInfo)
+            } catch {
+                counters.count { $0.messagesRejected += 1 }
+                Log.warning("\(error)")
+                return nil
+            }
+        }
     }
 
     func addMessageObserver<Message: GroupMessage>(
         of type: Message.Type, object: String?, queue: OperationQueue?, includingRetained: Bool = false,
         using block: @escaping @Sendable (Message) -> Void
     ) -> Observer {
-        let counters = endpoint.counters
+        let decode = messageDecoder(Message.self)
         return addObserver(
             forName: Message.name, object: object, allowed: .propertyList, queue: queue, includingRetained: includingRetained
         ) { note in
-            do throws(WormholeError) {
-                block(try MessageCoding.message(Message.self, from: note.userInfo))
-            } catch {
-                counters.count { $0.messagesRejected += 1 }
-                Log.warning("\(error)")
-            }
+            if let message = decode(note) { block(message) }
         }
     }
 
     /// Typed messages as an asynchronous sequence; undecodable ones are dropped and counted, as for observers.
     ///
-    /// The observer is registered before this returns, and removed when iteration ends or its task is cancelled.
+    /// The observer is registered before this returns, and removed when the iterating task is cancelled, or when
+    /// the sequence and its iterators are gone. A consumer that falls behind makes the listener stop reading, as
+    /// in ``notifications(named:object:allowedClasses:)``.
     /// - Parameters:
     ///   - type: The message type to observe.
     ///   - object: The sender tag to observe, or nil for any.
     /// - Returns: The messages, in the order received.
     public func messages<Message: GroupMessage>(of type: Message.Type, object: String? = nil) -> GroupMessages<Message> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Message.self, bufferingPolicy: .unbounded)
-        let observer = addMessageObserver(of: type, object: object, queue: nil) { message in continuation.yield(message) }
-        let endpoint = self.endpoint
-        continuation.onTermination = { _ in
-            endpoint.remove { $0 === observer }
-        }
-        return GroupMessages(stream: stream)
+        GroupMessages(
+            observer: addSequenceObserver(forName: Message.name, object: object, allowed: .propertyList),
+            decode: messageDecoder(Message.self))
     }
 }
 
@@ -125,10 +132,37 @@ public struct GroupMessages<Message: GroupMessage>: AsyncSequence, Sendable {
     /// The sequence never throws: messages that do not decode are dropped and counted.
     public typealias Failure = Never
 
-    let stream: AsyncStream<Message>
+    let observer: SequenceObserver
+    let decode: @Sendable (Notification) -> Message?
 
-    /// An iterator over the messages; when iteration ends or its task is cancelled, the observer is removed.
-    public func makeAsyncIterator() -> AsyncStream<Message>.Iterator {
-        stream.makeAsyncIterator()
+    /// Iterates over the messages in the order they were received.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        let observer: SequenceObserver
+        let decode: @Sendable (Notification) -> Message?
+
+        /// Waits for the next message that decodes.
+        /// - Returns: The next message, or nil once iteration has ended (its task was cancelled).
+        public mutating func next() async -> Message? {
+            while let note = await observer.next() {
+                if let message = decode(note.value) { return message }
+            }
+            return nil
+        }
+
+        /// Waits for the next message that decodes, staying on the caller's actor.
+        /// - Parameter actor: The actor the caller runs on, or nil.
+        /// - Returns: The next message, or nil once iteration has ended (its task was cancelled).
+        public mutating func next(isolation actor: isolated (any Actor)?) async -> Message? {
+            while let note = await observer.next(isolation: actor) {
+                if let message = decode(note.value) { return message }
+            }
+            return nil
+        }
+    }
+
+    /// An iterator over the messages; when its task is cancelled, or the sequence and its iterators are gone,
+    /// the observer is removed.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(observer: observer, decode: decode)
     }
 }

@@ -50,8 +50,12 @@ extension GroupNotificationCenter {
     /// on the main actor, so it may update the model's state directly; from another actor, on that actor.
     ///
     /// Notifications reach the block in the order received, one after another, through one hop to its actor
-    /// (not a task each); none starts after ``removeObserver(_:)`` returns on that actor. From a nonisolated
-    /// caller, the block runs off the caller, in order. The forms with a `queue:` run the block there instead.
+    /// that takes everything waiting; none starts after ``removeObserver(_:)`` returns on that actor. What waits
+    /// counts in the listener's backlog by its size: an actor that falls behind makes the listener stop reading,
+    /// and posters spool, as a slow queue does. The main actor runs only while something runs the main queue (an
+    /// app's event loop, `dispatchMain()`, `RunLoop.main.run()`); a tool whose top-level code sleeps instead gets
+    /// one warning when a notification has waited a few seconds. From a nonisolated caller, the block runs on a
+    /// serial queue of the center's, in order. The forms with a `queue:` run the block there instead.
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
@@ -64,23 +68,45 @@ extension GroupNotificationCenter {
         forName name: Notification.Name?, object: String?, allowedClasses: [AnyClass] = [],
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let endpoint = self.endpoint
-        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: ActorDelivery.weight(of:))
-        let observer = addObserver(
-            forName: name, object: object, allowedClasses: AllowedClasses.adding(allowedClasses), queue: nil, using: relay.feed)
-        relay.start(observer)
-        return observer
+        addObserver(
+            forName: name, object: object, allowed: AllowedClasses.adding(allowedClasses),
+            handoff: .onActor(of: block, serialQueue: serialQueue) { $0 })
     }
 
+    /// Adds an observer whose block runs on `queue`, or on the receive thread when it is nil.
     func addObserver(
         forName name: Notification.Name?, object: String?, allowedClasses: AllowedClasses, queue: OperationQueue?,
         using block: @escaping @Sendable (Notification) -> Void
     ) -> Observer {
+        if let queue {
+            return addObserver(
+                forName: name, object: object, allowed: allowedClasses,
+                handoff: .onQueue(queue, serialQueue: serialQueue, block: block))
+        }
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
-            subscription: Subscription(name: name?.rawValue, object: object), allowed: allowedClasses,
-            queue: queue, serialQueue: serialQueue, block: block)
+            subscription: Subscription(name: name?.rawValue, object: object), allowed: allowedClasses, block: block)
         endpoint.add(observer)
+        return observer
+    }
+
+    /// Adds an observer whose notifications go through `handoff`; with `includingRetained`, the current retained
+    /// value of `name` first.
+    func addObserver(
+        forName name: Notification.Name?, object: String?, allowed: AllowedClasses, handoff: Handoff,
+        includingRetained: Bool = false
+    ) -> Observer {
+        let observer = Observer(
+            id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
+            subscription: Subscription(name: name?.rawValue, object: object), allowed: allowed, handoff: handoff,
+            gated: includingRetained)
+        endpoint.add(observer)
+        guard includingRetained, let name else { return observer }
+        // Read after registering, so nothing posted in between is missed.
+        let current = endpoint.retainedNotification(named: name.rawValue, allowed: allowed).flatMap { note, frame, bytes in
+            object == nil || (note.object as? String) == object ? (SendableNotification(note), frame, bytes) : nil
+        }
+        observer.open(first: current, backlog: endpoint.deliveryBacklog)
         return observer
     }
 

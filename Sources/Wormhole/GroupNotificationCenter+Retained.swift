@@ -100,30 +100,21 @@ extension GroupNotificationCenter {
         forName name: Notification.Name, object: String?, includingRetained: Bool, allowedClasses: [AnyClass]? = nil,
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> Void
     ) -> any NSObjectProtocol {
-        let endpoint = self.endpoint
-        let relay = ActorDelivery.relay(to: block, backlog: { endpoint.deliveryBacklog }, weight: ActorDelivery.weight(of:))
-        let observer = addObserver(
-            forName: name, object: object, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values, queue: nil,
-            includingRetained: includingRetained, using: relay.feed)
-        relay.start(observer)
-        return observer
+        addObserver(
+            forName: name, object: object, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values,
+            handoff: .onActor(of: block, serialQueue: serialQueue) { $0 }, includingRetained: includingRetained)
     }
 
     func addObserver(
         forName name: Notification.Name, object: String?, allowed: AllowedClasses, queue: OperationQueue?,
         includingRetained: Bool, using block: @escaping @Sendable (Notification) -> Void
     ) -> Observer {
-        let observer = Observer(
-            id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
-            subscription: Subscription(name: name.rawValue, object: object), allowed: allowed,
-            queue: queue, serialQueue: serialQueue, gated: includingRetained, block: block)
-        endpoint.add(observer)
-        guard includingRetained else { return observer }
-        // Read after registering, so nothing posted in between is missed.
-        let current = endpoint.retainedNotification(named: name.rawValue, allowed: allowed).flatMap { note, frame in
-            object == nil || (note.object as? String) == object ? (SendableNotification(note), frame) : nil
+        guard includingRetained else {
+            return addObserver(forName: name, object: object, allowedClasses: allowed, queue: queue, using: block)
         }
-        observer.open(first: current)
-        return observer
+        // With a nil queue, the center's serial queue: the retained value is handed over before live ones.
+        return addObserver(
+            forName: name, object: object, allowed: allowed, handoff: .onQueue(queue, serialQueue: serialQueue, block: block),
+            includingRetained: true)
     }
 }

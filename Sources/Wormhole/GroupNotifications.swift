@@ -4,7 +4,9 @@ extension GroupNotificationCenter {
     /// The notifications of `name` (nil: every name) from `object` (nil: any), as an asynchronous sequence.
     ///
     /// The observer is registered before this returns, so nothing posted afterwards is missed; it is removed
-    /// when iteration ends or its task is cancelled.
+    /// when the iterating task is cancelled, or when the sequence and its iterators are gone. What waits for the
+    /// consumer counts in the listener's backlog by its size: a consumer that falls behind makes the listener
+    /// stop reading, and posters spool, as a slow queue does; nothing is dropped.
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
@@ -13,16 +15,15 @@ extension GroupNotificationCenter {
     public func notifications(
         named name: Notification.Name?, object: String? = nil, allowedClasses: [AnyClass]? = nil
     ) -> GroupNotifications {
-        let (stream, continuation) = AsyncStream.makeStream(of: SendableNotification.self, bufferingPolicy: .unbounded)
         let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
-        let observer = addObserver(forName: name, object: object, allowedClasses: allowed, queue: nil) { note in
-            continuation.yield(SendableNotification(note))
-        }
-        let endpoint = self.endpoint
-        continuation.onTermination = { _ in
-            endpoint.remove { $0 === observer }
-        }
-        return GroupNotifications(stream: stream)
+        return GroupNotifications(observer: addSequenceObserver(forName: name, object: object, allowed: allowed))
+    }
+
+    /// Adds the observer behind an async sequence.
+    func addSequenceObserver(forName name: Notification.Name?, object: String?, allowed: AllowedClasses) -> SequenceObserver {
+        let handoff = Handoff(wake: nil)
+        let observer = addObserver(forName: name, object: object, allowed: allowed, handoff: handoff)
+        return SequenceObserver(endpoint: endpoint, observer: observer, handoff: handoff)
     }
 }
 
@@ -33,28 +34,29 @@ public struct GroupNotifications: AsyncSequence, Sendable {
     /// The sequence never throws.
     public typealias Failure = Never
 
-    let stream: AsyncStream<SendableNotification>
+    let observer: SequenceObserver
 
     /// Iterates over the notifications in the order they were received.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        var base: AsyncStream<SendableNotification>.Iterator
+        let observer: SequenceObserver
 
         /// Waits for the next notification.
         /// - Returns: The next notification, or nil once iteration has ended (its task was cancelled).
         public mutating func next() async -> Notification? {
-            await base.next()?.value
+            await observer.next()?.value
         }
 
         /// Waits for the next notification, staying on the caller's actor.
         /// - Parameter actor: The actor the caller runs on, or nil.
         /// - Returns: The next notification, or nil once iteration has ended (its task was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
-            await base.next(isolation: actor)?.value
+            await observer.next(isolation: actor)?.value
         }
     }
 
-    /// An iterator over the notifications; when iteration ends or its task is cancelled, the observer is removed.
+    /// An iterator over the notifications; when its task is cancelled, or the sequence and its iterators are
+    /// gone, the observer is removed.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(base: stream.makeAsyncIterator())
+        AsyncIterator(observer: observer)
     }
 }

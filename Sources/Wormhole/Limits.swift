@@ -32,14 +32,14 @@ enum Limits {
     /// bell, its segment and its lease), so an eighth of the default soft limit of open files: 32 on Apple
     /// platforms, whose default is 256 (the links take at most 160), and 64 on Linux, whose default is 1,024.
     static let maximumLinks = min(64, Sys.defaultOpenFileLimit / 8)
-    /// What a notification waiting for an observer's actor counts for in the delivery backlog beyond its name
-    /// and its values' bytes (the notification, its dictionary, the task's bookkeeping), about; a value that is
-    /// neither `Data` nor a string counts a quarter of it.
-    static let queuedNotificationBytes = 256
-    /// What a listener may have read and not yet delivered (waiting on observers' queues) before it stops reading
-    /// its sockets and its spool (``DeliveryBacklog``): this many notifications, or this many bytes.
+    /// What a listener may have read and not yet delivered (waiting for observers' queues, actors and async
+    /// sequences, each notification counted by its frame's bytes) before it stops reading its sockets and its
+    /// spool (``DeliveryBacklog``): this many notifications, or this many bytes.
     static let deliveryBacklogNotifications = 4096
     static let deliveryBacklogBytes = 16 << 20
+    /// How long a notification waits for the main actor (or the main operation queue) before Wormhole says, once
+    /// per process, that nothing runs the main queue (``MainQueueWatch``).
+    static let mainQueueWait: Interval = .seconds(3)
     /// How long a durable identity's new listener waits for the receive thread of the one this process stopped
     /// before it (which may be running an observer's block) to end; then the identity is in use.
     static let endingListenerWait: Interval = .seconds(10)

@@ -98,10 +98,12 @@ public final class WormholeMailbox: Sendable {
         withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil, includingCurrent: Bool = false,
         @_inheritActorContext listener: @escaping @isolated(any) @Sendable (Any?) -> Void
     ) -> any NSObjectProtocol {
-        let endpoint = center.endpoint
-        let relay = ActorDelivery.relay(to: listener, backlog: { endpoint.deliveryBacklog }, weight: { ($0 as? Data)?.count ?? Limits.queuedNotificationBytes })
-        let observer = listen(identifier, queue: nil, includingCurrent: includingCurrent, allowedClasses: allowedClasses, listener: relay.feed)
-        relay.start(observer)
+        let name = Self.notificationName(forIdentifier: identifier)
+        let observer = center.addObserver(
+            forName: name, object: nil, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values,
+            handoff: .onActor(of: listener, serialQueue: center.serialQueue) { note in .some(note.userInfo?["message"]) },
+            includingRetained: includingCurrent)
+        listeners.withLock { $0[identifier, default: []].append(observer) }
         return observer
     }
 

@@ -41,6 +41,13 @@ func mappedSharedMemoryBytes() -> Int {
     return files.values.reduce(0, +)
 }
 
+/// A typed message with a numbered payload, for the tests of what waits for a slow consumer.
+struct TestBlob: GroupMessage {
+    static let name = Notification.Name("test.blob")
+    var i: Int
+    var blob: Data
+}
+
 guard let container = option("container") ?? (CommandLine.arguments.dropFirst().first == "hold-lock" ? "" : nil) else {
     FileHandle.standardError.write(Data("usage: wormhole-test-peer post|listen --container DIR ...\n".utf8))
     exit(2)
@@ -86,7 +93,17 @@ case "post":
             var blob = [UInt8]()
             blob.reserveCapacity(payload + 256)
             while blob.count < payload { blob += period }
-            userInfo["blob"] = Data(blob[0..<payload])
+            // --shape nested holds it as ["d": [blob]]; --shape typed posts a TestBlob message instead.
+            switch option("shape") {
+            case "typed":
+                let report = try center.postReporting(TestBlob(i: i, blob: Data(blob[0..<payload])), object: object)
+                delivered += report.delivered
+                spooled += report.spooled
+                failed += report.failures.count
+                continue
+            case "nested": userInfo["d"] = [Data(blob[0..<payload])]
+            default: userInfo["blob"] = Data(blob[0..<payload])
+            }
         }
         // With --same, one point every time.
         if flag("custom") { userInfo["point"] = flag("same") ? TestPoint(x: 0, y: 0) : TestPoint(x: i, y: -i) }
@@ -225,6 +242,97 @@ case "listen-queued":
     }
     resume.resume()
     emit(["ready": Int(getpid()), "residentKiB": memoryStatus("VmRSS")])
+    while true { sleep(1000) }
+case "listen-slow":
+    // Observes --name with --form sequence (notifications(named:)), messages (messages(of: TestBlob.self)) or
+    // main (a block on the main actor, from this top-level code), and takes nothing until SIGUSR1: until then the
+    // sequence is not iterated, or the main thread waits on a semaphore, so the main actor runs nothing. Prints
+    // its resident memory when ready; after --count notifications, whether they came in order, their payload
+    // bytes and its peak resident memory.
+    let limit = Int(option("count") ?? "1") ?? 1
+    let state = Mutex((received: 0, next: 0, inOrder: true, blobBytes: 0))
+    let record: @Sendable (Int, Int) -> Void = { i, bytes in
+        let done = state.withLock { state -> Bool in
+            if i != state.next { state.inOrder = false }
+            state.next = i + 1
+            state.received += 1
+            state.blobBytes += bytes
+            return state.received == limit
+        }
+        if done {
+            let final = state.withLock { $0 }
+            let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
+            emit(["received": final.received, "inOrder": final.inOrder, "blobBytes": final.blobBytes,
+                "peakResidentKiB": memoryStatus("VmHWM"), "sanitized": sanitized])
+            exit(0)
+        }
+    }
+    /// The number and payload bytes of a notification of any shape.
+    let measure: @Sendable (Notification) -> (Int, Int) = { note in
+        let info = note.userInfo
+        let nested = (info?["d"] as? [Data])?.reduce(0) { $0 + $1.count }
+        return (info?["i"] as? Int ?? -1, (info?["blob"] as? Data)?.count ?? nested ?? 0)
+    }
+    let released = DispatchSemaphore(value: 0)
+    signal(SIGUSR1, SIG_IGN)
+    let resume = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+    resume.setEventHandler { @Sendable in released.signal() }
+    resume.resume()
+    var token: (any NSObjectProtocol)? = nil
+    switch option("form") {
+    case "sequence":
+        let notes = center.notifications(named: name)
+        Task.detached {
+            await Task.detached { released.wait() }.value
+            for await note in notes {
+                let (i, bytes) = measure(note)
+                record(i, bytes)
+            }
+        }
+    case "messages":
+        let messages = center.messages(of: TestBlob.self)
+        Task.detached {
+            await Task.detached { released.wait() }.value
+            for await message in messages { record(message.i, message.blob.count) }
+        }
+    default:
+        if option("shape") == "typed" {
+            token = center.addObserver(of: TestBlob.self) { message in record(message.i, message.blob.count) }
+        } else {
+            token = center.addObserver(forName: name, object: nil) { note in
+                let (i, bytes) = measure(note)
+                record(i, bytes)
+            }
+        }
+    }
+    emit(["ready": Int(getpid()), "residentKiB": memoryStatus("VmRSS"), "observing": token != nil])
+    if option("form") == "main" { released.wait() }
+    dispatchMain()
+case "remove-waiting":
+    // Observes --name on the main actor, which never runs (the main thread sleeps), and --also on the receive
+    // thread. On SIGUSR1 removes the main-actor observer, keeping its token; prints each --also notification.
+    guard let name, let also = option("also") else { exit(2) }
+    let token = center.addObserver(forName: name, object: nil) { _ in emit(["mainActor": true]) }
+    let kept = Mutex<(any NSObjectProtocol)?>(token)
+    center.addObserver(forName: Notification.Name(also), object: nil, queue: nil) { note in
+        emit(["also": note.userInfo?["i"] as? Int ?? -1])
+    }
+    signal(SIGUSR1, SIG_IGN)
+    let remove = DispatchSource.makeSignalSource(signal: SIGUSR1, queue: .global())
+    // Not on the main actor, which never runs.
+    let observed = center
+    remove.setEventHandler { @Sendable in
+        if let token = kept.withLock({ $0 }) { observed.removeObserver(token) }
+        emit(["removed": true])
+    }
+    remove.resume()
+    emit(["ready": Int(getpid())])
+    while true { sleep(1000) }
+case "main-sleeps":
+    // Observes --name from top-level code without a queue (on the main actor), then sleeps: nothing runs the
+    // main queue, and Wormhole should say so.
+    center.addObserver(forName: name, object: nil) { _ in emit(["ran": true]) }
+    emit(["ready": Int(getpid())])
     while true { sleep(1000) }
 case "value-add":
     // Adds one to the group value --name, --count times, printing each; with --stop-at K, stops itself (SIGSTOP)

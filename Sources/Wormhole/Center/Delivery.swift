@@ -37,7 +37,7 @@ final class Delivery: Sendable {
     /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
     /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
     ///
-    /// What goes to observers' queues is held in `backlog` until those observers have run.
+    /// What goes to observers' queues, actors and sequences is held in `backlog` until those observers have run.
     func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, from caller: DeliveryBatch.Caller) -> (@Sendable () -> Void)? {
         var batch = DeliveryBatch()
         var received = 0
@@ -85,12 +85,12 @@ final class Delivery: Sendable {
         }
     }
 
-    /// `frame`, the retained notification of `name`, as an observer with `allowed` classes sees it, and which
-    /// post it was.
-    func notification(_ frame: Frame, named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity) {
+    /// `frame`, the retained notification of `name`, as an observer with `allowed` classes sees it, which post it
+    /// was, and its bytes.
+    func notification(_ frame: Frame, named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity, Int) {
         var rejected = 0
         let userInfo = frame.userInfo.flatMap { Self.decodeUserInfo($0, of: name, allowed: allowed, rejected: &rejected) }
         if rejected > 0 { counters.count { $0.userInfoRejected += rejected } }
-        return (Notification(name: Notification.Name(name), object: frame.object, userInfo: userInfo), FrameIdentity(frame))
+        return (Notification(name: Notification.Name(name), object: frame.object, userInfo: userInfo), FrameIdentity(frame), frame.byteCount)
     }
 }

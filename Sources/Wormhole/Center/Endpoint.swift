@@ -153,8 +153,9 @@ final class Endpoint: Sendable {
         try membership.publish(id, subscriptions: delivery.subscriptions)
     }
 
-    /// The retained notification of `name` as an observer with `allowed` classes sees it, and which post it was.
-    func retainedNotification(named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity)? {
+    /// The retained notification of `name` as an observer with `allowed` classes sees it, which post it was, and
+    /// its bytes.
+    func retainedNotification(named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity, Int)? {
         guard let frame = retained.load(name: name) else { return nil }
         return delivery.notification(frame, named: name, allowed: allowed)
     }

@@ -7,111 +7,75 @@ final class Observer: NSObject, Sendable {
     let center: ObjectIdentifier
     let subscription: Subscription
     let allowed: AllowedClasses
-    private let operationQueue: OperationQueue?
-    private let serialQueue: DispatchQueue
-    /// Whether the block runs on the receive thread (queue nil) rather than on a queue. A gated observer uses
-    /// the center's serial queue instead, whose order its gate relies on.
-    let runsOnReceiveThread: Bool
-    private let block: @Sendable (Notification) -> Void
+    /// Where notifications wait for the observer's queue, actor or consumer; nil when its block runs on the
+    /// receive thread.
+    let handoff: Handoff?
+    /// The block, for an observer that runs on the receive thread.
+    private let block: (@Sendable (Notification) -> Void)?
     private let active = Atomic<Bool>(true)
     /// While not nil, deliveries wait here: an observer that first receives the retained value holds live
-    /// notifications until that value is on its queue.
-    private let gate: Mutex<[(note: SendableNotification, frame: FrameIdentity)]?>
+    /// notifications until that value is handed over.
+    private let gate: Mutex<[(note: SendableNotification, frame: FrameIdentity, bytes: Int)]?>
 
-    init(
-        id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses,
-        queue: OperationQueue?, serialQueue: DispatchQueue, gated: Bool = false,
-        block: @escaping @Sendable (Notification) -> Void
-    ) {
+    /// An observer whose notifications go through `handoff`.
+    init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, handoff: Handoff, gated: Bool = false) {
         self.id = id
         self.center = center
         self.subscription = subscription
         self.allowed = allowed
-        self.operationQueue = queue
-        self.serialQueue = serialQueue
-        self.runsOnReceiveThread = queue == nil && !gated
+        self.handoff = handoff
+        self.block = nil
         self.gate = Mutex(gated ? [] : nil)
-        self.block = block
     }
 
+    /// An observer whose block runs on the receive thread.
+    init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, block: @escaping @Sendable (Notification) -> Void) {
+        self.id = id
+        self.center = center
+        self.subscription = subscription
+        self.allowed = allowed
+        self.handoff = nil
+        self.block = block
+        self.gate = Mutex(nil)
+    }
+
+    var runsOnReceiveThread: Bool { handoff == nil }
+
     /// Keeps `note` back if the gate is closed; returns whether it did.
-    func hold(_ note: SendableNotification, frame: FrameIdentity) -> Bool {
+    func hold(_ note: SendableNotification, frame: FrameIdentity, bytes: Int) -> Bool {
         gate.withLock { held in
             guard var waiting = held else { return false }
-            waiting.append((note, frame))
+            waiting.append((note, frame, bytes))
             held = waiting
             return true
         }
     }
 
-    /// Opens the gate: schedules `first` (the retained value), then what was held back, less the copy of `first`
+    /// Opens the gate: hands over `first` (the retained value), then what was held back, less the copy of `first`
     /// that may have arrived live meanwhile.
-    func open(first: (note: SendableNotification, frame: FrameIdentity)?) {
+    func open(first: (note: SendableNotification, frame: FrameIdentity, bytes: Int)?, backlog: DeliveryBacklog?) {
         gate.withLock { held in
             guard let waiting = held else { return }
             held = nil
-            var notes: [SendableNotification] = first.map { [$0.note] } ?? []
-            notes += waiting.filter { $0.frame != first?.frame }.map(\.note)
+            var notes: [(note: SendableNotification, bytes: Int)] = first.map { [($0.note, $0.bytes)] } ?? []
+            notes += waiting.filter { $0.frame != first?.frame }.map { ($0.note, $0.bytes) }
             guard !notes.isEmpty else { return }
-            let items = DeliveryItems(items: notes.map { (self, $0) })
-            // Scheduled under the gate's lock: later live deliveries are scheduled after this one.
-            schedule { for (observer, note) in items.items { observer.call(note) } }
+            // Handed over under the gate's lock: later live deliveries come after these.
+            handoff?.append(notes, backlog: backlog)
         }
     }
 
     var isActive: Bool { active.load(ordering: .acquiring) }
 
-    /// The backlog held by deliveries queued for this observer: released when it is removed, so that a queue
-    /// that never runs them keeps its listener from reading only until then.
-    private let tickets = Mutex<[DeliveryBacklog.Ticket]>([])
-
-    func track(_ ticket: DeliveryBacklog.Ticket) {
-        tickets.withLock { tickets in
-            tickets.removeAll { $0.isReleased }
-            tickets.append(ticket)
-        }
-        if !isActive { ticket.release() }
-    }
-
-    /// What ends a delivery of this observer's own (an actor's task): run once, when it is removed.
-    private let removal = Mutex<(@Sendable () -> Void)?>(nil)
-
-    /// Runs `body` when the observer is removed (at once if it was already).
-    func whenRemoved(_ body: @escaping @Sendable () -> Void) {
-        let now = removal.withLock { removal -> Bool in
-            guard isActive else { return true }
-            removal = body
-            return false
-        }
-        if now { body() }
-    }
-
-    /// Stops deliveries, also those already queued.
+    /// Stops deliveries, also those waiting: what waits is dropped and its backlog released.
     func deactivate() {
         active.store(false, ordering: .releasing)
-        removal.withLock { removal in defer { removal = nil }; return removal }?()
-        for ticket in tickets.withLock({ tickets in defer { tickets = [] }; return tickets }) { ticket.release() }
+        handoff?.end()
     }
 
-    /// The queue the block runs on, and its identity, so that deliveries to one queue can go as one batch;
-    /// nil for the receive thread.
-    var queueIdentity: ObjectIdentifier? {
-        if runsOnReceiveThread { return nil }
-        return operationQueue.map(ObjectIdentifier.init) ?? ObjectIdentifier(serialQueue)
-    }
-
-    /// Calls the block with `note` unless the observer was removed meanwhile.
+    /// Calls the block with `note` on the receive thread, unless the observer was removed meanwhile.
     func call(_ note: SendableNotification) {
-        if isActive { block(note.value) }
-    }
-
-    /// Runs `work` on this observer's queue (not for one that runs on the receive thread).
-    func schedule(_ work: @escaping @Sendable () -> Void) {
-        if let operationQueue {
-            operationQueue.addOperation(work)
-        } else {
-            serialQueue.async(execute: work)
-        }
+        if isActive { block?(note.value) }
     }
 
     override var description: String {

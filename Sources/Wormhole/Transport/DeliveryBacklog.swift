@@ -1,7 +1,7 @@
 import Synchronization
 
-/// What a listener has read and not yet delivered: notifications waiting on observers' queues (or in a block
-/// running there), counted in notifications and bytes.
+/// What a listener has read and not yet delivered: notifications waiting for observers' queues, actors or async
+/// sequences (or in a block running there), counted in notifications and their frames' bytes.
 ///
 /// While it is over its bound, the receive thread reads nothing more: not its sockets (so posters' sends find
 /// them full and spool) and not its spool (so the spool, under its cap, holds the rest). It reads again once the
@@ -48,7 +48,21 @@ final class DeliveryBacklog: Sendable {
         return Ticket(backlog: self, notifications: notifications, bytes: bytes)
     }
 
-    fileprivate func release(notifications: Int, bytes: Int) {
+    /// Counts one notification of `bytes` as held until ``release(bytes:)``: for what waits in a handoff, which
+    /// releases each of its notifications once, without a ticket each.
+    func hold(bytes: Int) {
+        held.withLock {
+            $0.notifications += 1
+            $0.bytes += bytes
+        }
+    }
+
+    /// Releases one notification of `bytes` held by ``hold(bytes:)``.
+    func release(bytes: Int) {
+        release(notifications: 1, bytes: bytes)
+    }
+
+    private func release(notifications: Int, bytes: Int) {
         let woke = held.withLock { held -> Bool in
             let wasOver = held.notifications > bound.notifications / 2 || held.bytes > bound.bytes / 2
             held.notifications -= notifications

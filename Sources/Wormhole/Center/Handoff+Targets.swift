@@ -1,0 +1,67 @@
+import Foundation
+
+extension Handoff {
+    /// A hand-over to a queue: one block or operation per wake-up, which runs `block` with everything waiting.
+    ///
+    /// An `OperationQueue` gets an operation, so that its `isSuspended` and `maxConcurrentOperationCount` hold;
+    /// the main operation queue, whose operations run on the main queue, gets a block there, which costs less.
+    static func onQueue(_ queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void)
+        -> Handoff
+    {
+        guard let queue else {
+            return Handoff { handoff in serialQueue.async { handoff.drain(block) } }
+        }
+        if queue === OperationQueue.main {
+            return Handoff { handoff in
+                MainQueueWatch.watch(handoff)
+                DispatchQueue.main.async { handoff.drain(block) }
+            }
+        }
+        return Handoff { handoff in queue.addOperation { handoff.drain(block) } }
+    }
+
+    /// A hand-over to `block`'s actor: one job there per wake-up, which runs the block with everything waiting
+    /// (each notification made a value by `convert`; nil skips it). The main actor's job is enqueued on it
+    /// directly; a nonisolated block runs on the center's serial queue, needing no free thread of Swift's pool.
+    static func onActor<Value>(
+        of block: @escaping @isolated(any) @Sendable (Value) -> Void, serialQueue: DispatchQueue,
+        convert: @escaping @Sendable (Notification) -> Value?
+    ) -> Handoff {
+        guard let isolation = block.isolation else {
+            return Handoff { handoff in
+                serialQueue.async {
+                    if #available(macOS 26, iOS 26, watchOS 26, tvOS 26, visionOS 26, *) {
+                        // Runs here, to its end: the block is synchronous and nonisolated.
+                        Task.immediate { await drain(on: nil, handoff, block, convert) }
+                    } else {
+                        Task { await drain(on: nil, handoff, block, convert) }
+                    }
+                }
+            }
+        }
+        if isolation === MainActor.shared {
+            return Handoff { handoff in
+                MainQueueWatch.watch(handoff)
+                Task { @MainActor in await drain(on: MainActor.shared, handoff, block, convert) }
+            }
+        }
+        return Handoff { handoff in Task { await drain(on: isolation, handoff, block, convert) } }
+    }
+
+    /// Runs on the block's actor, so that the check that the observer is still there and the call happen
+    /// together: none starts after ``Handoff/end()`` ran on that actor.
+    private static func drain<Value>(
+        on actor: isolated (any Actor)?, _ handoff: Handoff, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
+        _ convert: @Sendable (Notification) -> Value?
+    ) async {
+        while var entries = handoff.takeAll() {
+            while let entry = entries.popLast() {
+                if handoff.isOpen, let value = convert(entry.note.value) {
+                    nonisolated(unsafe) let value = value
+                    await block(value)
+                }
+                entry.release()
+            }
+        }
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import Synchronization
+
+/// What waits for one observer's thread, actor or consumer: its notifications, in the order received, each
+/// holding its place in the listener's ``DeliveryBacklog`` by its frame's bytes until its block has run.
+///
+/// Handing notifications over wakes the target once: the first that arrives while nothing is scheduled schedules
+/// one drain there (a block on a queue, a job on an actor), and that drain runs everything waiting, then what
+/// arrived meanwhile, before it lets the next arrival schedule again. An async sequence's consumer that waits is
+/// resumed directly with the next notification.
+///
+/// When the observer goes, what waits is dropped and its backlog released at once, whoever keeps the token: a
+/// target that never runs again holds nothing.
+final class Handoff: Sendable {
+    /// A notification waiting, and the backlog it holds: its frame's bytes, released once.
+    struct Entry: Sendable {
+        let note: SendableNotification
+        let backlog: DeliveryBacklog?
+        let bytes: Int
+
+        func release() {
+            backlog?.release(bytes: bytes)
+        }
+    }
+
+    private struct State {
+        var waiting: [Entry] = []
+        /// Where the oldest entry still waiting is, for a consumer that takes them one at a time.
+        var head = 0
+        /// Whether a drain is scheduled or running.
+        var scheduled = false
+        var ended = false
+        /// Consumers of a sequence waiting for the next notification, oldest first.
+        var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
+        /// How many drains have started, for ``MainQueueWatch``.
+        var drains = 0
+
+        mutating func takeAll() -> [Entry] {
+            var taken: [Entry] = []
+            swap(&taken, &waiting)
+            defer { head = 0 }
+            return head == 0 ? taken : Array(taken[head...])
+        }
+    }
+
+    private let state = Mutex(State())
+    private let ended = Atomic<Bool>(false)
+    /// Schedules one drain on the target; nil for a sequence, whose consumer takes what waits.
+    private let wake: (@Sendable (Handoff) -> Void)?
+
+    init(wake: (@Sendable (Handoff) -> Void)?) {
+        self.wake = wake
+    }
+
+    /// Whether the observer is still there: a drain runs no block once it went.
+    var isOpen: Bool { !ended.load(ordering: .acquiring) }
+
+    /// Hands `notes` (each with its frame's bytes) over, in order, held in `backlog` until they ran.
+    func append(_ notes: [(note: SendableNotification, bytes: Int)], backlog: DeliveryBacklog?) {
+        var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
+        let schedule = state.withLock { state -> Bool in
+            if state.ended { return false }
+            // A consumer waits only while nothing does: it takes the first ones directly.
+            var index = 0
+            while index < notes.count, !state.consumers.isEmpty {
+                handed.append((state.consumers.removeFirst(), notes[index].note))
+                index += 1
+            }
+            while index < notes.count {
+                backlog?.hold(bytes: notes[index].bytes)
+                state.waiting.append(Entry(note: notes[index].note, backlog: backlog, bytes: notes[index].bytes))
+                index += 1
+            }
+            guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return false }
+            state.scheduled = true
+            return true
+        }
+        for (consumer, note) in handed { consumer.resume(returning: note) }
+        if schedule { wake?(self) }
+    }
+
+    /// What waits, all of it, for the drain that runs now, newest first, so that the drain lets go of each
+    /// notification as it runs it (`popLast`): what it has run no longer takes memory while its backlog lets
+    /// the listener read more. Nil once nothing waits (the next arrival schedules again) or the observer went.
+    func takeAll() -> [Entry]? {
+        state.withLock { state -> [Entry]? in
+            guard !state.ended, state.waiting.count > state.head else {
+                state.scheduled = false
+                return nil
+            }
+            state.drains += 1
+            var entries = state.takeAll()
+            entries.reverse()
+            return entries
+        }
+    }
+
+    /// Runs `block` with everything waiting, in order, on the calling thread (the target's), and releases each
+    /// notification's backlog once its block ran.
+    func drain(_ block: (Notification) -> Void) {
+        while var entries = takeAll() {
+            withAutoreleasePool {
+                while let entry = entries.popLast() {
+                    if isOpen { block(entry.note.value) }
+                    entry.release()
+                }
+            }
+        }
+    }
+
+    /// The next notification for a sequence's consumer: at once if one waits, else when one arrives; nil once the
+    /// sequence ended.
+    func next(isolation actor: isolated (any Actor)? = #isolation) async -> SendableNotification? {
+        await withCheckedContinuation(isolation: actor) { consumer in
+            let now = state.withLock { state -> (Entry?, ended: Bool) in
+                if state.waiting.count > state.head {
+                    let entry = state.waiting[state.head]
+                    state.head += 1
+                    if state.head == state.waiting.count {
+                        state.waiting.removeAll(keepingCapacity: true)
+                        state.head = 0
+                    } else if state.head >= 64 && state.head * 2 >= state.waiting.count {
+                        state.waiting.removeFirst(state.head)
+                        state.head = 0
+                    }
+                    return (entry, false)
+                }
+                if state.ended { return (nil, true) }
+                state.consumers.append(consumer)
+                return (nil, false)
+            }
+            if let entry = now.0 {
+                entry.release()
+                consumer.resume(returning: entry.note)
+            } else if now.ended {
+                consumer.resume(returning: nil)
+            }
+        }
+    }
+
+    /// How many drains have started, and whether one is scheduled and has not yet started.
+    var progress: (drains: Int, pending: Bool) {
+        state.withLock { ($0.drains, $0.scheduled && $0.waiting.count > $0.head) }
+    }
+
+    /// Ends the hand-over: what waits is dropped and its backlog released, waiting consumers get nil, and nothing
+    /// handed over later is kept. Ending twice is not an error.
+    func end() {
+        ended.store(true, ordering: .releasing)
+        let (dropped, consumers) = state.withLock { state in
+            state.ended = true
+            defer { state.consumers = [] }
+            return (state.takeAll(), state.consumers)
+        }
+        for entry in dropped { entry.release() }
+        for consumer in consumers { consumer.resume(returning: nil) }
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// The observer behind an async sequence (``GroupNotifications``, ``GroupMessages``), shared by the sequence and
+/// its iterators: its consumer takes each notification from the observer's ``Handoff``. The observer is removed
+/// when the consumer's task is cancelled, or when the sequence and its iterators are all gone; then what waits
+/// is dropped and its backlog released.
+final class SequenceObserver: Sendable {
+    private let endpoint: Endpoint
+    private let observer: Observer
+    private let handoff: Handoff
+
+    init(endpoint: Endpoint, observer: Observer, handoff: Handoff) {
+        self.endpoint = endpoint
+        self.observer = observer
+        self.handoff = handoff
+    }
+
+    deinit {
+        end()
+    }
+
+    /// The next notification, waiting for one; nil once the sequence ended (its task was cancelled).
+    func next(isolation actor: isolated (any Actor)? = #isolation) async -> SendableNotification? {
+        await withTaskCancellationHandler {
+            await handoff.next(isolation: actor)
+        } onCancel: {
+            end()
+        }
+    }
+
+    /// Removes the observer. Ending twice is not an error.
+    private func end() {
+        let observer = self.observer
+        endpoint.remove { $0 === observer }
+        // Also when a center going away removed it already.
+        handoff.end()
+    }
+}
