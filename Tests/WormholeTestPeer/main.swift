@@ -95,12 +95,6 @@ case "post":
             while blob.count < payload { blob += period }
             // --shape nested holds it as ["d": [blob]]; --shape typed posts a TestBlob message instead.
             switch option("shape") {
-            case "typed":
-                let report = try center.postReporting(TestBlob(i: i, blob: Data(blob[0..<payload])), object: object)
-                delivered += report.delivered
-                spooled += report.spooled
-                failed += report.failures.count
-                continue
             case "nested": userInfo["d"] = [Data(blob[0..<payload])]
             default: userInfo["blob"] = Data(blob[0..<payload])
             }
@@ -137,7 +131,11 @@ case "post":
         let userInfo = onSignal ? prepared[i - start] : userInfo(i)
         let report: PostReport
         do {
-            report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+            if option("shape") == "typed", let blob = userInfo["blob"] as? Data {
+                report = try center.postReporting(TestBlob(i: i, blob: blob), object: object)
+            } else {
+                report = try center.postReporting(name: name ?? Notification.Name("peer"), object: object, userInfo: userInfo)
+            }
         } catch {
             // Not posted at all (this process out of descriptors, say): said, and counted apart.
             FileHandle.standardError.write(Data("not posted: \(error)\n".utf8))
