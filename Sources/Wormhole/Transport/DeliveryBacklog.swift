@@ -39,17 +39,8 @@ final class DeliveryBacklog: Sendable {
     /// What is held now, for tests and status.
     var current: (notifications: Int, bytes: Int) { held.withLock { $0 } }
 
-    /// Counts `notifications` of `bytes` as held until the returned ticket is released (or dropped).
-    func hold(notifications: Int, bytes: Int) -> Ticket {
-        held.withLock {
-            $0.notifications += notifications
-            $0.bytes += bytes
-        }
-        return Ticket(backlog: self, notifications: notifications, bytes: bytes)
-    }
-
-    /// Counts one notification of `bytes` as held until ``release(bytes:)``: for what waits in a handoff, which
-    /// releases each of its notifications once, without a ticket each.
+    /// Counts one notification of `bytes` (its frame's) as held until ``release(bytes:)``: what waits in an
+    /// observer's handoff, released once its block has run, or at once when the observer goes.
     func hold(bytes: Int) {
         held.withLock {
             $0.notifications += 1
@@ -59,42 +50,12 @@ final class DeliveryBacklog: Sendable {
 
     /// Releases one notification of `bytes` held by ``hold(bytes:)``.
     func release(bytes: Int) {
-        release(notifications: 1, bytes: bytes)
-    }
-
-    private func release(notifications: Int, bytes: Int) {
         let woke = held.withLock { held -> Bool in
             let wasOver = held.notifications > bound.notifications / 2 || held.bytes > bound.bytes / 2
-            held.notifications -= notifications
+            held.notifications -= 1
             held.bytes -= bytes
             return wasOver && held.notifications <= bound.notifications / 2 && held.bytes <= bound.bytes / 2
         }
         if woke { wake.withLock { $0 }?() }
-    }
-
-    /// Part of the backlog: released once, when the deliveries it carries have run, when every observer they were
-    /// for was removed, or when it is dropped unrun (a queue that went away).
-    final class Ticket: Sendable {
-        private let backlog: DeliveryBacklog
-        private let notifications: Int
-        private let bytes: Int
-        private let released = Atomic<Bool>(false)
-
-        fileprivate init(backlog: DeliveryBacklog, notifications: Int, bytes: Int) {
-            self.backlog = backlog
-            self.notifications = notifications
-            self.bytes = bytes
-        }
-
-        var isReleased: Bool { released.load(ordering: .acquiring) }
-
-        func release() {
-            guard !released.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            backlog.release(notifications: notifications, bytes: bytes)
-        }
-
-        deinit {
-            release()
-        }
     }
 }
