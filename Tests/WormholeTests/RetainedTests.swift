@@ -41,6 +41,28 @@ struct RetainedTests {
         #expect(other.all.isEmpty)
     }
 
+    @Test("a durable observer that starts with the retained value gets it once, not again from its spool")
+    func retainedAndSpooledOnce() throws {
+        let container = TemporaryContainer()
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "widget")
+            durable.addObserver(forName: .init("level"), object: nil, queue: nil) { _ in }
+        }
+        // Retained, and spooled for the durable identity while it is down: the same post, twice over.
+        let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
+                                            "--user-info", #"{"value": 1}"#])
+        #expect(try poster.waitForExit() == 0)
+        let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "widget")
+        let recorder = Recorder()
+        durable.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: recorder.block)
+        durable.deliverSpooledNotifications()
+        let next = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--user-info", #"{"value": 2}"#])
+        #expect(try next.waitForExit() == 0)
+        let seen = try recorder.wait(for: 2).map { $0.userInfo?["value"] as? Int }
+        // The spool is handed over before the later post arrives: a duplicate would come between the two.
+        #expect(seen == [1, 2])
+    }
+
     @Test("a value retained while a reader is stopped is current when it resumes")
     func stoppedReader() throws {
         let container = TemporaryContainer()

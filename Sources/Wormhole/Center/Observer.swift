@@ -13,9 +13,17 @@ final class Observer: NSObject, Sendable {
     /// The block, for an observer that runs on the receive thread.
     private let block: (@Sendable (Notification) -> Void)?
     private let active = Atomic<Bool>(true)
-    /// While not nil, deliveries wait here: an observer that first receives the retained value holds live
-    /// notifications until that value is handed over.
-    private let gate: Mutex<[(note: SendableNotification, frame: FrameIdentity, bytes: Int)]?>
+    /// Where an observer that first receives the retained value holds live notifications until that value is
+    /// handed over, and which post that value was.
+    private let gate: Mutex<Gate>
+
+    private struct Gate {
+        /// While not nil, deliveries wait here.
+        var held: [(note: SendableNotification, frame: FrameIdentity, bytes: Int)]?
+        /// The retained post handed over first: its live copy, arriving after the gate opened, is not delivered
+        /// again.
+        var first: FrameIdentity?
+    }
 
     /// An observer whose notifications go through `handoff`.
     init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, handoff: Handoff, gated: Bool = false) {
@@ -25,7 +33,7 @@ final class Observer: NSObject, Sendable {
         self.allowed = allowed
         self.handoff = handoff
         self.block = nil
-        self.gate = Mutex(gated ? [] : nil)
+        self.gate = Mutex(Gate(held: gated ? [] : nil))
     }
 
     /// An observer whose block runs on the receive thread.
@@ -36,27 +44,30 @@ final class Observer: NSObject, Sendable {
         self.allowed = allowed
         self.handoff = nil
         self.block = block
-        self.gate = Mutex(nil)
+        self.gate = Mutex(Gate())
     }
 
     var runsOnReceiveThread: Bool { handoff == nil }
 
-    /// Keeps `note` back if the gate is closed; returns whether it did.
+    /// Keeps `note` back if the gate is closed, and takes the live copy of the retained post the gate opened with
+    /// (a post that was on its way while the observer read the retained value): returns whether it did either, so
+    /// that the caller does not deliver `note`. A post's identity is its own: no other is taken for it.
     func hold(_ note: SendableNotification, frame: FrameIdentity, bytes: Int) -> Bool {
-        gate.withLock { held in
-            guard var waiting = held else { return false }
+        gate.withLock { gate in
+            guard var waiting = gate.held else { return gate.first == frame }
             waiting.append((note, frame, bytes))
-            held = waiting
+            gate.held = waiting
             return true
         }
     }
 
     /// Opens the gate: hands over `first` (the retained value), then what was held back, less the copy of `first`
-    /// that may have arrived live meanwhile.
+    /// that may have arrived live meanwhile; its copy arriving later is not delivered either (``hold(_:frame:bytes:)``).
     func open(first: (note: SendableNotification, frame: FrameIdentity, bytes: Int)?, backlog: DeliveryBacklog?) {
-        gate.withLock { held in
-            guard let waiting = held else { return }
-            held = nil
+        gate.withLock { gate in
+            guard let waiting = gate.held else { return }
+            gate.held = nil
+            gate.first = first?.frame
             var notes: [(note: SendableNotification, bytes: Int)] = first.map { [($0.note, $0.bytes)] } ?? []
             notes += waiting.filter { $0.frame != first?.frame }.map { ($0.note, $0.bytes) }
             guard !notes.isEmpty else { return }
