@@ -62,7 +62,8 @@ final class Observer: NSObject, Sendable {
     }
 
     /// Opens the gate: hands over `first` (the retained value), then what was held back, less the copy of `first`
-    /// that may have arrived live meanwhile; its copy arriving later is not delivered either (``hold(_:frame:bytes:)``).
+    /// that may have arrived live meanwhile; a copy arriving later is not delivered either
+    /// (``hold(_:frame:bytes:)``).
     func open(first: (note: SendableNotification, frame: FrameIdentity, bytes: Int)?, backlog: DeliveryBacklog?) {
         gate.withLock { gate in
             guard let waiting = gate.held else { return }
