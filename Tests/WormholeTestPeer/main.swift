@@ -329,7 +329,13 @@ case "remove-waiting":
 case "main-sleeps":
     // Observes --name from top-level code without a queue (on the main actor), then sleeps: nothing runs the
     // main queue, and Wormhole should say so.
-    center.addObserver(forName: name, object: nil) { _ in emit(["ran": true]) }
+    // With --also, a second main-actor observer of that name, and the first one is removed on the receive thread
+    // as its first notification arrives: what then waits for the main actor is the second's.
+    nonisolated(unsafe) let first = center.addObserver(forName: name, object: nil) { _ in emit(["ran": true]) }
+    if let also = option("also") {
+        center.addObserver(forName: Notification.Name(also), object: nil) { _ in emit(["ran": true]) }
+        center.addObserver(forName: name, object: nil, queue: nil) { _ in center.removeObserver(first) }
+    }
     emit(["ready": Int(getpid())])
     while true { sleep(1000) }
 case "value-add":

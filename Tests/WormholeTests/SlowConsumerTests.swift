@@ -90,6 +90,22 @@ struct SlowConsumerTests {
         #expect(warning.first?.contains("dispatchMain()") == true && warning.first?.contains("queue:") == true)
         #expect(listener.jsonLines().count == 1, "the block never ran: \(listener.output)")
     }
+
+    @Test("the warning comes also when the main-actor observer that first waited is removed, and another waits on")
+    func mainThreadSleepsFirstObserverRemoved() async throws {
+        let container = TemporaryContainer()
+        let listener = try Peer("wormhole-test-peer", [
+            "main-sleeps", "--container", container.path, "--name", "m", "--also", "later",
+        ])
+        _ = try await lines(listener, 1)
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "m"])
+        #expect(try await exitStatus(poster) == 0)
+        let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "later"])
+        #expect(try await exitStatus(later) == 0)
+        try await Task.detached { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 30) }.value
+        #expect(listener.errorOutput.filter { $0.contains("runs nothing") }.count == 1)
+        #expect(listener.jsonLines().count == 1, "no block ran: \(listener.output)")
+    }
 }
 
 /// The exit status of `peer`, waited for off the caller's thread.

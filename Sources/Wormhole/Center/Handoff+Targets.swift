@@ -13,8 +13,8 @@ extension Handoff {
         }
         if queue === OperationQueue.main {
             return Handoff { handoff in
-                MainQueueWatch.watch(handoff)
                 DispatchQueue.main.async { handoff.drain(block) }
+                MainQueueWatch.watch()
             }
         }
         return Handoff { handoff in queue.addOperation { handoff.drain(block) } }
@@ -41,8 +41,8 @@ extension Handoff {
         }
         if isolation === MainActor.shared {
             return Handoff { handoff in
-                MainQueueWatch.watch(handoff)
                 Task { @MainActor in await drain(on: MainActor.shared, handoff, block, convert) }
+                MainQueueWatch.watch()
             }
         }
         return Handoff { handoff in Task { await drain(on: isolation, handoff, block, convert) } }

@@ -32,8 +32,6 @@ final class Handoff: Sendable {
         var ended = false
         /// Consumers of a sequence waiting for the next notification, oldest first.
         var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
-        /// How many drains have started, for ``MainQueueWatch``.
-        var drains = 0
 
         mutating func takeAll() -> [Entry] {
             var taken: [Entry] = []
@@ -88,7 +86,6 @@ final class Handoff: Sendable {
                 state.scheduled = false
                 return nil
             }
-            state.drains += 1
             var entries = state.takeAll()
             entries.reverse()
             return entries
@@ -136,11 +133,6 @@ final class Handoff: Sendable {
                 consumer.resume(returning: nil)
             }
         }
-    }
-
-    /// How many drains have started, and whether one is scheduled and has not yet started.
-    var progress: (drains: Int, pending: Bool) {
-        state.withLock { ($0.drains, $0.scheduled && $0.waiting.count > $0.head) }
     }
 
     /// Ends the hand-over: what waits is dropped and its backlog released, waiting consumers get nil, and nothing
