@@ -39,6 +39,27 @@ struct HandoffTests {
         #expect(held(center).notifications == 0)
     }
 
+    @Test("cancelAllOperations drops what waited on the queue; the observer gets what is posted later, and nothing stays held")
+    func queueOperationsCancelled() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let queue = OperationQueue()
+        queue.isSuspended = true
+        let got = Mutex<[Int]>([])
+        center.addObserver(forName: .init("a"), object: nil, queue: queue) { note in
+            got.withLock { $0.append(note.userInfo?["i"] as? Int ?? -1) }
+        }
+        for i in 0..<5 { center.post(name: .init("a"), object: nil, userInfo: ["i": i]) }
+        queue.cancelAllOperations()
+        queue.isSuspended = false
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in queue.addBarrierBlock { done.resume() } }
+        #expect(held(center).notifications == 0, "what waited for the cancelled operation is given back")
+        for i in 5..<10 { center.post(name: .init("a"), object: nil, userInfo: ["i": i]) }
+        try await wait("the later posts") { got.withLock { $0.count } >= 5 }
+        #expect(got.withLock { $0 } == Array(5..<10))
+        try await wait("the backlog to empty") { held(center).notifications == 0 }
+    }
+
     @Test("an observer that removes itself in its 10th call is not called again, and what waited is given back")
     func removesItselfInside() async throws {
         let container = TemporaryContainer()

@@ -1,9 +1,11 @@
 import Foundation
+import Synchronization
 
 extension Handoff {
     /// A hand-over to a queue: one block or operation per wake-up, which runs `block` with everything waiting.
     ///
-    /// An `OperationQueue` gets an operation, so that its `isSuspended` and `maxConcurrentOperationCount` hold;
+    /// An `OperationQueue` gets an operation, so that its `isSuspended` and `maxConcurrentOperationCount` hold, and
+    /// `cancelAllOperations()` drops what waits without stopping later deliveries;
     /// the main operation queue, whose operations run on the main queue, gets a block there, which costs less.
     static func onQueue(_ queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void)
         -> Handoff
@@ -17,7 +19,19 @@ extension Handoff {
                 MainQueueWatch.watch()
             }
         }
-        return Handoff { handoff in queue.addOperation { handoff.drain(block) } }
+        return Handoff { handoff in
+            let started = DrainStart()
+            let operation = BlockOperation {
+                started.flag.store(true, ordering: .releasing)
+                handoff.drain(block)
+            }
+            // Cancelled before it started (`cancelAllOperations()`): what it stood for is dropped, as a cancelled
+            // operation's work is, and the next arrival schedules again.
+            operation.completionBlock = {
+                if !started.flag.load(ordering: .acquiring) { handoff.abandon() }
+            }
+            queue.addOperation(operation)
+        }
     }
 
     /// A hand-over to `block`'s actor: one job there per wake-up, which runs the block with everything waiting
@@ -64,4 +78,9 @@ extension Handoff {
             }
         }
     }
+}
+
+/// Whether an operation's drain has started, for its completion block.
+private final class DrainStart: Sendable {
+    let flag = Atomic<Bool>(false)
 }

@@ -135,6 +135,16 @@ final class Handoff: Sendable {
         }
     }
 
+    /// The drain scheduled will not run (its operation was cancelled before it started): what waits is dropped and
+    /// its backlog released, and the next arrival schedules again. Not an error: nothing is counted.
+    func abandon() {
+        let dropped = state.withLock { state -> [Entry] in
+            state.scheduled = false
+            return state.takeAll()
+        }
+        for entry in dropped { entry.release() }
+    }
+
     /// Ends the hand-over: what waits is dropped and its backlog released, waiting consumers get nil, and nothing
     /// handed over later is kept. Ending twice is not an error.
     func end() {
