@@ -6,20 +6,21 @@ extension Handoff {
     ///
     /// An `OperationQueue` gets an operation, so that its `isSuspended` and `maxConcurrentOperationCount` hold, and
     /// `cancelAllOperations()` drops what waits without stopping later deliveries;
-    /// the main operation queue, whose operations run on the main queue, gets a block there, which costs less.
+    /// the main operation queue, whose operations run on the main queue, gets a block there, which costs less,
+    /// while it is not suspended (suspended, it gets an operation, which waits as its others do).
     static func onQueue(_ queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void)
         -> Handoff
     {
         guard let queue else {
             return Handoff { handoff in serialQueue.async { handoff.drain(block) } }
         }
-        if queue === OperationQueue.main {
-            return Handoff { handoff in
+        let isMain = queue === OperationQueue.main
+        return Handoff { handoff in
+            if isMain && !queue.isSuspended {
                 DispatchQueue.main.async { handoff.drain(block) }
                 MainQueueWatch.watch()
+                return
             }
-        }
-        return Handoff { handoff in
             let started = DrainStart()
             let operation = BlockOperation {
                 started.flag.store(true, ordering: .releasing)
