@@ -153,7 +153,7 @@ public struct GroupMessages<Message: GroupMessage>: AsyncSequence, Sendable {
         /// - Parameter actor: The actor the caller runs on, or nil.
         /// - Returns: The next message, or nil once iteration has ended (its task was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Message? {
-            while let note = await observer.next(isolation: actor) {
+            while let note = await observer.next() {
                 if let message = decode(note.value) { return message }
             }
             return nil

@@ -50,7 +50,7 @@ public struct GroupNotifications: AsyncSequence, Sendable {
         /// - Parameter actor: The actor the caller runs on, or nil.
         /// - Returns: The next notification, or nil once iteration has ended (its task was cancelled).
         public mutating func next(isolation actor: isolated (any Actor)?) async -> Notification? {
-            await observer.next(isolation: actor)?.value
+            await observer.next()?.value
         }
     }
 

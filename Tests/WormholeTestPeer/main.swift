@@ -281,7 +281,7 @@ case "listen-slow":
     case "sequence":
         let notes = center.notifications(named: name)
         Task.detached {
-            await Task.detached { released.wait() }.value
+            await Task.detached { waitFor(released) }.value
             for await note in notes {
                 let (i, bytes) = measure(note)
                 record(i, bytes)
@@ -290,7 +290,7 @@ case "listen-slow":
     case "messages":
         let messages = center.messages(of: TestBlob.self)
         Task.detached {
-            await Task.detached { released.wait() }.value
+            await Task.detached { waitFor(released) }.value
             for await message in messages { record(message.i, message.blob.count) }
         }
     default:
@@ -478,4 +478,9 @@ enum Release {
 struct FormsMessage: GroupMessage {
     static let name = WormholeMailbox.notificationName(forIdentifier: "forms")
     var i: Int
+}
+
+/// Waits for `semaphore`: a synchronous call, which an asynchronous context may make where it may not call `wait`.
+@Sendable func waitFor(_ semaphore: DispatchSemaphore) {
+    semaphore.wait()
 }

@@ -44,14 +44,9 @@ extension Handoff {
     ) -> Handoff {
         guard let isolation = block.isolation else {
             return Handoff { handoff in
-                serialQueue.async {
-                    if #available(macOS 26, iOS 26, watchOS 26, tvOS 26, visionOS 26, *) {
-                        // Runs here, to its end: the block is synchronous and nonisolated.
-                        Task.immediate { await drain(on: nil, handoff, block, convert) }
-                    } else {
-                        Task { await drain(on: nil, handoff, block, convert) }
-                    }
-                }
+                // Runs here, to its end where the platform can start a task on this thread: the block is synchronous
+                // and nonisolated.
+                serialQueue.async { startTaskHere { await drain(on: nil, handoff, block, convert) } }
             }
         }
         if isolation === MainActor.shared {

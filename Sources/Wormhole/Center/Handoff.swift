@@ -107,8 +107,8 @@ final class Handoff: Sendable {
 
     /// The next notification for a sequence's consumer: at once if one waits, else when one arrives; nil once the
     /// sequence ended.
-    func next(isolation actor: isolated (any Actor)? = #isolation) async -> SendableNotification? {
-        await withCheckedContinuation(isolation: actor) { consumer in
+    func next() async -> SendableNotification? {
+        await withCheckedContinuation { consumer in
             let now = state.withLock { state -> (Entry?, ended: Bool) in
                 if state.waiting.count > state.head {
                     let entry = state.waiting[state.head]

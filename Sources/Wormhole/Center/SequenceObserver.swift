@@ -20,9 +20,9 @@ final class SequenceObserver: Sendable {
     }
 
     /// The next notification, waiting for one; nil once the sequence ended (its task was cancelled).
-    func next(isolation actor: isolated (any Actor)? = #isolation) async -> SendableNotification? {
+    func next() async -> SendableNotification? {
         await withTaskCancellationHandler {
-            await handoff.next(isolation: actor)
+            await handoff.next()
         } onCancel: {
             end()
         }

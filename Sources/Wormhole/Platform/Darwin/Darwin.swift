@@ -206,4 +206,10 @@ enum MemoryFile {
         throw WormholeError(.corruptData, "shared frames are not taken on this platform")
     }
 }
+
+/// Starts `operation` as a task on Swift's cooperative pool. `Task.immediate`, which would run it on the calling
+/// thread, is in Apple's SDKs from their 26 releases on, which cannot be checked here.
+func startTaskHere(_ operation: @escaping @Sendable @isolated(any) () async -> Void) {
+    Task(operation: operation)
+}
 #endif

@@ -248,4 +248,10 @@ enum MemoryFile {
         }
     }
 }
+
+/// Starts `operation` on the calling thread, which runs it to its first suspension (`Task.immediate`): work that
+/// must not wait for a free thread of Swift's cooperative pool.
+func startTaskHere(_ operation: @escaping @Sendable @isolated(any) () async -> Void) {
+    Task.immediate(operation: operation)
+}
 #endif
