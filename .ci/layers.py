@@ -3,7 +3,8 @@
 Platform/ imports or calls the C library or names its errno values (the others use Errno's names). And one
 platform seam: what Linux and Apple platforms do differently is in Platform/Linux/ and Platform/Darwin/, each file
 under one #if; anywhere else an #if that asks for a platform only chooses the C library's module for an import,
-or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`).
+or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`). The table of limits, which
+every layer reads, uses no layer's types.
 
 Layers, top to bottom (Wire and Codec side by side, neither using the other):
   API (the files at the top of Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
@@ -128,6 +129,12 @@ def check(root):
         nested = set(q for q in re.findall(r"\b([A-Z]\w*\.[A-Z]\w*)\b", code) if q in defined)
         code = re.sub(r"\b([A-Z]\w*\.[A-Z]\w*)\b", lambda m: "" if m.group(1) in defined else m.group(1), code)
         used = set(re.findall(r"\b([A-Z]\w*)\b", code)) | nested
+        if rel.endswith(os.path.join("Sources", "Wormhole", "Limits.swift")):
+            # Every layer reads the table of limits, so it uses none of them: a number a platform says comes in as
+            # an extension of Limits in Platform/Linux/ and Platform/Darwin/.
+            for name in sorted(n for n in used if defined.get(n, "API") != "API"):
+                problems.append(f"{rel}: the table of limits uses {name} of {defined[name]}; "
+                                "a platform gives its numbers as an extension of Limits")
         for name in sorted(used):
             owner = defined.get(name)
             if owner is None or owner == layer:
@@ -162,6 +169,7 @@ SELF_TEST = {
         "#if canImport(Glibc)\nimport Glibc\n#endif\nstruct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
         "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
     "Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
+    "Limits.swift": "enum Limits {\n    static let kinds = Kind.count / 8\n}\n",
 }
 SELF_TEST_FINDS = {
     "Sources/Wormhole/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
@@ -171,6 +179,8 @@ SELF_TEST_FINDS = {
     "Sources/Wormhole/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",
     "Sources/Wormhole/Storage/Store.swift: Storage calls open() of the C library",
     "Sources/Wormhole/Wire/Frame.swift: Wire uses Coder of Codec",
+    "Sources/Wormhole/Limits.swift: the table of limits uses Kind of Platform; "
+    "a platform gives its numbers as an extension of Limits",
 }
 
 

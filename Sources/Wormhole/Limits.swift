@@ -1,7 +1,9 @@
 /// The documented limits and the tunables, in one place: every layer reads its numbers here (the API's public
-/// ones included). What is left where it is used: numbers that belong to one build or platform (the fuzzing
-/// build's shared-data minimum; a Darwin datagram socket's receive buffer and each system's default open-file
-/// limit, in Platform/Darwin and Platform/Linux), and the retry counts of loops that race other processes.
+/// ones included), so this table uses no layer's types. What is left where it is used: numbers that belong to one
+/// build or platform (the fuzzing build's shared-data minimum; a Darwin datagram socket's receive buffer, in
+/// Platform/Darwin), and the retry counts of loops that race other processes. Each system's default open-file
+/// limit, which ``maximumLinks`` is worked out from, is a limit of this table that Platform/Darwin and
+/// Platform/Linux give (`defaultOpenFileLimit`).
 enum Limits {
     /// The largest encoded userInfo a notification may carry. Larger posts are refused whole.
     static let maximumPayloadSize = 16 << 20
@@ -31,7 +33,7 @@ enum Limits {
     /// closed. A link holds up to five descriptors while it spools (its socket, the listener's spool folder and
     /// bell, its segment and its lease), so an eighth of the default soft limit of open files: 32 on Apple
     /// platforms, whose default is 256 (the links take at most 160), and 64 on Linux, whose default is 1,024.
-    static let maximumLinks = min(64, Sys.defaultOpenFileLimit / 8)
+    static let maximumLinks = min(64, defaultOpenFileLimit / 8)
     /// What a listener may have read and not yet delivered (waiting for observers' queues, actors and async
     /// sequences, each notification counted by its frame's bytes) before it stops reading its sockets and its
     /// spool (``DeliveryBacklog``): this many notifications, or this many bytes.

@@ -31,10 +31,13 @@ extension FileStatus {
     }
 }
 
-extension Sys {
-    /// The soft limit of open files a process gets by default: 256.
+extension Limits {
+    /// The soft limit of open files a process gets by default: 256. The platform says it, and
+    /// ``Limits/maximumLinks`` is worked out from it.
     static let defaultOpenFileLimit = 256
+}
 
+extension Sys {
     /// `shutdown(2)` with `SHUT_RD`: a peer's later sends fail while what it sent before stays readable. Returns
     /// false when it failed (ENOTCONN for a socket that is not connected).
     @discardableResult

@@ -24,10 +24,13 @@ extension FileStatus {
     }
 }
 
-extension Sys {
-    /// The soft limit of open files a process gets by default: 1,024.
+extension Limits {
+    /// The soft limit of open files a process gets by default: 1,024. The platform says it, and
+    /// ``Limits/maximumLinks`` is worked out from it.
     static let defaultOpenFileLimit = 1024
+}
 
+extension Sys {
     /// `shutdown(2)` with `SHUT_RD`: a peer's later sends fail (`EPIPE`) while what it sent before stays
     /// readable. Returns false when it failed.
     @discardableResult
