@@ -21,23 +21,15 @@ extension Handoff {
                 MainQueueWatch.watch()
                 return
             }
-            let started = DrainStart()
-            let operation = BlockOperation {
-                started.flag.store(true, ordering: .releasing)
-                handoff.drain(block)
-            }
-            // Cancelled before it started (`cancelAllOperations()`): what it stood for is dropped, as a cancelled
-            // operation's work is, and the next arrival schedules again.
-            operation.completionBlock = {
-                if !started.flag.load(ordering: .acquiring) { handoff.abandon() }
-            }
+            let operation = DrainOperation(run: { handoff.drain(block) }, onCancel: { handoff.abandon() })
             queue.addOperation(operation)
         }
     }
 
     /// A hand-over to `block`'s actor: one job there per wake-up, which runs the block with everything waiting
-    /// (each notification made a value by `convert`; nil skips it). The main actor's job is enqueued on it
-    /// directly; a nonisolated block runs on the center's serial queue, needing no free thread of Swift's pool.
+    /// (each notification made a value by `convert`; nil skips it). On an actor, that job is one task that stays
+    /// for the observer's life, parked while nothing waits, so a wake-up makes no task; a nonisolated block runs
+    /// on the center's serial queue instead, needing no free thread of Swift's pool.
     static func onActor<Value>(
         of block: @escaping @isolated(any) @Sendable (Value) -> Void, serialQueue: DispatchQueue,
         convert: @escaping @Sendable (Notification) -> Value?
@@ -50,21 +42,20 @@ extension Handoff {
             }
         }
         if isolation === MainActor.shared {
-            return Handoff { handoff in
-                Task { @MainActor in await drain(on: MainActor.shared, handoff, block, convert) }
-                MainQueueWatch.watch()
+            return Handoff(onMainQueue: true) { handoff in
+                Task { @MainActor in await pump(on: MainActor.shared, handoff, block, convert) }
             }
         }
-        return Handoff { handoff in Task { await drain(on: isolation, handoff, block, convert) } }
+        return Handoff { handoff in Task { await pump(on: isolation, handoff, block, convert) } }
     }
 
     /// Runs on the block's actor, so that the check that the observer is still there and the call happen
     /// together: none starts after ``Handoff/end()`` ran on that actor.
     private static func drain<Value>(
         on actor: isolated (any Actor)?, _ handoff: Handoff, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
-        _ convert: @Sendable (Notification) -> Value?
+        _ convert: @Sendable (Notification) -> Value?, staying: Bool = false
     ) async {
-        while var entries = handoff.takeAll() {
+        while var entries = handoff.takeAll(staying: staying) {
             while let entry = entries.popLast() {
                 if handoff.isOpen, let value = convert(entry.note.value) {
                     nonisolated(unsafe) let value = value
@@ -74,9 +65,40 @@ extension Handoff {
             }
         }
     }
+
+    /// An actor's drain for the observer's life: drains, parks until more arrives, and ends once the observer went.
+    private static func pump<Value>(
+        on actor: isolated any Actor, _ handoff: Handoff, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
+        _ convert: @escaping @Sendable (Notification) -> Value?
+    ) async {
+        repeat {
+            await drain(on: actor, handoff, block, convert, staying: true)
+        } while await handoff.park(on: actor)
+    }
 }
 
-/// Whether an operation's drain has started, for its completion block.
-private final class DrainStart: Sendable {
-    let flag = Atomic<Bool>(false)
+/// An operation that runs one drain, or, cancelled before it started (`cancelAllOperations()`), gives up what it
+/// stood for, as a cancelled operation's work is dropped, so that the next arrival schedules again.
+///
+/// Whichever comes first, `main()` or `cancel()`, decides: a drain that started runs to its end. It needs no
+/// completion block, which Foundation on Linux runs on a global queue: a second wake-up for every operation.
+private final class DrainOperation: Operation, @unchecked Sendable {
+    private let run: @Sendable () -> Void
+    private let onCancel: @Sendable () -> Void
+    /// 0 while neither has come, 1 once `main()` came first, 2 once `cancel()` did.
+    private let decided = Atomic<Int>(0)
+
+    init(run: @escaping @Sendable () -> Void, onCancel: @escaping @Sendable () -> Void) {
+        self.run = run
+        self.onCancel = onCancel
+    }
+
+    override func main() {
+        if decided.compareExchange(expected: 0, desired: 1, ordering: .acquiringAndReleasing).exchanged { run() }
+    }
+
+    override func cancel() {
+        super.cancel()
+        if decided.compareExchange(expected: 0, desired: 2, ordering: .acquiringAndReleasing).exchanged { onCancel() }
+    }
 }

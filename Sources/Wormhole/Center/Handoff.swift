@@ -5,9 +5,10 @@ import Synchronization
 /// holding its place in the listener's ``DeliveryBacklog`` by its frame's bytes until its block has run.
 ///
 /// Handing notifications over wakes the target once: the first that arrives while nothing is scheduled schedules
-/// one drain there (a block on a queue, a job on an actor), and that drain runs everything waiting, then what
-/// arrived meanwhile, before it lets the next arrival schedule again. An async sequence's consumer that waits is
-/// resumed directly with the next notification.
+/// one drain there (a block on a queue), and that drain runs everything waiting, then what arrived meanwhile,
+/// before it lets the next arrival schedule again. An actor's drain is a task that stays: once nothing waits, it
+/// parks, and the next arrival resumes it on its actor, which costs one job there and no new task. An async
+/// sequence's consumer that waits is resumed directly with the next notification.
 ///
 /// When the observer goes, what waits is dropped and its backlog released at once, whoever keeps the token: a
 /// target that never runs again holds nothing.
@@ -32,6 +33,8 @@ final class Handoff: Sendable {
         var ended = false
         /// Consumers of a sequence waiting for the next notification, oldest first.
         var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
+        /// An actor's drain that waits for more (``Handoff/park()``); it counts as not scheduled.
+        var parked: UnsafeContinuation<Bool, Never>?
 
         mutating func takeAll() -> [Entry] {
             var taken: [Entry] = []
@@ -45,8 +48,11 @@ final class Handoff: Sendable {
     private let ended = Atomic<Bool>(false)
     /// Schedules one drain on the target; nil for a sequence, whose consumer takes what waits.
     private let wake: (@Sendable (Handoff) -> Void)?
+    /// Whether the target is the main queue, which ``MainQueueWatch`` watches as each drain is scheduled.
+    private let onMainQueue: Bool
 
-    init(wake: (@Sendable (Handoff) -> Void)?) {
+    init(onMainQueue: Bool = false, wake: (@Sendable (Handoff) -> Void)?) {
+        self.onMainQueue = onMainQueue
         self.wake = wake
     }
 
@@ -56,6 +62,7 @@ final class Handoff: Sendable {
     /// Hands `notes` (each with its frame's bytes) over, in order, held in `backlog` until they ran.
     func append(_ notes: [(note: SendableNotification, bytes: Int)], backlog: DeliveryBacklog?) {
         var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
+        var parked: UnsafeContinuation<Bool, Never>?
         let schedule = state.withLock { state -> Bool in
             if state.ended { return false }
             // A consumer waits only while nothing does: it takes the first ones directly.
@@ -71,19 +78,23 @@ final class Handoff: Sendable {
             }
             guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return false }
             state.scheduled = true
-            return true
+            swap(&parked, &state.parked)
+            return parked == nil
         }
         for (consumer, note) in handed { consumer.resume(returning: note) }
+        if let parked { parked.resume(returning: true) }
         if schedule { wake?(self) }
+        if onMainQueue && (schedule || parked != nil) { MainQueueWatch.watch() }
     }
 
     /// What waits, all of it, for the drain that runs now, newest first, so that the drain lets go of each
     /// notification as it runs it (`popLast`): what it has run no longer takes memory while its backlog lets
     /// the listener read more. Nil once nothing waits (the next arrival schedules again) or the observer went.
-    func takeAll() -> [Entry]? {
+    /// A drain that parks when nothing waits (`staying`) stays scheduled until it parks.
+    func takeAll(staying: Bool = false) -> [Entry]? {
         state.withLock { state -> [Entry]? in
             guard !state.ended, state.waiting.count > state.head else {
-                state.scheduled = false
+                if !staying { state.scheduled = false }
                 return nil
             }
             var entries = state.takeAll()
@@ -102,6 +113,25 @@ final class Handoff: Sendable {
                     entry.release()
                 }
             }
+        }
+    }
+
+    /// Waits, for an actor's drain that took everything, until more is handed over: true then, on the drain's actor;
+    /// false once the observer went, when the drain ends. At once if something arrived since it last took. Isolated
+    /// to the drain's actor, so that waiting here and resuming cost no hop off it and back.
+    func park(on actor: isolated any Actor) async -> Bool {
+        await withUnsafeContinuation { drain in
+            let now = state.withLock { state -> Bool? in
+                if state.ended {
+                    state.scheduled = false
+                    return false
+                }
+                if state.waiting.count > state.head { return true }
+                state.parked = drain
+                state.scheduled = false
+                return nil
+            }
+            if let now { drain.resume(returning: now) }
         }
     }
 
@@ -149,12 +179,16 @@ final class Handoff: Sendable {
     /// handed over later is kept. Ending twice is not an error.
     func end() {
         ended.store(true, ordering: .releasing)
-        let (dropped, consumers) = state.withLock { state in
+        let (dropped, consumers, parked) = state.withLock { state in
             state.ended = true
-            defer { state.consumers = [] }
-            return (state.takeAll(), state.consumers)
+            defer {
+                state.consumers = []
+                state.parked = nil
+            }
+            return (state.takeAll(), state.consumers, state.parked)
         }
         for entry in dropped { entry.release() }
         for consumer in consumers { consumer.resume(returning: nil) }
+        parked?.resume(returning: false)
     }
 }
