@@ -10,6 +10,8 @@ import Darwin
 
 /// Buffers for up to ``capacity`` messages of up to ``messageCapacity`` bytes each, reused for every receive.
 /// Owned by one receive thread.
+/// Used by one thread at a time (its listener's receive thread), and its state is never lent out across a call
+/// that could reach it again, so its stored properties go without run-time exclusivity checks.
 final class MessageBatch {
     /// One received message, valid until the next ``receive(_:)``.
     struct Message {
@@ -26,11 +28,11 @@ final class MessageBatch {
     let capacity: Int
     let messageCapacity: Int
     private let buffers: UnsafeMutableRawBufferPointer
-    private var lengths: [Int]
+    @exclusivity(unchecked) private var lengths: [Int]
     /// Each slot's control data: its length, and whether it was cut (`MSG_CTRUNC`).
-    private var controlLengths: [Int]
-    private var controlsCut: [Bool]
-    private(set) var count = 0
+    @exclusivity(unchecked) private var controlLengths: [Int]
+    @exclusivity(unchecked) private var controlsCut: [Bool]
+    @exclusivity(unchecked) private(set) var count = 0
     private let controlSpace = DescriptorPassing.controlSpace(descriptors: 1)
     private let controls: UnsafeMutableRawBufferPointer
     /// Where the platform receives several messages with one call; nil where it takes one at a time.

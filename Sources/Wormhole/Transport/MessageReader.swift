@@ -2,12 +2,14 @@
 /// Reads messages from a socket into frames, a batch per system call where the platform can
 /// (``MessageBatch``), counting what it must drop. Shared frames (``SharedFrame``) are read from the
 /// descriptor they carry; any other descriptor a message carries is closed and the message dropped.
+///
+/// Used by its listener's receive thread alone; the round's counters go without run-time exclusivity checks.
 final class MessageReader {
     /// The error of the last read that failed.
     private(set) var lastFailure: WormholeError?
-    private var roundBytes = 0
-    private var roundMessages = 0
-    private var roundSawNudge = false
+    @exclusivity(unchecked) private var roundBytes = 0
+    @exclusivity(unchecked) private var roundMessages = 0
+    @exclusivity(unchecked) private var roundSawNudge = false
     private var recentSharedFiles = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: Limits.readBatchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)

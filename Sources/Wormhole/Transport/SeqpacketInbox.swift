@@ -1,6 +1,8 @@
 import Dispatch
 
 /// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
+///
+/// Used by its listener's receive thread alone; what each read touches goes without run-time exclusivity checks.
 final class SeqpacketInbox: Inbox {
 
     /// One accepted connection, when it was last read, and how many messages its next read asks for.
@@ -13,11 +15,11 @@ final class SeqpacketInbox: Inbox {
 
     /// The sockets this inbox owns, each closed as it leaves: the listening one and a connection per poster.
     private var listeningSocket: HeldDescriptor
-    private var connections: [Connection] = []
+    @exclusivity(unchecked) private var connections: [Connection] = []
     private var listening: CInt { listeningSocket.rawValue }
     private let reader: MessageReader
     /// While accept fails for want of descriptors, the listening socket is left alone until then.
-    private var acceptPausedUntil: UInt64 = 0
+    @exclusivity(unchecked) private var acceptPausedUntil: UInt64 = 0
     private var lastDescriptorWarning: UInt64 = 0
     private(set) var boundSocketFailure: String?
     /// Set by ``seal()``: a connection accepted from then on is shut for reading at once.
