@@ -20,7 +20,7 @@ struct MessageTests {
         try listener.waitForError(containing: "listening")
         let typed = Recorder()
         let received = MessageBox<CartChanged>()
-        center.addObserver(of: CartChanged.self, queue: nil) { message in received.put(message) }
+        center.addObserver(for: CartChanged.self, queue: nil) { message in received.put(message) }
         center.addObserver(forName: CartChanged.name, object: nil, queue: nil, using: typed.block)
 
         let message = CartChanged(itemIDs: [3, 4, 10], note: "hi", at: Date(timeIntervalSinceReferenceDate: 100))
@@ -38,7 +38,7 @@ struct MessageTests {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let received = MessageBox<CartChanged>()
-        center.addObserver(of: CartChanged.self, queue: nil) { message in received.put(message) }
+        center.addObserver(for: CartChanged.self, queue: nil) { message in received.put(message) }
         center.post(name: CartChanged.name, object: nil, userInfo: ["itemIDs": "not a list"])
         let good = CartChanged(itemIDs: [1], note: nil, at: Date(timeIntervalSinceReferenceDate: 0))
         center.post(good)
@@ -50,7 +50,7 @@ struct MessageTests {
     func sequence() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        let messages = center.messages(of: CartChanged.self)
+        let messages = center.messages(for: CartChanged.self)
         for i in 0..<3 { center.post(CartChanged(itemIDs: [i], note: nil, at: Date(timeIntervalSinceReferenceDate: 0))) }
         let collected = Task {
             var ids: [Int] = []

@@ -26,7 +26,7 @@ struct RetainedTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         center.post(name: .init("level"), object: "app", userInfo: ["value": 1], retain: true)
         let recorder = Recorder()
-        center.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: recorder.block)
+        center.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: recorder.block)
         #expect(try recorder.wait(for: 1).first?.userInfo?["value"] as? Int == 1)
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
                                             "--user-info", #"{"value": 2}"#])
@@ -34,9 +34,9 @@ struct RetainedTests {
         #expect(try recorder.wait(for: 2).last?.userInfo?["value"] as? Int == 2)
         // An observer filtering on another object is not handed the retained value.
         let other = Recorder()
-        center.addObserver(forName: .init("level"), object: "elsewhere", queue: nil, includingRetained: true, using: other.block)
+        center.addObserver(forName: .init("level"), object: "elsewhere", includingRetained: true, queue: nil, using: other.block)
         let marker = Recorder()
-        center.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: marker.block)
+        center.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: marker.block)
         try marker.wait(for: 1)
         #expect(other.all.isEmpty)
     }
@@ -54,7 +54,7 @@ struct RetainedTests {
         #expect(try poster.waitForExit() == 0)
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "widget")
         let recorder = Recorder()
-        durable.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: recorder.block)
+        durable.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: recorder.block)
         durable.deliverSpooledNotifications()
         let next = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--user-info", #"{"value": 2}"#])
         #expect(try next.waitForExit() == 0)
@@ -109,10 +109,10 @@ struct RetainedTests {
     func typedRetained() throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        #expect(center.retainedMessage(of: CartChanged.self) == nil)
+        #expect(center.retainedMessage(for: CartChanged.self) == nil)
         let message = CartChanged(itemIDs: [7], note: nil, at: Date(timeIntervalSinceReferenceDate: 5))
         try center.postReporting(message, retain: true)
-        #expect(center.retainedMessage(of: CartChanged.self) == message)
+        #expect(center.retainedMessage(for: CartChanged.self) == message)
     }
 
     @Test("MMWormhole's calls: pass, read after the sender is gone, listen, stop, clear")
@@ -134,7 +134,7 @@ struct RetainedTests {
         let listener = wormhole.listenForMessage(withIdentifier: "button", queue: nil) { message in
             first.put((message as? [String: Int])?["buttonNumber"] ?? -1)
         }
-        wormhole.listenForMessage(withIdentifier: "button", queue: nil, includingCurrent: true) { message in
+        wormhole.listenForMessage(withIdentifier: "button", includingCurrent: true, queue: nil) { message in
             second.put((message as? [String: Int])?["buttonNumber"] ?? -1)
         }
         #expect(try second.take() == 1)
