@@ -105,6 +105,31 @@ struct RetainedTests {
         #expect((center.retainedNotification(named: .init("d"), allowedClasses: [TestPoint.self])?.userInfo?["point"] as? TestPoint)?.y == 2)
     }
 
+    @Test("post(name:object:retain:) needs no userInfo; every spelling of post and postReporting compiles and picks its form")
+    func postSpellings() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let everything = Recorder()
+        center.addObserver(forName: nil, object: nil, queue: nil, using: everything.block)
+        // Without retain: (name:object:userInfo:), with the userInfo left out or given.
+        center.post(name: .init("a"), object: nil)
+        center.post(name: .init("b"), object: nil, userInfo: ["n": 1])
+        // With retain: (name:object:userInfo:retain:), with the userInfo left out or given.
+        center.post(name: .init("c"), object: nil, retain: true)
+        center.post(name: .init("d"), object: "o", userInfo: ["n": 2], retain: true)
+        center.post(name: .init("e"), object: nil, retain: false)
+        try center.postReporting(name: .init("f"), object: nil)
+        try center.postReporting(name: .init("g"), object: nil, userInfo: nil)
+        try center.postReporting(name: .init("h"), object: nil, retain: true)
+        try center.postReporting(name: .init("i"), object: nil, userInfo: ["n": 3], retain: true)
+        let names = try everything.wait(for: 9).map(\.name)
+        #expect(Set(names) == Set(["a", "b", "c", "d", "e", "f", "g", "h", "i"]))
+        #expect(try center.retainedNotificationNames().map(\.rawValue) == ["c", "d", "h", "i"])
+        let retained = try #require(center.retainedNotification(named: .init("c")))
+        #expect(retained.userInfo == nil && retained.object == nil)
+        #expect(center.retainedNotification(named: .init("d"))?.userInfo?["n"] as? Int == 2)
+    }
+
     @Test("typed messages can be retained")
     func typedRetained() throws {
         let container = TemporaryContainer()
