@@ -67,7 +67,8 @@ extension GroupNotificationCenter {
 
     /// Observes typed messages on the caller's actor: from a `@MainActor` model or view controller the block runs
     /// on the main actor, and may update its state directly. A notification that does not decode into `Message`
-    /// is logged and counted in ``WormholeStatistics/messagesRejected``.
+    /// is logged and counted in ``WormholeStatistics/messagesRejected``. Spelled as Foundation's
+    /// `addObserver(of:for:using:)` is, without its subject: the message type after `for:`.
     ///
     /// Messages reach the block in the order received, one after another, through one hop to its actor that
     /// takes everything waiting; none starts after ``removeObserver(_:)`` returns on that actor. What waits counts
@@ -117,6 +118,9 @@ extension GroupNotificationCenter {
     }
 
     /// Typed messages as an asynchronous sequence; undecodable ones are dropped and counted, as for observers.
+    ///
+    /// Spelled as Foundation's `messages(of:for:)` is, without its subject: the message type after `for:`, then
+    /// the sender tag to filter by.
     ///
     /// The observer is registered before this returns, and removed when the iterating task is cancelled, or when
     /// the sequence and its iterators are gone. A consumer that falls behind makes the listener stop reading, as

@@ -5,6 +5,10 @@ extension GroupNotificationCenter {
     ///
     /// When this returns, the registration is visible to every process: anything posted afterwards reaches it.
     /// The block is always called asynchronously, also for posts from this process.
+    ///
+    /// Every `addObserver` form takes its arguments in Foundation's order: the name (or a typed message's type,
+    /// after `for:`), the object, then what Wormhole adds (`includingRetained:`, `allowedClasses:`), then `queue:`,
+    /// then the block.
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.

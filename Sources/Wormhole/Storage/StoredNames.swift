@@ -30,8 +30,9 @@ struct StoredNames {
             guard let high = hexDigit(digits[index]), let low = hexDigit(digits[index + 1]) else { return nil }
             bytes.append(high << 4 | low)
         }
-        guard let name = String(validating: bytes, as: UTF8.self) else { return nil }
-        // Only the one spelling Wormhole writes: lowercase digits, so that no two entries list as one name.
+        // Spelled again, it must give the entry back: bytes that are not UTF-8 (decoded with replacement
+        // characters) and uppercase digits do not, so no two entries list as one name.
+        let name = String(decoding: bytes, as: UTF8.self)
         return RetainedStore.fileName(for: name) == entry ? name : nil
     }
 
