@@ -9,7 +9,7 @@ import Foundation
 ///     var itemIDs: [Int]
 /// }
 /// center.post(CartChanged(itemIDs: [3, 4, 10]))
-/// center.addObserver(of: CartChanged.self) { message in print(message.itemIDs) }
+/// center.addObserver(for: CartChanged.self) { message in print(message.itemIDs) }
 /// ```
 /// The value must encode as a keyed container (a struct or class with properties), since its fields become
 /// the userInfo dictionary.

@@ -7,13 +7,13 @@ extension GroupNotificationCenter {
     /// - Parameters:
     ///   - message: The message; its fields become the userInfo.
     ///   - object: A sender tag observers can filter on, or nil.
-    ///   - retain: Whether to keep the message as its name's current value (see ``retainedMessage(of:)``).
+    ///   - retain: Whether to keep the message as its name's current value (see ``retainedMessage(for:)``).
     public func post<Message: GroupMessage>(_ message: Message, object: String? = nil, retain: Bool = false) {
         loggingFailure("message \(Message.name.rawValue)") { try postReporting(message, object: object, retain: retain) }
     }
 
     /// Posts a typed message and reports, like ``postReporting(name:object:userInfo:)``; with `retain`, the
-    /// message also becomes its name's current value (see ``retainedMessage(of:)``).
+    /// message also becomes its name's current value (see ``retainedMessage(for:)``).
     /// - Parameters:
     ///   - message: The message; its fields become the userInfo.
     ///   - object: A sender tag observers can filter on, or nil.
@@ -31,7 +31,7 @@ extension GroupNotificationCenter {
     /// The current retained message of its type, or nil when there is none or it does not decode (logged).
     /// - Parameter type: The message type, whose ``GroupMessage/name`` is read.
     /// - Returns: The message last posted with `retain: true`, decoded, or nil.
-    public func retainedMessage<Message: GroupMessage>(of type: Message.Type) -> Message? {
+    public func retainedMessage<Message: GroupMessage>(for type: Message.Type) -> Message? {
         guard let note = retainedNotification(named: Message.name) else { return nil }
         do throws(WormholeError) {
             return try MessageCoding.message(Message.self, from: note.userInfo)
@@ -43,24 +43,32 @@ extension GroupNotificationCenter {
 
     /// Observes typed messages. A notification of the message's name whose userInfo does not decode into
     /// `Message` is logged and counted in ``WormholeStatistics/messagesRejected``, and the block is not called.
+    ///
+    /// Spelled as Foundation's typed messages are observed (`addObserver(of:for:using:)`): the message type
+    /// after `for:`. Foundation's `of:` subject has no counterpart, since processes share no objects; `object:`
+    /// filters by the sender tag a poster gave instead.
     /// - Parameters:
     ///   - type: The message type to observe.
     ///   - object: The sender tag to observe, or nil for any.
+    ///   - includingRetained: Whether to start with the current retained message (see ``post(_:object:retain:)``),
+    ///     as ``addObserver(forName:object:includingRetained:allowedClasses:queue:using:)`` does.
     ///   - queue: Where the block runs; nil means the receive thread, as in
-    ///     ``addObserver(forName:object:queue:using:)``.
+    ///     ``addObserver(forName:object:queue:using:)`` (with `includingRetained`, a serial queue of the
+    ///     center's). No default: leave it out altogether to stay on the caller's actor.
     ///   - block: Receives each decoded message.
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver<Message: GroupMessage>(
-        of type: Message.Type, object: String? = nil, queue: OperationQueue?,
+        for type: Message.Type, object: String? = nil, includingRetained: Bool = false, queue: OperationQueue?,
         using block: @escaping @Sendable (Message) -> Void
     ) -> any NSObjectProtocol {
-        addMessageObserver(of: type, object: object, queue: queue, using: block)
+        addMessageObserver(for: type, object: object, includingRetained: includingRetained, queue: queue, using: block)
     }
 
     /// Observes typed messages on the caller's actor: from a `@MainActor` model or view controller the block runs
     /// on the main actor, and may update its state directly. A notification that does not decode into `Message`
-    /// is logged and counted in ``WormholeStatistics/messagesRejected``.
+    /// is logged and counted in ``WormholeStatistics/messagesRejected``. Spelled as Foundation's
+    /// `addObserver(of:for:using:)` is, without its subject: the message type after `for:`.
     ///
     /// Messages reach the block in the order received, one after another, through one hop to its actor that
     /// takes everything waiting; none starts after ``removeObserver(_:)`` returns on that actor. What waits counts
@@ -74,7 +82,7 @@ extension GroupNotificationCenter {
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addObserver<Message: GroupMessage>(
-        of type: Message.Type, object: String? = nil, includingRetained: Bool = false,
+        for type: Message.Type, object: String? = nil, includingRetained: Bool = false,
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Message) -> Void
     ) -> any NSObjectProtocol {
         addObserver(
@@ -98,7 +106,7 @@ extension GroupNotificationCenter {
     }
 
     func addMessageObserver<Message: GroupMessage>(
-        of type: Message.Type, object: String?, queue: OperationQueue?, includingRetained: Bool = false,
+        for type: Message.Type, object: String?, includingRetained: Bool = false, queue: OperationQueue?,
         using block: @escaping @Sendable (Message) -> Void
     ) -> Observer {
         let decode = messageDecoder(Message.self)
@@ -111,6 +119,9 @@ extension GroupNotificationCenter {
 
     /// Typed messages as an asynchronous sequence; undecodable ones are dropped and counted, as for observers.
     ///
+    /// Spelled as Foundation's `messages(of:for:)` is, without its subject: the message type after `for:`, then
+    /// the sender tag to filter by.
+    ///
     /// The observer is registered before this returns, and removed when the iterating task is cancelled, or when
     /// the sequence and its iterators are gone. A consumer that falls behind makes the listener stop reading, as
     /// in ``notifications(named:object:allowedClasses:)``.
@@ -118,7 +129,7 @@ extension GroupNotificationCenter {
     ///   - type: The message type to observe.
     ///   - object: The sender tag to observe, or nil for any.
     /// - Returns: The messages, in the order received.
-    public func messages<Message: GroupMessage>(of type: Message.Type, object: String? = nil) -> GroupMessages<Message> {
+    public func messages<Message: GroupMessage>(for type: Message.Type, object: String? = nil) -> GroupMessages<Message> {
         GroupMessages(
             observer: addSequenceObserver(forName: Message.name, object: object, allowed: .propertyList),
             decode: messageDecoder(Message.self))

@@ -5,12 +5,19 @@ extension GroupNotificationCenter {
     ///
     /// When this returns, the registration is visible to every process: anything posted afterwards reaches it.
     /// The block is always called asynchronously, also for posts from this process.
+    ///
+    /// Every `addObserver` form takes its arguments in Foundation's order: the name (or a typed message's type,
+    /// after `for:`), the object, then what Wormhole adds (`includingRetained:`, `allowedClasses:`), then `queue:`,
+    /// then the block.
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
     ///   - queue: Where the block runs. nil means Wormhole's receive thread for this container: one call at a
     ///     time, in the order received, with no hop to another thread. Keep such blocks short: while one runs,
-    ///     later notifications wait in the socket, then in the spool.
+    ///     later notifications wait in the socket, then in the spool. It has no default, in every form that takes
+    ///     it: with one, a call that left it out would move from the caller's actor to the receive thread
+    ///     without a word from the compiler. Leave the argument out altogether (the forms without `queue:`) to
+    ///     stay on the caller's actor.
     ///   - block: Receives each notification. Its userInfo holds values: property-list values, `NSNull`, sets,
     ///     URLs and UUIDs; one holding a class of your own arrives with `userInfo == nil` (pass `allowedClasses`).
     /// - Returns: A token for ``removeObserver(_:)``.

@@ -10,13 +10,14 @@ extension GroupNotificationCenter {
     /// - Parameters:
     ///   - name: The name to observe, or nil for every name.
     ///   - object: The sender tag to observe, or nil for any.
-    ///   - allowedClasses: The classes a userInfo may hold besides the value classes (property-list values, `NSNull`, sets, URLs, UUIDs), or nil.
+    ///   - allowedClasses: Classes of your own a userInfo may hold besides the value classes (property-list values,
+    ///     `NSNull`, sets, URLs, UUIDs); none by default.
     /// - Returns: The notifications, in the order received.
     public func notifications(
-        named name: Notification.Name?, object: String? = nil, allowedClasses: [AnyClass]? = nil
+        named name: Notification.Name?, object: String? = nil, allowedClasses: [AnyClass] = []
     ) -> GroupNotifications {
-        let allowed = allowedClasses.map(AllowedClasses.adding) ?? .values
-        return GroupNotifications(observer: addSequenceObserver(forName: name, object: object, allowed: allowed))
+        GroupNotifications(
+            observer: addSequenceObserver(forName: name, object: object, allowed: AllowedClasses.adding(allowedClasses)))
     }
 
     /// Adds the observer behind an async sequence.

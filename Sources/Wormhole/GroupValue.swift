@@ -24,6 +24,8 @@ import Synchronization
 ///
 /// No file lock is ever held: an update writes a new version whole and claims its number with `link(2)`, so a
 /// process stopped or killed in the middle of its update blocks nobody.
+///
+/// ``GroupNotificationCenter/groupValueNames()`` (and `wormhole value --list`) lists the values a container holds.
 public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// The value's name, shared by every process that uses it.
     public let name: String

@@ -56,10 +56,11 @@ public final class WormholeMailbox: Sendable {
     /// or nil when there is none.
     /// - Parameters:
     ///   - identifier: The message identifier.
-    ///   - allowedClasses: The classes the message may hold besides the value classes (property-list values, `NSNull`, sets, URLs, UUIDs), or nil.
+    ///   - allowedClasses: Classes of your own the message may hold besides the value classes (property-list
+    ///     values, `NSNull`, sets, URLs, UUIDs); none by default.
     /// - Returns: The last message passed under `identifier`, even if its sender has exited; nil when there is
     ///   none, it was cleared, or `identifier` is empty.
-    public func message(withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil) -> Any? {
+    public func message(withIdentifier identifier: String, allowedClasses: [AnyClass] = []) -> Any? {
         guard let name = try? Self.name(identifier) else { return nil }
         return center.retainedNotification(named: name, allowedClasses: allowedClasses)?
             .userInfo?["message"]
@@ -69,18 +70,19 @@ public final class WormholeMailbox: Sendable {
     /// first with the current one.
     /// - Parameters:
     ///   - identifier: The message identifier.
-    ///   - queue: Where the listener runs, as in
-    ///     ``GroupNotificationCenter/addObserver(forName:object:queue:includingRetained:allowedClasses:using:)``.
     ///   - includingCurrent: Whether to start with the current message.
-    ///   - allowedClasses: Classes of your own a message may hold besides the value classes, or nil.
+    ///   - allowedClasses: Classes of your own a message may hold besides the value classes; none by default.
+    ///   - queue: Where the listener runs, as in
+    ///     ``GroupNotificationCenter/addObserver(forName:object:includingRetained:allowedClasses:queue:using:)``;
+    ///     no default (leave it out altogether to stay on the caller's actor).
     ///   - listener: Receives each message (nil for a message passed as nil, or one whose userInfo was refused).
     /// - Returns: A token for ``stopListening(_:)``.
     @discardableResult
     public func listenForMessage(
-        withIdentifier identifier: String, queue: OperationQueue?, includingCurrent: Bool = false,
-        allowedClasses: [AnyClass]? = nil, listener: @escaping @Sendable (Any?) -> Void
+        withIdentifier identifier: String, includingCurrent: Bool = false, allowedClasses: [AnyClass] = [],
+        queue: OperationQueue?, listener: @escaping @Sendable (Any?) -> Void
     ) -> any NSObjectProtocol {
-        listen(identifier, queue: queue, includingCurrent: includingCurrent, allowedClasses: allowedClasses, listener: listener)
+        listen(identifier, includingCurrent: includingCurrent, allowedClasses: allowedClasses, queue: queue, listener: listener)
     }
 
     /// Calls `listener` on the caller's actor (the main actor from UI code, as MMWormhole calls its listeners on
@@ -89,18 +91,18 @@ public final class WormholeMailbox: Sendable {
     /// returns on that actor.
     /// - Parameters:
     ///   - identifier: The message identifier.
-    ///   - allowedClasses: Classes of your own a message may hold besides the value classes, or nil.
     ///   - includingCurrent: Whether to start with the current message.
+    ///   - allowedClasses: Classes of your own a message may hold besides the value classes; none by default.
     ///   - listener: Receives each message (nil for a message passed as nil, or one whose userInfo was refused).
     /// - Returns: A token for ``stopListening(_:)``.
     @discardableResult
     public func listenForMessage(
-        withIdentifier identifier: String, allowedClasses: [AnyClass]? = nil, includingCurrent: Bool = false,
+        withIdentifier identifier: String, includingCurrent: Bool = false, allowedClasses: [AnyClass] = [],
         @_inheritActorContext listener: @escaping @isolated(any) @Sendable (Any?) -> Void
     ) -> any NSObjectProtocol {
         let name = Self.notificationName(forIdentifier: identifier)
         let observer = center.addObserver(
-            forName: name, object: nil, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values,
+            forName: name, object: nil, allowed: AllowedClasses.adding(allowedClasses),
             handoff: .onActor(of: listener, serialQueue: center.serialQueue) { note in .some(note.userInfo?["message"]) },
             includingRetained: includingCurrent)
         listeners.withLock { $0[identifier, default: []].append(observer) }
@@ -108,12 +110,12 @@ public final class WormholeMailbox: Sendable {
     }
 
     private func listen(
-        _ identifier: String, queue: OperationQueue?, includingCurrent: Bool, allowedClasses: [AnyClass]?,
+        _ identifier: String, includingCurrent: Bool, allowedClasses: [AnyClass], queue: OperationQueue?,
         listener: @escaping @Sendable (Any?) -> Void
     ) -> Observer {
         let name = Self.notificationName(forIdentifier: identifier)
         let observer = center.addObserver(
-            forName: name, object: nil, allowed: allowedClasses.map(AllowedClasses.adding) ?? .values, queue: queue,
+            forName: name, object: nil, allowed: AllowedClasses.adding(allowedClasses), queue: queue,
             includingRetained: includingCurrent
         ) { note in
             listener(note.userInfo?["message"])
@@ -123,7 +125,7 @@ public final class WormholeMailbox: Sendable {
     }
 
     /// Stops one listener.
-    /// - Parameter listener: A token ``listenForMessage(withIdentifier:allowedClasses:includingCurrent:listener:)`` returned.
+    /// - Parameter listener: A token ``listenForMessage(withIdentifier:includingCurrent:allowedClasses:listener:)`` returned.
     public func stopListening(_ listener: any NSObjectProtocol) {
         center.removeObserver(listener)
     }

@@ -104,12 +104,18 @@ enum Commands {
         return report.failures.isEmpty ? 0 : 1
     }
 
-    /// Prints the retained notification of `--name` as one JSON line; exits 1 when there is none.
+    /// Prints the retained notification of `--name` as one JSON line (exits 1 when there is none), forgets it, or
+    /// with `--list` prints the names that have one.
     static func retained(_ arguments: ArraySlice<String>) throws -> Int32 {
         // No --json: what it prints is JSON always, as listen's lines are; --json is for status, whose default
         // output is text for people.
-        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear"])
-        guard let name = options["name"] else { throw UsageError("retained needs --name") }
+        let options = try Options(arguments, options: containerOptions.union(["name"]), flags: ["clear", "list"])
+        if options.has("list") {
+            if options["name"] != nil || options.has("clear") { throw UsageError("--list takes no --name or --clear") }
+            let center = try center(options, command: "retained", existing: true)
+            return try list(center) { try $0.retainedNotificationNames().map(\.rawValue) }
+        }
+        guard let name = options["name"] else { throw UsageError("retained needs --name, or --list") }
         let center = try center(options, command: "retained", existing: true)
         if options.has("clear") {
             center.clearRetainedNotification(named: Notification.Name(name))
@@ -126,8 +132,15 @@ enum Commands {
     /// Prints the current value of the group value `--name` as JSON (`null` when nobody set it), sets it, or
     /// resets it.
     static func value(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, options: containerOptions.union(["name", "set", "type"]), flags: ["reset", "create"])
-        guard let name = options["name"] else { throw UsageError("value needs --name") }
+        let options = try Options(arguments, options: containerOptions.union(["name", "set", "type"]), flags: ["reset", "create", "list"])
+        if options.has("list") {
+            if options["name"] != nil || options["set"] != nil || options["type"] != nil || options.has("reset") {
+                throw UsageError("--list takes no --name, --set, --type or --reset")
+            }
+            let center = try center(options, command: "value", existing: !options.has("create"))
+            return try list(center) { try $0.groupValueNames() }
+        }
+        guard let name = options["name"] else { throw UsageError("value needs --name, or --list") }
         if options["set"] != nil && options.has("reset") { throw UsageError("give --set or --reset, not both") }
         if options["type"] != nil && options["set"] == nil { throw UsageError("--type goes with --set") }
         // Read before the container is opened: a mistake in --set leaves nothing behind, not even a new container.
@@ -156,6 +169,19 @@ enum Commands {
             throw ToolFailure("the stored value of \(name) cannot be read by this version of wormhole; nothing printed")
         }
         Output.line((current ?? .null).json.text)
+        return 0
+    }
+
+    /// Prints what `names` lists of the container as one JSON line, `{"container":…,"names":[…],"skipped":N}`:
+    /// the names sorted by their UTF-8 bytes, and how many entries were skipped as not what Wormhole writes there
+    /// (the library logs which, and why).
+    private static func list(_ center: GroupNotificationCenter, _ names: (GroupNotificationCenter) throws -> [String]) throws -> Int32 {
+        let dropped = center.statistics.dropped
+        let listed = try names(center)
+        Output.line(JSONValue.object([
+            "container": .string(center.containerURL.path), "names": .array(listed.map(JSONValue.string)),
+            "skipped": .integer(Int64(center.statistics.dropped - dropped)),
+        ]).text)
         return 0
     }
 

@@ -80,7 +80,7 @@ enum Demo {
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
         if options.has("widget") {
             let shown = Mailbox()
-            center.addObserver(forName: status, object: nil, queue: nil, includingRetained: true) { note in
+            center.addObserver(forName: status, object: nil, includingRetained: true, queue: nil) { note in
                 say("widget", "started after the app posted, and shows at once: \(note.userInfo?["summary"] as? String ?? "?")")
                 shown.put(1)
             }

@@ -18,18 +18,22 @@ let commandHelp: [(name: String, text: String)] = [
           it from a file, and - from standard input. Integers are exact from -2^63 to 2^64-1; past that, an error.
         """),
     ("retained", """
-        usage: wormhole retained (--group ID | --container DIR) --name N [--clear]
+        usage: wormhole retained (--group ID | --container DIR) (--name N [--clear] | --list)
           print the current retained notification of N as one JSON line, as listen prints it (exit 1 if none),
-          or forget it
+          or forget it. --list prints the names that have one as one JSON line,
+          {"container":…,"names":[…],"skipped":K}: names sorted by their UTF-8 bytes; K counts the files of
+          retained/ that are not a whole retained notification (a FIFO, a link, damage), skipped and left
         """),
     ("value", """
-        usage: wormhole value (--group ID | --container DIR) [--create] --name N [--set JSON [--type date|data] | --reset]
+        usage: wormhole value (--group ID | --container DIR) [--create] (--name N [--set JSON [--type date|data] | --reset] | --list)
           print the current value of the group value N as JSON (null when unset), set it, or reset it to unset
           (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
           typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
           reads --set as an ISO 8601 date, --type data as base64.
           Values print as listen prints them; dates as ISO 8601 with fractions of a second. A stored value this
           version cannot read (a later format, damage) is a failure, exit 1, never printed as null.
+          --list prints the names of the values that are set (not unset or reset) as one JSON line,
+          {"container":…,"names":[…],"skipped":K}, as retained --list does for values/.
         """),
     ("status", """
         usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]
@@ -54,8 +58,8 @@ let usage = """
     commands:
       listen    print each notification as one JSON line
       post      post one notification
-      retained  print or clear a retained notification
-      value     print, set or reset a group value
+      retained  print, clear or list retained notifications
+      value     print, set, reset or list group values
       status    list the registered listeners, removing those that are gone
       forget    forget a durable identity and its spool
       demo      an app and an extension process talking through a temporary container

@@ -242,7 +242,7 @@ case "listen-queued":
     emit(["ready": Int(getpid()), "residentKiB": memoryStatus("VmRSS")])
     while true { sleep(1000) }
 case "listen-slow":
-    // Observes --name with --form sequence (notifications(named:)), messages (messages(of: TestBlob.self)) or
+    // Observes --name with --form sequence (notifications(named:)), messages (messages(for: TestBlob.self)) or
     // main (a block on the main actor, from this top-level code), and takes nothing until SIGUSR1: until then the
     // sequence is not iterated, or the main thread waits on a semaphore, so the main actor runs nothing. Prints
     // its resident memory when ready; after --count notifications, whether they came in order, their payload
@@ -288,14 +288,14 @@ case "listen-slow":
             }
         }
     case "messages":
-        let messages = center.messages(of: TestBlob.self)
+        let messages = center.messages(for: TestBlob.self)
         Task.detached {
             await Task.detached { waitFor(released) }.value
             for await message in messages { record(message.i, message.blob.count) }
         }
     default:
         if option("shape") == "typed" {
-            token = center.addObserver(of: TestBlob.self) { message in record(message.i, message.blob.count) }
+            token = center.addObserver(for: TestBlob.self) { message in record(message.i, message.blob.count) }
         } else {
             token = center.addObserver(forName: name, object: nil) { note in
                 let (i, bytes) = measure(note)
@@ -414,9 +414,9 @@ case "listen-forms":
     work()
     let sequence = center.notifications(named: formsName)
     work()
-    center.addObserver(of: FormsMessage.self) { record("typed-actor", $0.i) }
+    center.addObserver(for: FormsMessage.self) { record("typed-actor", $0.i) }
     work()
-    let messages = center.messages(of: FormsMessage.self)
+    let messages = center.messages(for: FormsMessage.self)
     work()
     let mailbox = WormholeMailbox(center)
     mailbox.listenForMessage(withIdentifier: identifier, queue: nil) { record("mailbox-receive-thread", $0 as? Int) }
@@ -441,7 +441,7 @@ case "main-thread-exits":
 case "watch-retained":
     // Prints the current retained value of --name at once, then every change.
     guard let name else { exit(2) }
-    center.addObserver(forName: name, object: nil, queue: nil, includingRetained: true) { note in
+    center.addObserver(forName: name, object: nil, includingRetained: true, queue: nil) { note in
         emit(["value": note.userInfo?["value"] ?? NSNull()])
     }
     emit(["ready": Int(getpid())])

@@ -17,7 +17,7 @@ import Testing
             MainActor.assertIsolated()
             self.count = note.userInfo?["count"] as? Int ?? -1
         })
-        tokens.append(center.addObserver(of: CartChanged.self) { message in
+        tokens.append(center.addObserver(for: CartChanged.self) { message in
             MainActor.assertIsolated()
             self.items = message.itemIDs
         })

@@ -373,6 +373,12 @@ struct CommandLineTests {
             (["retained"] + at, "retained needs --name"),
             (["value"] + at, "value needs --name"),
             (["forget"] + at, "forget needs --client"),
+            (["retained", "--list", "--name", "n"] + at, "--list takes no --name or --clear"),
+            (["retained", "--list", "--clear"] + at, "--list takes no --name or --clear"),
+            (["retained", "--list=yes"] + at, "--list takes no value"),
+            (["value", "--list", "--name", "n"] + at, "--list takes no --name, --set, --type or --reset"),
+            (["value", "--list", "--reset"] + at, "--list takes no --name, --set, --type or --reset"),
+            (["value", "--list", "--set", "1"] + at, "--list takes no --name, --set, --type or --reset"),
             (["status", "--name", "n"] + at, "unknown option --name"),
             (["retained", "--name", "n", "--json"] + at, "unknown option --json"),
             (["demo", "--fast"], "unknown option --fast"),
@@ -416,7 +422,7 @@ struct CommandLineTests {
         }
         // A container that does not exist, for every command that names one.
         for command in [["post", "--name", "x"], ["listen"], ["value", "--name", "v", "--set", "1"], ["value", "--name", "v"],
-                        ["retained", "--name", "x"], ["status"], ["forget", "--client", "c"]] {
+                        ["retained", "--name", "x"], ["retained", "--list"], ["value", "--list"], ["status"], ["forget", "--client", "c"]] {
             let peer = try Peer("wormhole", [command[0], "--container", missing] + command.dropFirst())
             #expect(try peer.waitForExit() == 2, "\(command)")
             #expect(peer.errorOutput.count == 1, "\(command): \(peer.errorOutput)")

@@ -149,8 +149,8 @@ struct HandoffTests {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let got = Mutex<Int>(0)
-        let token = center.addObserver(of: CartChanged.self) { (_: CartChanged) in got.withLock { $0 += 1 } }
-        let sequence = center.messages(of: CartChanged.self)
+        let token = center.addObserver(for: CartChanged.self) { (_: CartChanged) in got.withLock { $0 += 1 } }
+        let sequence = center.messages(for: CartChanged.self)
         for i in 0..<10 { center.post(name: CartChanged.name, object: nil, userInfo: ["bad": i]) }
         center.post(CartChanged(itemIDs: [1], note: nil, at: Date(timeIntervalSince1970: 1)))
         var iterator = sequence.makeAsyncIterator()

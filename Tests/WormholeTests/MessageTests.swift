@@ -20,7 +20,7 @@ struct MessageTests {
         try listener.waitForError(containing: "listening")
         let typed = Recorder()
         let received = MessageBox<CartChanged>()
-        center.addObserver(of: CartChanged.self, queue: nil) { message in received.put(message) }
+        center.addObserver(for: CartChanged.self, queue: nil) { message in received.put(message) }
         center.addObserver(forName: CartChanged.name, object: nil, queue: nil, using: typed.block)
 
         let message = CartChanged(itemIDs: [3, 4, 10], note: "hi", at: Date(timeIntervalSinceReferenceDate: 100))
@@ -38,7 +38,7 @@ struct MessageTests {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let received = MessageBox<CartChanged>()
-        center.addObserver(of: CartChanged.self, queue: nil) { message in received.put(message) }
+        center.addObserver(for: CartChanged.self, queue: nil) { message in received.put(message) }
         center.post(name: CartChanged.name, object: nil, userInfo: ["itemIDs": "not a list"])
         let good = CartChanged(itemIDs: [1], note: nil, at: Date(timeIntervalSinceReferenceDate: 0))
         center.post(good)
@@ -46,11 +46,34 @@ struct MessageTests {
         #expect(center.statistics.messagesRejected == 1)
     }
 
+    @Test("typed observers take the type after for:, then object:, includingRetained: and queue:, in Foundation's order")
+    func foundationOrder() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let at = Date(timeIntervalSinceReferenceDate: 0)
+        let first = CartChanged(itemIDs: [1], note: nil, at: at)
+        center.post(first, object: "app", retain: true)
+        let app = MessageBox<CartChanged>()
+        let elsewhere = MessageBox<CartChanged>()
+        center.addObserver(for: CartChanged.self, object: "app", includingRetained: true, queue: nil) { app.put($0) }
+        // The retained message is from "app": an observer of another object does not start with it.
+        center.addObserver(for: CartChanged.self, object: "elsewhere", includingRetained: true, queue: nil) { elsewhere.put($0) }
+        #expect(try app.take() == first)
+        let second = CartChanged(itemIDs: [2], note: nil, at: at)
+        center.post(second, object: "app")
+        let third = CartChanged(itemIDs: [3], note: nil, at: at)
+        center.post(third, object: "elsewhere")
+        #expect(try app.take() == second)
+        #expect(try elsewhere.take() == third)
+        #expect(app.waiting == 0 && elsewhere.waiting == 0)
+        #expect(center.retainedMessage(for: CartChanged.self) == first)
+    }
+
     @Test("typed messages as an async sequence")
     func sequence() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        let messages = center.messages(of: CartChanged.self)
+        let messages = center.messages(for: CartChanged.self)
         for i in 0..<3 { center.post(CartChanged(itemIDs: [i], note: nil, at: Date(timeIntervalSinceReferenceDate: 0))) }
         let collected = Task {
             var ids: [Int] = []

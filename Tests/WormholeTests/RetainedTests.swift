@@ -26,7 +26,7 @@ struct RetainedTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         center.post(name: .init("level"), object: "app", userInfo: ["value": 1], retain: true)
         let recorder = Recorder()
-        center.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: recorder.block)
+        center.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: recorder.block)
         #expect(try recorder.wait(for: 1).first?.userInfo?["value"] as? Int == 1)
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
                                             "--user-info", #"{"value": 2}"#])
@@ -34,9 +34,9 @@ struct RetainedTests {
         #expect(try recorder.wait(for: 2).last?.userInfo?["value"] as? Int == 2)
         // An observer filtering on another object is not handed the retained value.
         let other = Recorder()
-        center.addObserver(forName: .init("level"), object: "elsewhere", queue: nil, includingRetained: true, using: other.block)
+        center.addObserver(forName: .init("level"), object: "elsewhere", includingRetained: true, queue: nil, using: other.block)
         let marker = Recorder()
-        center.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: marker.block)
+        center.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: marker.block)
         try marker.wait(for: 1)
         #expect(other.all.isEmpty)
     }
@@ -54,7 +54,7 @@ struct RetainedTests {
         #expect(try poster.waitForExit() == 0)
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "widget")
         let recorder = Recorder()
-        durable.addObserver(forName: .init("level"), object: nil, queue: nil, includingRetained: true, using: recorder.block)
+        durable.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: recorder.block)
         durable.deliverSpooledNotifications()
         let next = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--user-info", #"{"value": 2}"#])
         #expect(try next.waitForExit() == 0)
@@ -105,14 +105,39 @@ struct RetainedTests {
         #expect((center.retainedNotification(named: .init("d"), allowedClasses: [TestPoint.self])?.userInfo?["point"] as? TestPoint)?.y == 2)
     }
 
+    @Test("post(name:object:retain:) needs no userInfo; every spelling of post and postReporting compiles and picks its form")
+    func postSpellings() throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let everything = Recorder()
+        center.addObserver(forName: nil, object: nil, queue: nil, using: everything.block)
+        // Without retain: (name:object:userInfo:), with the userInfo left out or given.
+        center.post(name: .init("a"), object: nil)
+        center.post(name: .init("b"), object: nil, userInfo: ["n": 1])
+        // With retain: (name:object:userInfo:retain:), with the userInfo left out or given.
+        center.post(name: .init("c"), object: nil, retain: true)
+        center.post(name: .init("d"), object: "o", userInfo: ["n": 2], retain: true)
+        center.post(name: .init("e"), object: nil, retain: false)
+        try center.postReporting(name: .init("f"), object: nil)
+        try center.postReporting(name: .init("g"), object: nil, userInfo: nil)
+        try center.postReporting(name: .init("h"), object: nil, retain: true)
+        try center.postReporting(name: .init("i"), object: nil, userInfo: ["n": 3], retain: true)
+        let names = try everything.wait(for: 9).map(\.name)
+        #expect(Set(names) == Set(["a", "b", "c", "d", "e", "f", "g", "h", "i"]))
+        #expect(try center.retainedNotificationNames().map(\.rawValue) == ["c", "d", "h", "i"])
+        let retained = try #require(center.retainedNotification(named: .init("c")))
+        #expect(retained.userInfo == nil && retained.object == nil)
+        #expect(center.retainedNotification(named: .init("d"))?.userInfo?["n"] as? Int == 2)
+    }
+
     @Test("typed messages can be retained")
     func typedRetained() throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        #expect(center.retainedMessage(of: CartChanged.self) == nil)
+        #expect(center.retainedMessage(for: CartChanged.self) == nil)
         let message = CartChanged(itemIDs: [7], note: nil, at: Date(timeIntervalSinceReferenceDate: 5))
         try center.postReporting(message, retain: true)
-        #expect(center.retainedMessage(of: CartChanged.self) == message)
+        #expect(center.retainedMessage(for: CartChanged.self) == message)
     }
 
     @Test("MMWormhole's calls: pass, read after the sender is gone, listen, stop, clear")
@@ -134,7 +159,7 @@ struct RetainedTests {
         let listener = wormhole.listenForMessage(withIdentifier: "button", queue: nil) { message in
             first.put((message as? [String: Int])?["buttonNumber"] ?? -1)
         }
-        wormhole.listenForMessage(withIdentifier: "button", queue: nil, includingCurrent: true) { message in
+        wormhole.listenForMessage(withIdentifier: "button", includingCurrent: true, queue: nil) { message in
             second.put((message as? [String: Int])?["buttonNumber"] ?? -1)
         }
         #expect(try second.take() == 1)

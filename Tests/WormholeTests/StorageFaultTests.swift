@@ -624,7 +624,7 @@ private func waitUntil(
 
 /// Runs `body` on a thread of its own and fails the test if it has not returned after `seconds` (the thread is
 /// then left behind): for calls in this process that a hostile file could make hang.
-private func finishes<T: Sendable>(
+func finishes<T: Sendable>(
     within seconds: Double, _ what: String, sourceLocation: SourceLocation = #_sourceLocation,
     _ body: @escaping @Sendable () throws -> T
 ) throws -> T {

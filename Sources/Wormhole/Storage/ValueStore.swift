@@ -210,6 +210,64 @@ struct ValueStore: Sendable {
 
     static func fileName(_ version: UInt64) -> String { versionPrefix + FileName.hex(version) }
 
+    // MARK: Listing
+
+    /// The names of the values that hold one: whose newest whole version was set, not reset. A folder named by a
+    /// hash lists as the name its versions' frames hold, when that name hashes to it. A folder that is not a
+    /// value's (see ``StoredNames``), or none of whose versions near the newest is whole, is skipped; a value
+    /// reset to its default, or whose folder holds no version, is neither listed nor skipped. The first
+    /// ``Limits/maximumListedNames`` entries of `values/` are looked at.
+    /// - Throws: A system error when `values/` cannot be listed.
+    static func names(in container: Container) throws(WormholeError) -> StoredNames {
+        var found = StoredNames()
+        for entry in try Sys.listDirectory(container.valuesDescriptor) where !entry.hasPrefix(StoredFile.temporaryPrefix) {
+            let spelled = StoredNames.spelledName(entry)
+            guard spelled != nil || StoredNames.isHashedName(entry) else {
+                found.skip(entry, "is not the name of a value")
+                continue
+            }
+            do throws(WormholeError) {
+                let folder = try Container.openDirectory(entry, relativeTo: container.valuesDescriptor, create: false, what: "value")
+                var named = spelled
+                if named == nil { named = try hashedName(entry, in: folder.rawValue) }
+                guard let named else {
+                    found.skip(entry, "holds no whole version that names a value hashed to it")
+                    continue
+                }
+                let reading = try ValueStore(container: container, name: named).latest()
+                if let frame = reading.frame {
+                    if frame.userInfo != nil { found.names.append(named) }
+                } else if let damaged = reading.damaged.first {
+                    found.skip(entry, "no whole version: \(damaged.reason)")
+                }
+            } catch where error.systemErrno == .noSuchFile {
+                continue
+            } catch {
+                found.skip(entry, "\(error)")
+            }
+        }
+        found.sort()
+        return found
+    }
+
+    /// The name of the value whose folder `entry` is named by a hash: the one a whole version near the newest
+    /// names, if it hashes to `entry`; nil when none does.
+    private static func hashedName(_ entry: String, in folder: CInt) throws(WormholeError) -> String? {
+        let versions = try Sys.listDirectory(folder).compactMap(version(fromName:)).filter { $0 < maximumVersion }.sorted(by: >)
+        guard let newest = versions.first else { return nil }
+        // Compared as bytes: a name that starts with a combining mark makes one character with the prefix's dot.
+        let prefix = GroupValueName.notification(for: "").utf8
+        for version in versions.prefix(Int(Limits.valueKeptVersions)) where newest - version <= Limits.valueKeptNames {
+            guard let bytes = try? StoredFile.read(fileName(version), in: folder, limit: maximumFileSize),
+                let record = SpoolRecord.decodeAll(bytes).frames.first, let frame = try? Frame(decoding: record),
+                frame.kind == .notification, frame.name.utf8.starts(with: prefix)
+            else { continue }
+            let name = String(decoding: frame.name.utf8.dropFirst(prefix.count), as: UTF8.self)
+            if RetainedStore.fileName(for: name) == entry { return name }
+        }
+        return nil
+    }
+
     /// The end of the version numbers: no process counts that far (2^62 updates), so a name at or past it was
     /// planted; it is removed, and every version has a successor that cannot overflow.
     static let maximumVersion: UInt64 = 1 << 62
