@@ -34,7 +34,7 @@ struct RequestReplyTests {
             try await center.request(name: .init("ask"), userInfo: ["n": 1], timeout: .seconds(30)).userInfo?["ok"] as? Bool
         }
         try await pollUntil("the request is spooled") { center.statistics.spooled == 1 }
-        #expect(center.listenerStatus().first?.spooledNotifications == 1, "it waits in the responder's spool")
+        #expect(center.listenerStatus().first { $0.clientIdentifier == "helper" }?.spooledNotifications == 1, "it waits in the responder's spool")
         let responder = try Peer("wormhole", [
             "respond", "--container", container.path, "--client", "helper", "--name", "ask", "--reply", #"{"ok": true}"#,
             "--count", "1",
