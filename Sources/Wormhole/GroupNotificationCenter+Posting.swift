@@ -47,8 +47,9 @@ extension GroupNotificationCenter {
     ///   from the registry and counted, not reported as a failure.
     /// - Throws: Before anyone is contacted: ``WormholeError/Code/invalidNotification`` for an empty or too
     ///   long name or object, or a name starting with `wormhole.request.` or `wormhole.reply.` (reserved for
-    ///   ``request(name:object:userInfo:timeout:isolation:)``), ``WormholeError/Code/unsupportedValue`` for a userInfo value that cannot be
-    ///   securely archived, ``WormholeError/Code/payloadTooLarge`` above ``maximumPayloadSize``.
+    ///   ``request(name:object:userInfo:timeout:)``), ``WormholeError/Code/unsupportedValue`` for a userInfo
+    ///   value that cannot be securely archived, ``WormholeError/Code/payloadTooLarge`` above
+    ///   ``maximumPayloadSize``.
     @discardableResult
     public func postReporting(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]? = nil)
         throws -> PostReport

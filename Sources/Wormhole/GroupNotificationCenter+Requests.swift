@@ -1,6 +1,7 @@
 import Foundation
 
 extension GroupNotificationCenter {
+    #if compiler(>=6.2)
     /// Asks the processes of the group that answer `name` (see
     /// ``addResponder(forName:object:allowedClasses:queue:using:)``) and returns the first reply.
     ///
@@ -14,8 +15,9 @@ extension GroupNotificationCenter {
     /// Replies come back to this process, never to a durable identity: a reply that finds its requester gone is
     /// dropped. Cancelling the calling task ends the wait at once with `CancellationError`.
     ///
-    /// What crosses the wait is the reply's bytes, decoded on the receiving process's side; the `Notification`
-    /// returned is made in the caller's isolation, so an actor may keep it. Its userInfo holds values
+    /// It runs in the caller's isolation: what crosses from the thread that receives the reply to the waiting
+    /// task is the reply as received, which nothing else holds, and the `Notification` returned is made on the
+    /// caller's actor, so that actor may keep it. Its userInfo holds values
     /// (property-list values, `NSNull`, sets, URLs, UUIDs); a reply holding a class of your own arrives with
     /// `userInfo == nil`, as in ``addObserver(forName:object:queue:using:)``.
     ///
@@ -29,7 +31,6 @@ extension GroupNotificationCenter {
     ///   - userInfo: What the responder receives, archived as a post's userInfo is; it may not use the key
     ///     `wormhole.request`.
     ///   - timeout: How long to wait for a reply, more than zero and at most a day.
-    ///   - isolation: The caller's actor, which the returned notification belongs to.
     /// - Returns: The reply: named `name`, with `object`, and the userInfo the responder returned.
     /// - Throws: ``WormholeError/Code/noResponder`` at once when no process, running or durable, has a
     ///   responder for `name` and `object`; ``WormholeError/Code/timedOut`` when no reply came within `timeout`;
@@ -37,10 +38,39 @@ extension GroupNotificationCenter {
     ///   ``postReporting(name:object:userInfo:)`` throws, and ``WormholeError/Code/invalidNotification`` for a
     ///   timeout out of range; the error of the only responder's listener when the request reached none (its
     ///   spool full).
+    nonisolated(nonsending)
+    public func request(
+        name: Notification.Name, object: String? = nil, userInfo: [AnyHashable: Any]? = nil, timeout: Duration
+    ) async throws -> Notification {
+        let id = try startRequest(name: name, object: object, userInfo: userInfo, timeout: timeout)
+        let reply = try await replies.pending.reply(to: id)
+        return Notification(name: name, object: object, userInfo: reply.value.userInfo)
+    }
+    #else
+    /// Asks the processes of the group that answer `name` and returns the first reply, in the caller's
+    /// isolation; as the form compilers from Swift 6.2 on build, which runs there without being told.
+    /// - Parameters:
+    ///   - name: The name responders answer.
+    ///   - object: A sender tag responders may filter on, or nil.
+    ///   - userInfo: What the responder receives.
+    ///   - timeout: How long to wait for a reply, more than zero and at most a day.
+    ///   - isolation: The caller's actor, which the returned notification belongs to.
+    /// - Returns: The reply.
     public func request(
         name: Notification.Name, object: String? = nil, userInfo: [AnyHashable: Any]? = nil, timeout: Duration,
         isolation: isolated (any Actor)? = #isolation
     ) async throws -> Notification {
+        let id = try startRequest(name: name, object: object, userInfo: userInfo, timeout: timeout)
+        let reply = try await replies.pending.reply(to: id)
+        return Notification(name: name, object: object, userInfo: reply.value.userInfo)
+    }
+    #endif
+
+    /// Sends a request and starts its timeout; returns its id, registered with the reply channel's pending requests.
+    /// Throws as ``request(name:object:userInfo:timeout:)`` does before it waits.
+    private func startRequest(
+        name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?, timeout: Duration
+    ) throws -> String {
         try Task.checkCancellation()
         guard timeout > .zero, timeout <= Limits.maximumRequestTimeout else {
             throw WormholeError(.invalidNotification, "a request's timeout must be more than zero and at most \(Limits.maximumRequestTimeout)")
@@ -80,16 +110,11 @@ extension GroupNotificationCenter {
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: waiting.nanoseconds))) {
             _ = pending.finish(id, with: .failure(WormholeError(.timedOut, "no reply to \(name.rawValue) within \(timeout)")))
         }
-        let reply = try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { pending.wait(id, $0) }
-        } onCancel: {
-            _ = pending.finish(id, with: .failure(CancellationError()))
-        }
-        return Notification(name: name, object: object, userInfo: reply.value.userInfo)
+        return id
     }
 
     /// Adds a responder: `block` answers each request for `name` (see
-    /// ``request(name:object:userInfo:timeout:isolation:)``) from any process of the group, this one included,
+    /// ``request(name:object:userInfo:timeout:)``) from any process of the group, this one included,
     /// and what it returns is the reply's userInfo.
     ///
     /// The block runs as an observer's does, on `queue` (nil: the receive thread), one request after another, in

@@ -36,6 +36,15 @@ final class PendingRequests: Sendable {
         if let outcome { waiter.resume(with: outcome) }
     }
 
+    /// Waits for the reply to `id`, its timeout, or the cancellation of the calling task, whichever comes first.
+    func reply(to id: String) async throws -> SendableNotification {
+        try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { wait(id, $0) }
+        } onCancel: {
+            _ = finish(id, with: .failure(CancellationError()))
+        }
+    }
+
     /// Ends `id` with `outcome`; false when it had ended already or is unknown, so `outcome` is not used.
     func finish(_ id: String, with outcome: Result<SendableNotification, any Error>) -> Bool {
         let waiter = slots.withLock { slots -> (CheckedContinuation<SendableNotification, any Error>?, Bool) in
