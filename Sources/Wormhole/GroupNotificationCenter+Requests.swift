@@ -147,29 +147,68 @@ extension GroupNotificationCenter {
         return addObserver(
             forName: Notification.Name(ReservedNames.request(name.rawValue)), object: object,
             allowedClasses: AllowedClasses.adding(allowedClasses), queue: queue
-        ) { request in
-            Self.answer(request, as: name, on: endpoint, with: block)
+        ) { received in
+            guard let (request, envelope) = Self.prepare(received, as: name, on: endpoint) else { return }
+            Self.answer(envelope, for: name, with: block(request), on: endpoint)
         }
     }
 
-    /// Runs `block` for one request, unless it expired or is malformed, and sends its reply.
-    private static func answer(
-        _ request: Notification, as name: Notification.Name, on endpoint: Endpoint,
-        with block: (Notification) -> [AnyHashable: Any]?
-    ) {
+    /// Adds a responder whose block runs on the caller's actor: from a `@MainActor` model, on the main actor, so
+    /// it may read the model's state directly; from another actor, on that actor; from a nonisolated caller, on
+    /// a serial queue of the center's.
+    ///
+    /// Requests reach the block one after another, in the order received, through one hop to its actor, as
+    /// observers added with ``addObserver(forName:object:allowedClasses:using:)`` receive notifications; none
+    /// starts after ``removeObserver(_:)`` returns on that actor. Otherwise as
+    /// ``addResponder(forName:object:allowedClasses:queue:using:)``: expired requests never reach the block, and
+    /// the first reply a requester receives wins.
+    /// - Parameters:
+    ///   - name: The name to answer.
+    ///   - object: The sender tag to answer, or nil for any.
+    ///   - allowedClasses: Classes of your own a request's userInfo may hold besides the value classes.
+    ///   - block: Receives each request on the caller's actor, and returns the reply's userInfo (a value it
+    ///     makes, not one the actor keeps), or nil for a reply without one.
+    /// - Returns: A token for ``removeObserver(_:)``.
+    @discardableResult
+    public func addResponder(
+        forName name: Notification.Name, object: String?, allowedClasses: [AnyClass] = [],
+        @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?
+    ) -> any NSObjectProtocol {
+        let endpoint = self.endpoint
+        let handoff = Handoff.onActor(
+            responding: block, serialQueue: serialQueue,
+            prepare: { Self.prepare($0, as: name, on: endpoint) },
+            answer: { envelope, reply in Self.answer(envelope, for: name, with: reply, on: endpoint) })
+        return addObserver(
+            forName: Notification.Name(ReservedNames.request(name.rawValue)), object: object,
+            allowed: AllowedClasses.adding(allowedClasses), handoff: handoff)
+    }
+
+    /// The request as a responder's block receives it (named `name`, its userInfo without the envelope, nil
+    /// when that leaves nothing), and its envelope; nil, counted and logged, when it is malformed or expired.
+    private static func prepare(_ request: Notification, as name: Notification.Name, on endpoint: Endpoint)
+        -> (Notification, RequestEnvelope)?
+    {
         guard let envelope = RequestEnvelope(request.userInfo) else {
             endpoint.counters.count { $0.requestsDropped += 1 }
             Log.warning("request for \(name.rawValue) dropped: its userInfo could not be read, or it does not say where to reply")
-            return
+            return nil
         }
         guard envelope.remaining(at: Int64(clamping: Sys.uptimeNanoseconds)) > 0 else {
             endpoint.counters.count { $0.requestsDropped += 1 }
             Log.warning("request \(envelope.id) for \(name.rawValue) dropped: it expired before its responder ran")
-            return
+            return nil
         }
         var userInfo = request.userInfo
         userInfo?[RequestEnvelope.key] = nil
-        let reply = block(Notification(name: name, object: request.object, userInfo: userInfo?.isEmpty == false ? userInfo : nil))
+        return (Notification(name: name, object: request.object, userInfo: userInfo?.isEmpty == false ? userInfo : nil), envelope)
+    }
+
+    /// Sends `reply` to the requester of `envelope`; a reply that cannot be archived is logged, one that finds
+    /// its requester gone is counted.
+    private static func answer(
+        _ envelope: RequestEnvelope, for name: Notification.Name, with reply: [AnyHashable: Any]?, on endpoint: Endpoint
+    ) {
         do {
             let archive = try reply.map { reply throws(WormholeError) -> [UInt8] in
                 let archive = try UserInfoCodec.encode(reply, maximumSize: maximumPayloadSize)

@@ -173,6 +173,27 @@ struct RequestReplyTests {
         }
     }
 
+    @Test("a responder on an actor answers other processes in that actor's isolation; removed, it answers no more")
+    func actorResponder() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let tally = Tally()
+        await tally.start(center)
+        for (add, total) in [(2, 2), (5, 7)] {
+            let asker = try Peer("wormhole", [
+                "request", "--container", container.path, "--name", "tally", "--user-info", #"{"add": \#(add)}"#,
+                "--timeout", "20",
+            ])
+            #expect(try await asker.awaitExit() == 0, "\(asker.errorOutput)")
+            #expect((asker.jsonLines().first?["userInfo"] as? [String: Int]) == ["total": total])
+        }
+        #expect(await tally.total == 7)
+        await tally.stop(center)
+        let late = try Peer("wormhole", ["request", "--container", container.path, "--name", "tally", "--timeout", "20"])
+        #expect(try await late.awaitExit() == 1)
+        #expect(late.errorOutput.contains { $0.contains("no responder") })
+    }
+
     @Test("forged requests and replies are dropped and counted; a responder replies under no ordinary name")
     func forgedRequestsAndReplies() async throws {
         let container = TemporaryContainer()
@@ -209,6 +230,23 @@ struct RequestReplyTests {
         }
         #expect(answered.all.count == 1)
         #expect(victim.all.isEmpty, "no reply went to an ordinary name")
+    }
+}
+
+/// Keeps a total that requests add to, on its own actor.
+private actor Tally {
+    var total = 0
+    private var token: (any NSObjectProtocol)?
+
+    func start(_ center: GroupNotificationCenter) {
+        token = center.addResponder(forName: .init("tally"), object: nil) { request in
+            self.total += request.userInfo?["add"] as? Int ?? 0
+            return ["total": self.total]
+        }
+    }
+
+    func stop(_ center: GroupNotificationCenter) {
+        if let token { center.removeObserver(token) }
     }
 }
 
