@@ -138,6 +138,24 @@ struct RequestReplyTests {
         #expect(try await next.awaitExit() == 0)
     }
 
+    @Test("a durable center's replies come to its process, not to its identity")
+    func durableRequester() async throws {
+        let container = TemporaryContainer()
+        let responder = try Peer("wormhole", [
+            "respond", "--container", container.path, "--name", "ask", "--reply", #"{"ok": true}"#, "--count", "1",
+        ])
+        try await responder.awaitError(containing: "responding")
+        let asker = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "asker")
+        let reply = try await asker.request(name: .init("ask"), timeout: .seconds(20))
+        #expect(reply.userInfo?["ok"] as? Bool == true)
+        #expect(try await responder.awaitExit() == 0)
+        let listeners = asker.listenerStatus()
+        let durable = listeners.first { $0.clientIdentifier == "asker" }
+        let replies = listeners.first { $0.observing.contains { $0.name?.hasPrefix("wormhole.reply.") == true } }
+        #expect(durable?.observing.isEmpty != false, "the durable identity observes no reply name")
+        #expect(replies != nil && replies?.clientIdentifier == nil && replies?.pid == getpid(), "this process's own listener does")
+    }
+
     @Test("cancelling the task ends the wait at once; the late reply is dropped and counted")
     func cancelled() async throws {
         let container = TemporaryContainer()

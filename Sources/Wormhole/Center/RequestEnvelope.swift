@@ -10,8 +10,6 @@ import Foundation
 /// leaves no time. Something that carries a request to another device sends the time left then, stamped anew.
 struct RequestEnvelope: Sendable {
     static let key = "wormhole.request"
-    /// The longest request id accepted, in UTF-8 bytes.
-    static let maximumIDLength = 64
 
     /// Random, 32 hex digits: what the reply's object carries back.
     let id: String
@@ -34,7 +32,7 @@ struct RequestEnvelope: Sendable {
     /// time than ``Limits/maximumRequestTimeout`` is cut to it.
     init?(_ userInfo: [AnyHashable: Any]?) {
         guard let fields = userInfo?[Self.key] as? [AnyHashable: Any],
-            let id = fields["id"] as? String, !id.isEmpty, id.utf8.count <= Self.maximumIDLength,
+            let id = fields["id"] as? String, !id.isEmpty, id.utf8.count <= Limits.maximumRequestIDLength,
             let replyTo = fields["replyTo"] as? String, ReservedNames.isReplyName(replyTo),
             let remaining = Self.integer(fields["remaining"]), let stamp = Self.integer(fields["stamp"])
         else { return nil }
