@@ -156,6 +156,22 @@ struct RequestReplyTests {
         #expect(replies != nil && replies?.clientIdentifier == nil && replies?.pid == getpid(), "this process's own listener does")
     }
 
+    @Test("wormhole request refuses a bad timeout or a reserved name as a mistake in the command line, exit 2")
+    func requestCommandLine() throws {
+        let container = TemporaryContainer()
+        let registered = try Peer("wormhole", ["respond", "--container", container.path, "--name", "ask", "--count", "0"])
+        #expect(try registered.waitForExit() == 0)
+        for (arguments, says) in [
+            (["--name", "ask", "--timeout", "0"], "--timeout"), (["--name", "ask", "--timeout", "-1"], "--timeout"),
+            (["--name", "ask", "--timeout", "90000"], "--timeout"), (["--name", "ask", "--timeout", "soon"], "--timeout"),
+            (["--name", "wormhole.reply.x"], "reserved"), (["--timeout", "1"], "needs --name"),
+        ] {
+            let asker = try Peer("wormhole", ["request", "--container", container.path] + arguments)
+            #expect(try asker.waitForExit() == 2, "\(arguments)")
+            #expect(asker.errorOutput.first?.contains(says) == true, "\(arguments): \(asker.errorOutput)")
+        }
+    }
+
     @Test("cancelling the task ends the wait at once; the late reply is dropped and counted")
     func cancelled() async throws {
         let container = TemporaryContainer()
