@@ -1,38 +1,44 @@
 import Foundation
 
 extension Handoff {
-    /// A hand-over to a responder's actor, as ``onActor(of:serialQueue:convert:)`` is to an observer's: one job
-    /// there per wake-up, which runs the block for everything waiting. `prepare` turns each request into what the
-    /// block receives and what its reply needs (nil skips it: expired or malformed), on the actor, just before
-    /// the block would run; `answer` sends what the block returned, there too.
+    /// A hand-over to a responder's actor, as ``onActor(of:serialQueue:convert:)`` is to an observer's: on an
+    /// actor, one task that stays for the responder's life, parked while nothing waits; a nonisolated block runs
+    /// on the center's serial queue. `prepare` turns each request into what the block receives and what its reply
+    /// needs (nil skips it: expired or malformed), on the actor, just before the block would run; `answer` sends
+    /// what the block returned, there too.
+    ///
+    /// Apart from the observer's because the block returns its reply as a `sending` value, which a block that
+    /// returns nothing cannot be converted to.
     static func onActor(
         responding block: @escaping @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?,
         serialQueue: DispatchQueue, prepare: @escaping @Sendable (Notification) -> (Notification, RequestEnvelope)?,
         answer: @escaping @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
     ) -> Handoff {
+        let respond = Responding(block: block, prepare: prepare, answer: answer)
         guard let isolation = block.isolation else {
             return Handoff { handoff in
-                serialQueue.async { startTaskHere { await drain(on: nil, handoff, block, prepare, answer) } }
+                serialQueue.async { startTaskHere { await respond.drain(on: nil, handoff) } }
             }
         }
         if isolation === MainActor.shared {
-            return Handoff { handoff in
-                Task { @MainActor in await drain(on: MainActor.shared, handoff, block, prepare, answer) }
-                MainQueueWatch.watch()
+            return Handoff(onMainQueue: true) { handoff in
+                Task { @MainActor in await respond.pump(on: MainActor.shared, handoff) }
             }
         }
-        return Handoff { handoff in Task { await drain(on: isolation, handoff, block, prepare, answer) } }
+        return Handoff { handoff in Task { await respond.pump(on: isolation, handoff) } }
     }
+}
+
+/// A responder's block, and what runs before and after it for each request.
+private struct Responding: Sendable {
+    let block: @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?
+    let prepare: @Sendable (Notification) -> (Notification, RequestEnvelope)?
+    let answer: @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
 
     /// Runs on the block's actor, so that the check that the responder is still there and the call happen
     /// together: none starts after ``Handoff/end()`` ran on that actor.
-    private static func drain(
-        on actor: isolated (any Actor)?, _ handoff: Handoff,
-        _ block: @escaping @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?,
-        _ prepare: @Sendable (Notification) -> (Notification, RequestEnvelope)?,
-        _ answer: @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
-    ) async {
-        while var entries = handoff.takeAll() {
+    func drain(on actor: isolated (any Actor)?, _ handoff: Handoff, staying: Bool = false) async {
+        while var entries = handoff.takeAll(staying: staying) {
             while let entry = entries.popLast() {
                 if handoff.isOpen, let (request, envelope) = prepare(entry.note.value) {
                     nonisolated(unsafe) let request = request
@@ -42,5 +48,12 @@ extension Handoff {
                 entry.release()
             }
         }
+    }
+
+    /// An actor's drain for the responder's life: drains, parks until more arrives, and ends once it went.
+    func pump(on actor: isolated any Actor, _ handoff: Handoff) async {
+        repeat {
+            await drain(on: actor, handoff, staying: true)
+        } while await handoff.park(on: actor)
     }
 }
