@@ -46,8 +46,10 @@ extension GroupNotificationCenter {
     ///   failed (for example ``WormholeError/Code/spoolFull``). A dead listener found on the way is removed
     ///   from the registry and counted, not reported as a failure.
     /// - Throws: Before anyone is contacted: ``WormholeError/Code/invalidNotification`` for an empty or too
-    ///   long name or object, ``WormholeError/Code/unsupportedValue`` for a userInfo value that cannot be
-    ///   securely archived, ``WormholeError/Code/payloadTooLarge`` above ``maximumPayloadSize``.
+    ///   long name or object, or a name starting with `wormhole.request.` or `wormhole.reply.` (reserved for
+    ///   ``request(name:object:userInfo:timeout:)``), ``WormholeError/Code/unsupportedValue`` for a userInfo
+    ///   value that cannot be securely archived, ``WormholeError/Code/payloadTooLarge`` above
+    ///   ``maximumPayloadSize``.
     @discardableResult
     public func postReporting(name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]? = nil)
         throws -> PostReport
@@ -66,6 +68,11 @@ extension GroupNotificationCenter {
         }
         guard name.utf8.count <= Self.maximumNameLength, (object?.utf8.count ?? 0) <= Self.maximumNameLength else {
             throw WormholeError(.invalidNotification, "notification name or object is longer than \(Self.maximumNameLength) bytes")
+        }
+        guard !ReservedNames.isReserved(name) else {
+            throw WormholeError(
+                .invalidNotification,
+                "notification name \(name) is reserved: names starting with \(ReservedNames.requestPrefix) or \(ReservedNames.replyPrefix) carry requests and replies")
         }
         guard let userInfo else { return nil }
         let encoded = try UserInfoCodec.encode(userInfo, maximumSize: Self.maximumPayloadSize)

@@ -22,6 +22,8 @@ public final class GroupNotificationCenter: Sendable {
     let endpoint: Endpoint
     /// Delivers to observers added without a queue, one at a time, in the order received.
     let serialQueue: DispatchQueue
+    /// Where replies to this center's requests come back.
+    let replies = ReplyChannel()
 
     /// A center on the default container of an App Group.
     ///

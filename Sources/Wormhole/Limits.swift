@@ -9,6 +9,11 @@ enum Limits {
     static let maximumPayloadSize = 16 << 20
     /// The longest notification name, object or client identifier, in UTF-8 bytes.
     static let maximumNameLength = 4096
+    /// The longest a request may wait for its reply, and the most time remaining a responder believes a request
+    /// has (a request that claims more is cut to this).
+    static let maximumRequestTimeout: Duration = .seconds(24 * 3600)
+    /// The longest request id a responder accepts, in UTF-8 bytes (a request's own are 32).
+    static let maximumRequestIDLength = 64
     /// The most bytes one listener's spool may hold, unless a center's configuration says otherwise.
     static let maximumSpoolSize = 128 << 20
     /// The most bytes all the spools of one container may hold together, unless a center's configuration says

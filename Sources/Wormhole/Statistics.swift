@@ -30,6 +30,12 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Failures of this process's receive path itself, each logged: a wait for its sockets, an accept, or a
     /// read of the socket posters reach. While one persists, the listener binds its socket again once a second.
     public var receiveErrors = 0
+    /// Replies this process received for no request it waits for: a second responder's (the first reply
+    /// wins), one that came after the request timed out or its task was cancelled, or one for a request it
+    /// never made; and replies its responders sent to a requester that is gone.
+    public var repliesDropped = 0
+    /// Requests this process's responders did not answer: expired before the responder ran, or malformed.
+    public var requestsDropped = 0
 
     /// Statistics with every count at zero.
     public init() {}
@@ -39,6 +45,7 @@ public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
         "posted \(posted), delivered \(delivered), spooled \(spooled), failed \(failed), received \(received), "
             + "dropped \(dropped), userInfo rejected \(userInfoRejected), messages rejected \(messagesRejected), values rejected \(valuesRejected), "
             + "value writes failed \(valueWritesFailed), "
-            + "listeners removed \(listenersRemoved), receive errors \(receiveErrors)"
+            + "listeners removed \(listenersRemoved), receive errors \(receiveErrors), "
+            + "replies dropped \(repliesDropped), requests dropped \(requestsDropped)"
     }
 }

@@ -7,7 +7,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         enum Storage: Hashable, Sendable {
             case invalidContainer, insecureContainer, invalidNotification, unsupportedValue
             case payloadTooLarge, spoolFull, tooManyListeners, corruptData, disallowedClass, system, identityInUse
-            case incompatibleContainer
+            case incompatibleContainer, noResponder, timedOut
         }
         let storage: Storage
 
@@ -37,6 +37,10 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let incompatibleContainer = Code(storage: .incompatibleContainer)
         /// A system call failed; ``WormholeError/errno`` says why.
         public static let system = Code(storage: .system)
+        /// A request found no process, running or durable, with a responder for its name.
+        public static let noResponder = Code(storage: .noResponder)
+        /// A request got no reply before its timeout.
+        public static let timedOut = Code(storage: .timedOut)
 
         /// The code in words, e.g. `spool full`.
         public var description: String {
@@ -53,6 +57,8 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
             case .system: "system error"
             case .identityInUse: "identity in use"
             case .incompatibleContainer: "incompatible container"
+            case .noResponder: "no responder"
+            case .timedOut: "timed out"
             }
         }
     }

@@ -22,8 +22,8 @@ enum Commands {
             }
             if !options.has("create") && !FileManager.default.fileExists(atPath: url.path) {
                 // Only post, listen and value make a container; the others are told where to look instead.
-                let hint = ["post", "listen", "value"].contains(command)
-                    ? "pass --create to make it" : "\(command) never makes one (post, listen and value do, with --create)"
+                let hint = ["post", "listen", "value", "respond"].contains(command)
+                    ? "pass --create to make it" : "\(command) never makes one (post, listen, value and respond do, with --create)"
                 throw UsageError("container \(url.path) does not exist; \(hint)")
             }
             if existing { return try GroupNotificationCenter(existingContainerURL: url) }

@@ -35,6 +35,20 @@ let commandHelp: [(name: String, text: String)] = [
           --list prints the names of the values that are set (not unset or reset) as one JSON line,
           {"container":…,"names":[…],"skipped":K}, as retained --list does for values/.
         """),
+    ("request", """
+        usage: wormhole request (--group ID | --container DIR) --name N [--object O] [--user-info JSON] [--timeout S]
+          ask the responders of N and print the first reply as one JSON line, as listen prints a notification;
+          exit 1 when no process has a responder for N, or no reply comes within S seconds (default 5, at most
+          86400). --user-info is read as post reads it. A responder that is suspended, or durable and not
+          running, answers when it runs again, if that is within S seconds.
+        """),
+    ("respond", """
+        usage: wormhole respond (--group ID | --container DIR) [--create] --name N [--object O] [--reply JSON] [--count K] [--client ID]
+          answer each request for N with the userInfo --reply (read as post reads --user-info; none: a reply
+          without one), printing each request as one JSON line; exit after K answers, or with --count 0 once
+          the responder is registered. With --client, as a durable responder: requests made while it was not
+          running wait in its spool and are answered on its next run, those whose timeout passed never.
+        """),
     ("status", """
         usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]
           list the registered listeners: pid, socket, what they observe (a name of * is a pattern: every name),
@@ -60,12 +74,14 @@ let usage = """
       post      post one notification
       retained  print, clear or list retained notifications
       value     print, set, reset or list group values
+      request   ask the responders of a name and print the first reply
+      respond   answer requests for a name
       status    list the registered listeners, removing those that are gone
       forget    forget a durable identity and its spool
       demo      an app and an extension process talking through a temporary container
 
-    post, listen and value refuse a container folder that does not exist unless given --create; the others never make one.
-    listen, retained and value print JSON always; status prints text, or JSON with --json.
+    post, listen, value and respond refuse a container folder that does not exist unless given --create; the others never make one.
+    listen, retained, value, request and respond print JSON always; status prints text, or JSON with --json.
     Exit status: 0 success, 1 failure, 2 a mistake in the command line (one line on standard error says which).
     """
 
@@ -86,6 +102,8 @@ do {
     switch command {
     case "listen": try Commands.listen(arguments.dropFirst())
     case "post": exit(try Commands.post(arguments.dropFirst()))
+    case "request": exit(try Commands.request(arguments.dropFirst()))
+    case "respond": try Commands.respond(arguments.dropFirst())
     case "status": exit(try Commands.status(arguments.dropFirst()))
     case "retained": exit(try Commands.retained(arguments.dropFirst()))
     case "value": exit(try Commands.value(arguments.dropFirst()))
@@ -107,7 +125,7 @@ do {
         Output.ownText("wormhole \(toolVersion)")
         exit(0)
     case "":
-        Output.error("wormhole: give a command: listen, post, retained, value, status, forget or demo (see 'wormhole help')")
+        Output.error("wormhole: give a command: listen, post, retained, value, request, respond, status, forget or demo (see 'wormhole help')")
         exit(2)
     default:
         Output.error("wormhole: unknown command '\(command)' (see 'wormhole help')")

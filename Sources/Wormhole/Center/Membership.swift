@@ -81,7 +81,8 @@ final class Membership: Sendable {
     }
 
     /// The entry `listener` should have now: its subscriptions, or, when they would not fit an entry file, one
-    /// subscription to every name (posters then send it everything, and it keeps what it observes).
+    /// subscription to every name (posters then send it everything, and it keeps what it observes) beside its
+    /// subscriptions to reserved names, which every name does not cover (a responder's mark, a reply name).
     private func entry(_ listener: UInt64, subscriptions: [Subscription]) -> RegistryEntry {
         var entry = RegistryEntry(
             listener: listener, pid: Sys.processID, subscriptions: subscriptions, identity: identity.clientIdentifier,
@@ -91,6 +92,10 @@ final class Membership: Sendable {
                 Log.warning("this process observes too many names to list in the registry; it registers for every name instead")
             }
             entry.subscriptions = [Subscription(name: nil, object: nil)]
+                + subscriptions.filter { $0.name.map(ReservedNames.isReserved) ?? false }
+            if RegistryFormat.encodedSize(of: entry) > Limits.maximumRegistryEntrySize {
+                entry.subscriptions = [Subscription(name: nil, object: nil)]
+            }
         }
         return entry
     }

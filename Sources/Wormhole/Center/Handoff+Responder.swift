@@ -1,0 +1,59 @@
+import Foundation
+
+extension Handoff {
+    /// A hand-over to a responder's actor, as ``onActor(of:serialQueue:convert:)`` is to an observer's: on an
+    /// actor, one task that stays for the responder's life, parked while nothing waits; a nonisolated block runs
+    /// on the center's serial queue. `prepare` turns each request into what the block receives and what its reply
+    /// needs (nil skips it: expired or malformed), on the actor, just before the block would run; `answer` sends
+    /// what the block returned, there too.
+    ///
+    /// Apart from the observer's because the block returns its reply as a `sending` value, which a block that
+    /// returns nothing cannot be converted to.
+    static func onActor(
+        responding block: @escaping @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?,
+        serialQueue: DispatchQueue, prepare: @escaping @Sendable (Notification) -> (Notification, RequestEnvelope)?,
+        answer: @escaping @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
+    ) -> Handoff {
+        let respond = Responding(block: block, prepare: prepare, answer: answer)
+        guard let isolation = block.isolation else {
+            return Handoff { handoff in
+                serialQueue.async { startTaskHere { await respond.drain(on: nil, handoff) } }
+            }
+        }
+        if isolation === MainActor.shared {
+            return Handoff(onMainQueue: true) { handoff in
+                Task { @MainActor in await respond.pump(on: MainActor.shared, handoff) }
+            }
+        }
+        return Handoff { handoff in Task { await respond.pump(on: isolation, handoff) } }
+    }
+}
+
+/// A responder's block, and what runs before and after it for each request.
+private struct Responding: Sendable {
+    let block: @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?
+    let prepare: @Sendable (Notification) -> (Notification, RequestEnvelope)?
+    let answer: @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
+
+    /// Runs on the block's actor, so that the check that the responder is still there and the call happen
+    /// together: none starts after ``Handoff/end()`` ran on that actor.
+    func drain(on actor: isolated (any Actor)?, _ handoff: Handoff, staying: Bool = false) async {
+        while var entries = handoff.takeAll(staying: staying) {
+            while let entry = entries.popLast() {
+                if handoff.isOpen, let (request, envelope) = prepare(entry.note.value) {
+                    nonisolated(unsafe) let request = request
+                    let reply = await block(request)
+                    answer(envelope, reply)
+                }
+                entry.release()
+            }
+        }
+    }
+
+    /// An actor's drain for the responder's life: drains, parks until more arrives, and ends once it went.
+    func pump(on actor: isolated any Actor, _ handoff: Handoff) async {
+        repeat {
+            await drain(on: actor, handoff, staying: true)
+        } while await handoff.park(on: actor)
+    }
+}
