@@ -21,7 +21,7 @@ struct BadInputTests {
     }
 
     @Test("random and truncated messages on a listener's socket are dropped and counted; later posts arrive")
-    func garbageOnSocket() throws {
+    func garbageOnSocket() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -44,12 +44,12 @@ struct BadInputTests {
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "3"])
         #expect(try poster.waitForExit() == 0)
-        #expect(try recorder.wait(for: 3).compactMap(\.number) == [0, 1, 2])
+        #expect(try await recorder.wait(for: 3).compactMap(\.number) == [0, 1, 2])
         #expect(center.statistics.dropped == sent)
     }
 
     @Test("a hostile archive in a well-formed frame reaches the observer with userInfo nil")
-    func hostileArchive() throws {
+    func hostileArchive() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -63,7 +63,7 @@ struct BadInputTests {
         }
         let frame = Frame(poster: 9, sequence: 1, name: "evil", object: nil, userInfo: archive).encoded()
         _ = frame.withUnsafeBytes { send(hostile.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-        let received = try recorder.wait(for: 1)
+        let received = try await recorder.wait(for: 1)
         #expect(received.first?.userInfo == nil)
         #expect(center.statistics.userInfoRejected == 1)
     }
@@ -93,7 +93,7 @@ struct BadInputTests {
     }
 
     @Test("a damaged spool segment is skipped from the damage on and counted; a torn end is no notification")
-    func damagedSpool() throws {
+    func damagedSpool() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -123,7 +123,7 @@ struct BadInputTests {
         center.endpoint.listenerSpool?.bell.touch()
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "sp", "--start", "4"])
         #expect(try poster.waitForExit() == 0)
-        let numbers = try recorder.wait(for: 3).compactMap(\.number)
+        let numbers = try await recorder.wait(for: 3).compactMap(\.number)
         #expect(Set(numbers) == [1, 2, 4])
         #expect(center.statistics.dropped == 1)
     }

@@ -28,7 +28,7 @@ struct CrashConsistencyTests {
     }
 
     @Test("a new process that gets a dead listener's pid never receives that listener's spool")
-    func pidReuse() throws {
+    func pidReuse() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -43,12 +43,12 @@ struct CrashConsistencyTests {
         try center.endpoint.registry.write(RegistryEntry(listener: dead, pid: getpid(), subscriptions: [Subscription(name: "r", object: nil)]))
         let report = try center.postReporting(name: .init("r"), object: "fresh", userInfo: nil)
         #expect(report.removedDeadListeners == 1)
-        #expect(try recorder.wait(for: 1).map(\.object) == ["fresh"])
+        #expect(try await recorder.wait(for: 1).map(\.object) == ["fresh"])
         #expect(!FileManager.default.fileExists(atPath: folder))
         let marker = Recorder()
         center.addObserver(forName: .init("end"), object: nil, queue: nil, using: marker.block)
         center.post(name: .init("end"), object: nil)
-        try marker.wait(for: 1)
+        try await marker.wait(for: 1)
         #expect(recorder.all.count == 1)
     }
 

@@ -5,7 +5,7 @@ import Wormhole
 @Suite("Delivery across processes")
 struct DeliveryTests {
     @Test("userInfo from another process bridges to Swift types")
-    func payloadBridges() throws {
+    func payloadBridges() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -13,7 +13,7 @@ struct DeliveryTests {
 
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "typed", "--object", "tag", "--types"])
         #expect(try poster.waitForExit() == 0)
-        let note = try #require(try recorder.wait(for: 1).first)
+        let note = try #require(try await recorder.wait(for: 1).first)
         #expect(note.object == "tag")
         let info = try #require(note.userInfo)
         #expect(info["ids"] as? [Int] == [1, 2, 3])
@@ -27,7 +27,7 @@ struct DeliveryTests {
     }
 
     @Test("a process may post and exit at once: all 1000 arrive, once each, in order")
-    func postAndExit() throws {
+    func postAndExit() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -36,12 +36,12 @@ struct DeliveryTests {
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "burst", "--count", "1000"])
         #expect(try poster.waitForExit() == 0)
         // A duplicate or a gap would show here: the 1000th arrival ends the wait.
-        let received = try recorder.wait(for: 1000)
+        let received = try await recorder.wait(for: 1000)
         #expect(received.compactMap(\.number) == Array(0..<1000))
     }
 
     @Test("posts from many threads at once all arrive, once each")
-    func concurrentPosters() throws {
+    func concurrentPosters() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -52,7 +52,7 @@ struct DeliveryTests {
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<500 { center.post(name: .init("threads"), object: nil, userInfo: ["i": thread * 500 + i]) }
         }
-        let received = try recorder.wait(for: 4000)
+        let received = try await recorder.wait(for: 4000)
         #expect(Set(received.compactMap(\.number)) == Set(0..<4000))
         #expect(received.count == 4000)
         #expect(try listener.waitForExit() == 0)
@@ -96,7 +96,7 @@ struct DeliveryTests {
     }
 
     @Test("an observer of any name and any object sees everything")
-    func wildcards() throws {
+    func wildcards() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -105,13 +105,13 @@ struct DeliveryTests {
         #expect(try poster.waitForExit() == 0)
         let other = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "two", "--object", "x"])
         #expect(try other.waitForExit() == 0)
-        let received = try recorder.wait(for: 3)
+        let received = try await recorder.wait(for: 3)
         #expect(received.map(\.name) == ["one", "one", "two"])
         #expect(received.last?.object == "x")
     }
 
     @Test("observers in the posting process are called too, asynchronously")
-    func postingProcessObserves() throws {
+    func postingProcessObserves() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -120,13 +120,13 @@ struct DeliveryTests {
         center.addObserver(forName: .init("self"), object: nil, queue: queue, using: recorder.block)
         let report = try center.postReporting(name: .init("self"), object: nil, userInfo: ["i": 7])
         #expect(report.delivered == 1)
-        let note = try #require(try recorder.wait(for: 1).first)
+        let note = try #require(try await recorder.wait(for: 1).first)
         #expect(note.number == 7)
         #expect(note.onQueue == "observer queue", "the block runs on the queue it was given")
     }
 
     @Test("several centers in one process share one socket and all receive")
-    func severalCenters() throws {
+    func severalCenters() async throws {
         let container = TemporaryContainer()
         let first = try GroupNotificationCenter(containerURL: container.url)
         let second = try GroupNotificationCenter(containerURL: container.url)
@@ -136,8 +136,8 @@ struct DeliveryTests {
         #expect(first.listenerStatus().count == 1)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "both", "--count", "5"])
         #expect(try poster.waitForExit() == 0)
-        #expect(try a.wait(for: 5).compactMap(\.number) == Array(0..<5))
-        #expect(try b.wait(for: 5).compactMap(\.number) == Array(0..<5))
+        #expect(try await a.wait(for: 5).compactMap(\.number) == Array(0..<5))
+        #expect(try await b.wait(for: 5).compactMap(\.number) == Array(0..<5))
     }
 
     @Test("the async sequence yields notifications in order")

@@ -46,7 +46,7 @@ struct DurableTests {
     }
 
     @Test("spooled notifications wait until this run adds an observer they match")
-    func heldUntilObserved() throws {
+    func heldUntilObserved() async throws {
         let container = TemporaryContainer()
         do {
             let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
@@ -66,12 +66,12 @@ struct DurableTests {
         // Added one after another, as start-up code does: both get the backlog.
         durable.addObserver(forName: .init("a"), object: nil, queue: nil, using: a.block)
         durable.addObserver(forName: .init("a"), object: nil, queue: OperationQueue(), using: alsoA.block)
-        #expect(try a.wait(for: 3).compactMap(\.number) == [0, 1, 2])
-        #expect(try alsoA.wait(for: 3).compactMap(\.number) == [0, 1, 2])
+        #expect(try await a.wait(for: 3).compactMap(\.number) == [0, 1, 2])
+        #expect(try await alsoA.wait(for: 3).compactMap(\.number) == [0, 1, 2])
         #expect(b.all.isEmpty)
         // Added after that hand-over: what is held for it alone.
         durable.addObserver(forName: .init("b"), object: nil, queue: nil, using: b.block)
-        #expect(try b.wait(for: 2).compactMap(\.number) == [10, 11])
+        #expect(try await b.wait(for: 2).compactMap(\.number) == [10, 11])
         #expect(a.all.count == 3 && alsoA.all.count == 3)
     }
 
@@ -96,10 +96,10 @@ struct DurableTests {
         #expect(try await offPool { try poster.waitForExit() } == 0)
         let recorder = Recorder()
         durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
-        #expect(try await offPool { try recorder.wait(for: 8) }.compactMap(\.number) == Array(0..<8))
+        #expect(try await recorder.wait(for: 8).compactMap(\.number) == Array(0..<8))
         let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "1", "--start", "8"])
         #expect(try await offPool { try later.waitForExit() } == 0)
-        #expect(try await offPool { try recorder.wait(for: 9) }.compactMap(\.number) == Array(0..<9), "once each")
+        #expect(try await recorder.wait(for: 9).compactMap(\.number) == Array(0..<9), "once each")
     }
 
     @Test(

@@ -81,14 +81,14 @@ struct GroupValueTests {
     }
 
     @Test("each change is an ordinary notification: the value and its version")
-    func announced() throws {
+    func announced() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
         center.addObserver(forName: GroupValue<[Int]>.notificationName(for: "list"), object: nil, queue: nil, using: recorder.block)
         let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "list", "--set", "[1, 2]"])
         #expect(try writer.waitForExit() == 0)
-        let note = try #require(try recorder.wait(for: 1).first)
+        let note = try #require(try await recorder.wait(for: 1).first)
         #expect(note.userInfo?["value"] as? [Int] == [1, 2])
         #expect(note.userInfo?["version"] as? Int == 1)
         #expect(GroupValue("list", default: [Int](), in: center).value == [1, 2])

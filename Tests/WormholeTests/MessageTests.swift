@@ -13,7 +13,7 @@ struct CartChanged: GroupMessage, Equatable {
 @Suite("Typed messages")
 struct MessageTests {
     @Test("a typed message reaches typed and untyped observers, and another process's wormhole listen")
-    func typedAndUntyped() throws {
+    func typedAndUntyped() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "cart.changed", "--count", "1"])
@@ -27,7 +27,7 @@ struct MessageTests {
         let report = try center.postReporting(message)
         #expect(report.delivered == 2)
         #expect(try received.take() == message)
-        #expect(try typed.wait(for: 1).first?.userInfo?["itemIDs"] as? [Int] == [3, 4, 10])
+        #expect(try await typed.wait(for: 1).first?.userInfo?["itemIDs"] as? [Int] == [3, 4, 10])
         #expect(try listener.waitForExit() == 0)
         let info = try #require(listener.jsonLines().first?["userInfo"] as? [String: Any])
         #expect(info["itemIDs"] as? [Int] == [3, 4, 10])

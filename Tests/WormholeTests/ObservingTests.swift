@@ -13,7 +13,7 @@ struct ObservingTests {
     }
 
     @Test("removing by token stops deliveries and drops the registration when it was the last")
-    func removeByToken() throws {
+    func removeByToken() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let kept = Recorder(), removed = Recorder()
@@ -23,12 +23,12 @@ struct ObservingTests {
         #expect(center.listenerStatus().first?.observing.map(\.name) == ["u"])
         try post(container, "t")
         try post(container, "u", start: 1)
-        #expect(try kept.wait(for: 1).first?.number == 1)
+        #expect(try await kept.wait(for: 1).first?.number == 1)
         #expect(removed.all.isEmpty)
     }
 
     @Test("removing by name or object removes only the matching registration")
-    func removeByNameAndObject() throws {
+    func removeByNameAndObject() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -36,19 +36,19 @@ struct ObservingTests {
         center.removeObserver(token, name: .init("other"), object: nil)
         center.removeObserver(token, name: nil, object: "b")
         try post(container, "n", object: "a", start: 1)
-        #expect(try recorder.wait(for: 1).first?.number == 1)
+        #expect(try await recorder.wait(for: 1).first?.number == 1)
         center.removeObserver(token, name: .init("n"), object: "a")
         #expect(center.listenerStatus().first?.observing.isEmpty == true)
         try post(container, "n", object: "a", start: 2)
         let marker = Recorder()
         center.addObserver(forName: .init("end"), object: nil, queue: nil, using: marker.block)
         try post(container, "end")
-        try marker.wait(for: 1)
+        try await marker.wait(for: 1)
         #expect(recorder.all.count == 1)
     }
 
     @Test("an observer block may post and add observers re-entrantly")
-    func reentrancy() throws {
+    func reentrancy() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let second = Recorder()
@@ -57,11 +57,11 @@ struct ObservingTests {
             center.post(name: .init("second"), object: nil, userInfo: ["i": 2])
         }
         try post(container, "first")
-        #expect(try second.wait(for: 1).first?.number == 2)
+        #expect(try await second.wait(for: 1).first?.number == 2)
     }
 
     @Test("a nil queue delivers serially, in the order received")
-    func serialDefaultQueue() throws {
+    func serialDefaultQueue() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -74,7 +74,7 @@ struct ObservingTests {
         }
         center.addObserver(forName: .init("q"), object: nil, queue: nil, using: recorder.block)
         try post(container, "q", count: 300)
-        let received = try recorder.wait(for: 600)
+        let received = try await recorder.wait(for: 600)
         #expect(overlapped.withLock { $0 } == false)
         let numbers = received.compactMap(\.number)
         #expect(numbers == (0..<300).flatMap { [$0, $0] })
@@ -118,22 +118,22 @@ struct ReceiveThreadTests {
     }
 
     @Test("posts from this process and from others run one at a time, on one thread that is not the poster's")
-    func oneThreadOneAtATime() throws {
+    func oneThreadOneAtATime() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let log = ThreadLog()
         center.addObserver(forName: .init("t"), object: nil, queue: nil, using: log.block)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "200"])
-        for _ in 0..<200 { center.post(name: .init("t"), object: nil) }
+        let posterThread = postFromThisThread(200, on: center)
         #expect(try poster.waitForExit() == 0)
-        try log.recorder.wait(for: 400)
+        try await log.recorder.wait(for: 400)
         #expect(Set(log.threads).count == 1)
-        #expect(log.threads.first != ObjectIdentifier(Thread.current))
+        #expect(log.threads.first != posterThread)
         #expect(!log.overlapped)
     }
 
     @Test("a block that lets go of the last reference to its center does not hang the receive thread")
-    func blockReleasesItsCenter() throws {
+    func blockReleasesItsCenter() async throws {
         let container = TemporaryContainer()
         let holder = Mutex<GroupNotificationCenter?>(try GroupNotificationCenter(containerURL: container.url))
         let released = Recorder()
@@ -147,14 +147,14 @@ struct ReceiveThreadTests {
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "1"])
         #expect(try poster.waitForExit() == 0)
-        try released.wait(for: 1)
+        try await released.wait(for: 1)
         // The listener is gone: a new center in this process can listen in the same container again.
         let again = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
         again.addObserver(forName: .init("u"), object: nil, queue: nil, using: recorder.block)
         let second = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "u", "--count", "1"])
         #expect(try second.waitForExit() == 0)
-        try recorder.wait(for: 1)
+        try await recorder.wait(for: 1)
     }
 
     @Test("releasing a center never waits for an observer's block on the receive thread, which ends and cleans up on its own")
@@ -192,4 +192,10 @@ struct ReceiveThreadTests {
         #expect(endedAfter)
         #expect(!FileManager.default.fileExists(atPath: container.path + "/spool/" + spools[0]))
     }
+}
+
+/// Posts `count` times from the calling thread, and says which thread that was.
+private func postFromThisThread(_ count: Int, on center: GroupNotificationCenter) -> ObjectIdentifier {
+    for _ in 0..<count { center.post(name: .init("t"), object: nil) }
+    return ObjectIdentifier(Thread.current)
 }

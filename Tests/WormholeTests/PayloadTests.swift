@@ -23,7 +23,7 @@ struct PayloadTests {
     }
 
     @Test("a userInfo above the maximum is refused whole, with a clear error")
-    func tooLarge() throws {
+    func tooLarge() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -33,7 +33,7 @@ struct PayloadTests {
             try center.postReporting(name: .init("huge"), object: nil, userInfo: ["blob": blob])
         } throws: { ($0 as? WormholeError)?.code == .payloadTooLarge }
         try center.postReporting(name: .init("huge"), object: nil, userInfo: ["i": 1])
-        #expect(try recorder.wait(for: 1).first?.number == 1, "nothing of the refused post was sent")
+        #expect(try await recorder.wait(for: 1).first?.number == 1, "nothing of the refused post was sent")
     }
 
     @Test("a value that cannot be securely archived is refused with the key that holds it")
@@ -59,14 +59,14 @@ struct PayloadTests {
     }
 
     @Test("post(_:) with an object that is not a String is logged and not posted")
-    func nonStringObject() throws {
+    func nonStringObject() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
         center.addObserver(forName: .init("obj"), object: nil, queue: nil, using: recorder.block)
         center.post(Notification(name: .init("obj"), object: NSNumber(value: 3), userInfo: ["i": 0]))
         center.post(Notification(name: .init("obj"), object: "fine", userInfo: ["i": 1]))
-        let received = try recorder.wait(for: 1)
+        let received = try await recorder.wait(for: 1)
         #expect(received.first?.number == 1)
         #expect(center.statistics.posted == 1)
     }
@@ -147,20 +147,20 @@ struct PayloadTests {
     }
 
     @Test("in one process, each observer decodes with its own allowed classes")
-    func perObserverClasses() throws {
+    func perObserverClasses() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let everything = Recorder(), noPoints = Recorder()
         center.addObserver(forName: .init("mixed"), object: nil, allowedClasses: [TestPoint.self], queue: nil, using: everything.block)
         center.addObserver(forName: .init("mixed"), object: nil, queue: nil, using: noPoints.block)
         center.post(name: .init("mixed"), object: nil, userInfo: ["i": 1, "point": TestPoint(x: 2, y: 3)])
-        #expect((try everything.wait(for: 1).first?.userInfo?["point"] as? TestPoint)?.y == 3)
-        #expect(try noPoints.wait(for: 1).first?.userInfo == nil)
+        #expect((try await everything.wait(for: 1).first?.userInfo?["point"] as? TestPoint)?.y == 3)
+        #expect(try await noPoints.wait(for: 1).first?.userInfo == nil)
         #expect(center.statistics.userInfoRejected == 1)
     }
 
     @Test("a run of posts with one userInfo, received in one batch: each delivery gets it whole, each refusal counts")
-    func repeatedUserInfo() throws {
+    func repeatedUserInfo() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let everything = Recorder(), noPoints = Recorder()
@@ -177,10 +177,10 @@ struct PayloadTests {
             "wormhole-test-peer", ["post", "--container", container.path, "--name", "same", "--count", "40", "--same", "--custom"])
         #expect(try poster.waitForExit() == 0)
         posted.signal()
-        let dated = try everything.wait(for: 40)
+        let dated = try await everything.wait(for: 40)
         #expect(dated.allSatisfy { ($0.userInfo?["point"] as? TestPoint)?.x == 0 })
         #expect(Set(dated.compactMap { $0.userInfo?["pid"] as? Int }).count == 1)
-        #expect(try noPoints.wait(for: 40).allSatisfy { $0.userInfo == nil })
+        #expect(try await noPoints.wait(for: 40).allSatisfy { $0.userInfo == nil })
         #expect(center.statistics.userInfoRejected == 40)
     }
 }

@@ -276,7 +276,7 @@ struct RequestReplyTests {
         _ = try center.endpoint.post(name: "wormhole.request.ask", object: nil, userInfo: huge)
         // A reply to a request never made.
         _ = try center.endpoint.post(name: replyTo, object: "never-asked", userInfo: nil)
-        try answered.wait(for: 1)
+        try await answered.wait(for: 1)
         try await pollUntil("every forgery is counted") {
             center.statistics.requestsDropped == forged.count && center.statistics.repliesDropped == 2
         }

@@ -21,28 +21,28 @@ struct RetainedTests {
     }
 
     @Test("an observer can start with the current value, then hear every change, from other processes")
-    func behaviourSubject() throws {
+    func behaviourSubject() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         center.post(name: .init("level"), object: "app", userInfo: ["value": 1], retain: true)
         let recorder = Recorder()
         center.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: recorder.block)
-        #expect(try recorder.wait(for: 1).first?.userInfo?["value"] as? Int == 1)
+        #expect(try await recorder.wait(for: 1).first?.userInfo?["value"] as? Int == 1)
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
                                             "--user-info", #"{"value": 2}"#])
         #expect(try poster.waitForExit() == 0)
-        #expect(try recorder.wait(for: 2).last?.userInfo?["value"] as? Int == 2)
+        #expect(try await recorder.wait(for: 2).last?.userInfo?["value"] as? Int == 2)
         // An observer filtering on another object is not handed the retained value.
         let other = Recorder()
         center.addObserver(forName: .init("level"), object: "elsewhere", includingRetained: true, queue: nil, using: other.block)
         let marker = Recorder()
         center.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: marker.block)
-        try marker.wait(for: 1)
+        try await marker.wait(for: 1)
         #expect(other.all.isEmpty)
     }
 
     @Test("a durable observer that starts with the retained value gets it once, not again from its spool")
-    func retainedAndSpooledOnce() throws {
+    func retainedAndSpooledOnce() async throws {
         let container = TemporaryContainer()
         do {
             let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "widget")
@@ -58,7 +58,7 @@ struct RetainedTests {
         durable.deliverSpooledNotifications()
         let next = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--user-info", #"{"value": 2}"#])
         #expect(try next.waitForExit() == 0)
-        let seen = try recorder.wait(for: 2).map { $0.userInfo?["value"] as? Int }
+        let seen = try await recorder.wait(for: 2).map { $0.userInfo?["value"] as? Int }
         // The spool is handed over before the later post arrives: a duplicate would come between the two.
         #expect(seen == [1, 2])
     }
@@ -106,7 +106,7 @@ struct RetainedTests {
     }
 
     @Test("post(name:object:retain:) needs no userInfo; every spelling of post and postReporting compiles and picks its form")
-    func postSpellings() throws {
+    func postSpellings() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let everything = Recorder()
@@ -122,7 +122,7 @@ struct RetainedTests {
         try center.postReporting(name: .init("g"), object: nil, userInfo: nil)
         try center.postReporting(name: .init("h"), object: nil, retain: true)
         try center.postReporting(name: .init("i"), object: nil, userInfo: ["n": 3], retain: true)
-        let names = try everything.wait(for: 9).map(\.name)
+        let names = try await everything.wait(for: 9).map(\.name)
         #expect(Set(names) == Set(["a", "b", "c", "d", "e", "f", "g", "h", "i"]))
         #expect(try center.retainedNotificationNames().map(\.rawValue) == ["c", "d", "h", "i"])
         let retained = try #require(center.retainedNotification(named: .init("c")))

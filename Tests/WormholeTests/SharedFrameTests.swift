@@ -68,7 +68,7 @@ struct SharedFrameTests {
     }
 
     @Test("a large Data is read without a copy, each observer's is its own, and it outlives its poster")
-    func largeDataToTwoObservers() throws {
+    func largeDataToTwoObservers() async throws {
         try #require(SharedFrame.isAvailable)
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -92,7 +92,7 @@ struct SharedFrameTests {
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
                                                      "--payload", String(size), "--count", "1"])
         #expect(try poster.waitForExit(timeout: 60) == 0)
-        try arrived.wait(for: 2)
+        try await arrived.wait(for: 2)
         let expected = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         var written = try #require(blobs.withLock { $0.removeValue(forKey: "any") })
         let kept = try #require(blobs.withLock { $0["some"] })
@@ -206,7 +206,7 @@ struct SharedFrameTests {
     }
 
     @Test("a descriptor whose close would wait (a TCP socket lingering on unsent data) does not stall the listener")
-    func lingeringDescriptor() throws {
+    func lingeringDescriptor() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -257,7 +257,7 @@ struct SharedFrameTests {
         try hostileSend(center, [(stray, client), (good, nil)])
         close(client)
         release.signal()
-        #expect(try recorder.wait(for: 1, timeout: 60).count == 1)
+        #expect(try await recorder.wait(for: 1, timeout: 60).count == 1)
         #expect(center.statistics.dropped == 1)
         // Closing the server resets the connection, which ends the lingering close.
     }
@@ -306,7 +306,7 @@ struct SharedFrameTests {
     }
 
     @Test("forged shared frames and stray descriptors are dropped and counted, every descriptor closed; later posts arrive")
-    func hostileDescriptors() throws {
+    func hostileDescriptors() async throws {
         try #require(SharedFrame.isAvailable)
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -346,11 +346,11 @@ struct SharedFrameTests {
             // Last, a well-formed shared frame from the same hostile peer, which is taken (once it arrived, the
             // listener has read everything before it), and the same file again, which is not read twice.
             try hostileSend(center, cases + [(message(for: frame), sealed.fd), (message(for: frame), sealed.fd)])
-            try recorder.wait(for: 1)
+            try await recorder.wait(for: 1)
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"])
         #expect(try poster.waitForExit() == 0)
-        let received = try recorder.wait(for: 3)
+        let received = try await recorder.wait(for: 3)
         #expect(received.count == 3)
         #expect(center.statistics.dropped == 13)
         DescriptorPassing.waitForClosing()

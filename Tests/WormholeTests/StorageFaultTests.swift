@@ -10,7 +10,7 @@ struct StorageFaultTests {
     // MARK: Spool segments
 
     @Test("a torn record whose payload embeds a valid record of the same key delivers nothing but what was posted")
-    func forgedRecord() throws {
+    func forgedRecord() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -28,16 +28,16 @@ struct StorageFaultTests {
         try plantSegment(segment, named: "0000000000000001-0000000000000007.seg", for: center, in: container)
         center.endpoint.listenerSpool?.bell.touch()
 
-        #expect(try recorder.wait(for: 1).map(\.object) == ["first"])
+        #expect(try await recorder.wait(for: 1).map(\.object) == ["first"])
         // A forged record would have been handed over with the first one; a later post marks the end.
         try postFromPeer(container, "marker", object: "marker")
-        let received = try recorder.wait(for: 2)
+        let received = try await recorder.wait(for: 2)
         #expect(received.map(\.object) == ["first", "marker"])
         #expect(!received.contains { $0.object == "forged" })
     }
 
     @Test("an unnamed segment is never read: a listener leaves a fresh one alone and removes one over a minute old")
-    func unnamedSegments() throws {
+    func unnamedSegments() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -59,12 +59,12 @@ struct StorageFaultTests {
 
         try waitUntil("the old unnamed segment to be removed") { !FileManager.default.fileExists(atPath: folder + old) }
         try postFromPeer(container, "marker", object: "marker")
-        #expect(try recorder.wait(for: 1).map(\.object) == ["marker"])
+        #expect(try await recorder.wait(for: 1).map(\.object) == ["marker"])
         #expect(FileManager.default.fileExists(atPath: folder + fresh), "a fresh one may still be named by its poster")
     }
 
     @Test("a segment of record headers every 12 bytes for 1 MiB is counted as damaged once, and nothing stalls")
-    func headerEveryTwelveBytes() throws {
+    func headerEveryTwelveBytes() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -83,13 +83,13 @@ struct StorageFaultTests {
             center.statistics.dropped >= 1 && !spoolHoldsSegments(of: center, in: container)
         }
         try postFromPeer(container, "later", start: 5)
-        #expect(try recorder.wait(for: 1).compactMap(\.number) == [5])
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [5])
         // Counted once, as one damaged segment: not once per bad header.
         #expect(center.statistics.dropped == 1)
     }
 
     @Test("a sparse 1 TB segment is refused unread, counted as damaged and removed; later posts arrive")
-    func sparseTerabyteSegment() throws {
+    func sparseTerabyteSegment() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -110,7 +110,7 @@ struct StorageFaultTests {
         }
         #expect(center.statistics.dropped == 1)
         try postFromPeer(container, "after.sparse", start: 3, count: 2)
-        #expect(try recorder.wait(for: 2).compactMap(\.number) == [3, 4])
+        #expect(try await recorder.wait(for: 2).compactMap(\.number) == [3, 4])
     }
 
     // MARK: Numbers planted in names and times
@@ -220,7 +220,7 @@ struct StorageFaultTests {
     // MARK: The registry
 
     @Test("registry.changes truncated to nothing, then replaced by a FIFO: posts complete and arrive")
-    func changeMarkTruncatedAndFIFO() throws {
+    func changeMarkTruncatedAndFIFO() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -230,12 +230,12 @@ struct StorageFaultTests {
 
         try #require(truncate(changes, 0) == 0)
         try postFromPeer(container, "c", start: 0)
-        #expect(try recorder.wait(for: 1).compactMap(\.number) == [0])
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [0])
 
         try #require(unlink(changes) == 0)
         try #require(mkfifo(changes, 0o600) == 0)
         try postFromPeer(container, "c", start: 1)
-        #expect(try recorder.wait(for: 2).compactMap(\.number) == [0, 1])
+        #expect(try await recorder.wait(for: 2).compactMap(\.number) == [0, 1])
 
         // A process that registers now writes the mark, and this one posts to it, reading it.
         try #require(unlink(changes) == 0 || errno == ENOENT)
@@ -273,7 +273,7 @@ struct StorageFaultTests {
     }
 
     @Test("a FIFO, a folder and a symbolic link named as registry entries are skipped and counted, never listed")
-    func hostileRegistryEntries() throws {
+    func hostileRegistryEntries() async throws {
         let container = TemporaryContainer()
         let outside = TemporaryContainer("outside")
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -298,7 +298,7 @@ struct StorageFaultTests {
 
         // A post from another process completes, and its notification arrives.
         try postFromPeer(container, "e", start: 1)
-        #expect(try recorder.wait(for: 1).compactMap(\.number) == [1])
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [1])
         // A listener in another process registers; this process posts to it.
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "e2", "--count", "1"])
         try listener.waitForLines(1)
@@ -318,7 +318,7 @@ struct StorageFaultTests {
     }
 
     @Test("files hard-linked from outside as registry.changes and as a bell are never written through")
-    func hardLinksFromOutside() throws {
+    func hardLinksFromOutside() async throws {
         let container = TemporaryContainer()
         let outside = TemporaryContainer("outside")
         let changesOutside = outside.path + "/changes"
@@ -348,7 +348,7 @@ struct StorageFaultTests {
         try listener.waitForLines(1)
         // Another process spools (a frame over the socket's limit) and rings the bell.
         try postFromPeer(container, "h", start: 1, extra: ["--payload", "140000"])
-        #expect(try recorder.wait(for: 1).compactMap(\.number) == [1])
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [1])
         // This process registers again, and posts.
         try plantChanges()
         center.addObserver(forName: .init("h3"), object: nil, queue: nil) { _ in }
@@ -361,7 +361,7 @@ struct StorageFaultTests {
     }
 
     @Test("a listener whose subscriptions pass the entry limit registers for every name and still receives")
-    func subscriptionsPastEntryLimit() throws {
+    func subscriptionsPastEntryLimit() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -380,7 +380,7 @@ struct StorageFaultTests {
 
         let report = try postFromPeer(container, names[123], object: objects[123], start: 7)
         #expect(report["delivered"] as? Int == 1)
-        let received = try recorder.wait(for: 1)
+        let received = try await recorder.wait(for: 1)
         #expect(received.map(\.name) == [names[123]])
         #expect(received.compactMap(\.number) == [7])
         // The other listener's routing is untouched; the big one receives "other" too, but observes none of it.
@@ -390,14 +390,14 @@ struct StorageFaultTests {
         // Another process's post of an observed name with another object reaches nobody here.
         try postFromPeer(container, names[139], object: "not observed", start: 9)
         try postFromPeer(container, names[139], object: objects[139], start: 10)
-        #expect(try recorder.wait(for: 2).compactMap(\.number) == [7, 10])
+        #expect(try await recorder.wait(for: 2).compactMap(\.number) == [7, 10])
         #expect(recorder.all.count == 2)
     }
 
     // MARK: The listener's socket and the container
 
     @Test("a listener whose socket file is deleted binds it again, and posts from another process arrive")
-    func socketFileDeleted() throws {
+    func socketFileDeleted() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
@@ -409,11 +409,11 @@ struct StorageFaultTests {
             return lstat(own.socketPath, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
         }
         try postFromPeer(container, "s", start: 4)
-        #expect(try recorder.wait(for: 1).compactMap(\.number) == [4])
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [4])
     }
 
     @Test("posts into a container moved away fail with incompatibleContainer; a new center on the path works")
-    func containerMovedAway() throws {
+    func containerMovedAway() async throws {
         let container = TemporaryContainer()
         let elsewhere = TemporaryContainer("elsewhere")
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -426,7 +426,7 @@ struct StorageFaultTests {
         while refusal == nil && Date() < deadline {
             do {
                 try center.postReporting(name: .init("m"), object: nil)
-                Thread.sleep(forTimeInterval: 0.02)
+                try await Task.sleep(for: .milliseconds(20))
             } catch let error as WormholeError {
                 refusal = error
             }
@@ -437,12 +437,12 @@ struct StorageFaultTests {
         let recorder = Recorder()
         fresh.addObserver(forName: .init("after.move"), object: nil, queue: nil, using: recorder.block)
         try postFromPeer(container, "after.move", start: 6)
-        #expect(try recorder.wait(for: 1).compactMap(\.number) == [6])
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [6])
         #expect(throws: Never.self) { try fresh.postReporting(name: .init("m"), object: nil) }
     }
 
     @Test("300 connections to one listener, past its maximum, each with one frame: all 300 arrive")
-    func moreConnectionsThanTheMaximum() throws {
+    func moreConnectionsThanTheMaximum() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(
             containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: .sequencedPacket))
@@ -461,7 +461,7 @@ struct StorageFaultTests {
             connections.append(connection)
         }
         #expect(failedSends == 0)
-        let received = try recorder.wait(for: count)
+        let received = try await recorder.wait(for: count)
         #expect(Set(received.compactMap(\.object)) == Set((0..<count).map { "\($0)" }))
         #expect(received.count == count)
         withExtendedLifetime(connections) {}

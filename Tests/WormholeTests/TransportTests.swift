@@ -67,7 +67,7 @@ struct TransportTests {
     @Test(
         "container paths from 40 to 200 bytes work both ways",
         arguments: Transport.allCases, [40, 80, 107, 108, 150, 200])
-    func longContainerPaths(transport: Transport, length: Int) throws {
+    func longContainerPaths(transport: Transport, length: Int) async throws {
         let root = TemporaryContainer("len")
         let padding = length - root.path.utf8.count - 1
         try #require(padding > 0)
@@ -85,7 +85,7 @@ struct TransportTests {
         let poster = try Peer(
             "wormhole-test-peer", ["post", "--container", path, "--name", "in", "--count", "50"], environment: environment)
         #expect(try poster.waitForExit() == 0)
-        #expect(try recorder.wait(for: 50).compactMap(\.number) == Array(0..<50))
+        #expect(try await recorder.wait(for: 50).compactMap(\.number) == Array(0..<50))
         #expect(try listener.waitForExit() == 0)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<50))
     }
@@ -305,7 +305,7 @@ struct TransportTests {
     }
 
     @Test("a durable listener that comes back on the other transport gets what was spooled and what follows, in order")
-    func durableListenerChangesTransport() throws {
+    func durableListenerChangesTransport() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         func post(_ range: Range<Int>) throws {
@@ -319,7 +319,7 @@ struct TransportTests {
             first.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
             #expect(center.listenerStatus().first { $0.clientIdentifier == "w" }?.transport == .datagram)
             try post(0..<100)
-            #expect(try recorder.wait(for: 100).compactMap(\.number) == Array(0..<100))
+            #expect(try await recorder.wait(for: 100).compactMap(\.number) == Array(0..<100))
         }
         #expect(center.listenerStatus().first?.state == .offline)
         try post(100..<200)

@@ -15,36 +15,58 @@ final class Recorder: Sendable {
         var number: Int? { note.userInfo?["i"] as? Int }
     }
 
-    private let received = Mutex<[Received]>([])
-    private let changed = NSCondition()
+    /// What arrived, and the tests that wait for a count of it.
+    private struct State {
+        var received: [Received] = []
+        var waiters: [(id: Int, count: Int, waiter: CheckedContinuation<Bool, Never>)] = []
+        var nextWaiter = 0
+    }
+
+    private let state = Mutex(State())
 
     /// An observer block that records into this recorder.
     var block: @Sendable (Notification) -> Void {
         { [self] note in
-            received.withLock { $0.append(Received(note: note, onQueue: OperationQueue.current?.name)) }
-            changed.lock()
-            changed.broadcast()
-            changed.unlock()
+            let ready = state.withLock { state in
+                state.received.append(Received(note: note, onQueue: OperationQueue.current?.name))
+                let count = state.received.count
+                let ready = state.waiters.filter { $0.count <= count }.map(\.waiter)
+                state.waiters.removeAll { $0.count <= count }
+                return ready
+            }
+            for waiter in ready { waiter.resume(returning: true) }
         }
     }
 
-    var all: [Received] { received.withLock { $0 } }
+    var all: [Received] { state.withLock { $0.received } }
 
-    /// Waits until `count` notifications arrived, or fails the test after `seconds`.
+    /// Waits until `count` notifications arrived, or fails the test after `seconds`. Awaits, so that it holds no
+    /// thread of Swift's pool (two here) while it waits: tasks and actors of other tests run meanwhile.
     @discardableResult
     func wait(for count: Int, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation)
-        throws -> [Received]
+        async throws -> [Received]
     {
-        let deadline = Date().addingTimeInterval(seconds)
-        changed.lock()
-        defer { changed.unlock() }
-        while true {
-            let current = all
-            if current.count >= count { return current }
-            guard changed.wait(until: deadline) else {
-                Issue.record("received \(current.count) of \(count) notifications in \(seconds) s", sourceLocation: sourceLocation)
-                throw Peer.Timeout(description: "notifications")
+        let arrived = await withCheckedContinuation { waiter in
+            let id = state.withLock { state -> Int? in
+                if state.received.count >= count { return nil }
+                state.nextWaiter += 1
+                state.waiters.append((state.nextWaiter, count, waiter))
+                return state.nextWaiter
+            }
+            guard let id else { return waiter.resume(returning: true) }
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) { [self] in
+                let late = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+                    guard let index = state.waiters.firstIndex(where: { $0.id == id }) else { return nil }
+                    return state.waiters.remove(at: index).waiter
+                }
+                late?.resume(returning: false)
             }
         }
+        let current = all
+        guard arrived else {
+            Issue.record("received \(current.count) of \(count) notifications in \(seconds) s", sourceLocation: sourceLocation)
+            throw Peer.Timeout(description: "notifications")
+        }
+        return current
     }
 }
