@@ -1,5 +1,6 @@
 import Foundation
 import Observation
+import Synchronization
 import Testing
 @testable import Wormhole
 @testable import WormholeUI
@@ -85,6 +86,12 @@ struct GroupStorageTests {
         // A file where the folder should be.
         let path = container.path + "/file"
         #expect(FileManager.default.createFile(atPath: path, contents: Data()))
+        let warnings = Mutex<[String]>([])
+        GroupNotificationCenter.setWarningHandler { line in
+            warnings.withLock { $0.append(line) }
+            FileHandle.standardError.write(Data("wormhole: warning: \(line)\n".utf8))
+        }
+        defer { GroupNotificationCenter.setWarningHandler(nil) }
         let before = GroupStorageStatistics.current
         let values = SharedGroupValues(queue: nil)
         let storage = GroupStorage("x", in: .folder(path), default: 11, values: values)
@@ -99,5 +106,8 @@ struct GroupStorageTests {
         #expect(after.defaultsShown - before.defaultsShown == 3)
         #expect(after.writesDropped - before.writesDropped == 1)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == "", "nothing written")
+        let said = warnings.withLock { $0 }.filter { $0.contains(path) }
+        #expect(said.count == 1, "said once: \(said)")
+        #expect(said.first?.contains("invalid container") == true)
     }
 }
