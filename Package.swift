@@ -12,10 +12,13 @@ let package = Package(
     platforms: [.macOS(.v15), .iOS(.v18), .watchOS(.v11), .tvOS(.v18), .visionOS(.v2)],
     products: [
         .library(name: "Wormhole", targets: ["Wormhole"]),
+        // SwiftUI's property wrapper and WidgetKit's reloads, apart: an app that uses neither links neither.
+        .library(name: "WormholeUI", targets: ["WormholeUI"]),
         .executable(name: "wormhole", targets: ["WormholeTool"]),
     ],
     targets: [
         .target(name: "Wormhole", swiftSettings: strictSettings),
+        .target(name: "WormholeUI", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         // The `wormhole` tool. Its folder is not named `wormhole`: on a case-insensitive file system (a Mac's
         // default) that would be the library's folder.
         .executableTarget(name: "WormholeTool", dependencies: ["Wormhole"], swiftSettings: strictSettings),
@@ -47,7 +50,7 @@ let package = Package(
         .testTarget(
             name: "WormholeTests",
             dependencies: [
-                "Wormhole", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
+                "Wormhole", "WormholeUI", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
             ],
             resources: [.copy("Corpus")],
             swiftSettings: strictSettings

@@ -7,12 +7,17 @@ or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`
 every layer reads, uses no layer's types.
 
 Layers, top to bottom (Wire and Codec side by side, neither using the other):
-  API (the files at the top of Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
+  UI (Sources/WormholeUI, a library of its own) > API (the files at the top of Sources/Wormhole) > Center >
+  Transport > Storage > Wire | Codec > Container > Platform
+WormholeUI is checked as the core is, as one layer above it: the core never names its types, and it calls the C
+library nowhere and asks for a platform only by the frameworks it imports (`#if canImport(SwiftUI)`).
 """
 import os, re, sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "Wormhole")
-RANK = {"API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
+# The library targets beside the core, each one layer, above it: (folder beside Sources/Wormhole, layer).
+BESIDE = [("WormholeUI", "UI")]
+RANK = {"UI": 8, "API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
 # Side by side: neither uses the other.
 APART = {("Wire", "Codec"), ("Codec", "Wire")}
 # Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits (with its
@@ -27,6 +32,9 @@ DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|ope
 
 
 def layer_of(path, root):
+    for folder, layer in BESIDE:
+        if not os.path.relpath(path, os.path.join(root, "..", folder)).startswith(".."):
+            return layer
     rel = os.path.relpath(path, root)
     parts = rel.split(os.sep)
     return "API" if len(parts) == 1 else parts[0]
@@ -98,10 +106,11 @@ def platform_problems(path, root, layer, code):
 def check(root):
     """The problems of the tree at `root`, as lines."""
     files = []
-    for folder, _, names in os.walk(root):
-        if folder.endswith(".docc") or ".docc" + os.sep in folder:
-            continue
-        files += [os.path.join(folder, n) for n in sorted(names) if n.endswith(".swift")]
+    for top in [root] + [os.path.join(root, "..", folder) for folder, _ in BESIDE]:
+        for folder, _, names in os.walk(top):
+            if folder.endswith(".docc") or ".docc" + os.sep in folder:
+                continue
+            files += [os.path.normpath(os.path.join(folder, n)) for n in sorted(names) if n.endswith(".swift")]
 
     defined = {}  # type name (a nested one as Outer.Inner) -> layer
     for path in files:
@@ -170,6 +179,10 @@ SELF_TEST = {
         "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
     "Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
     "Limits.swift": "enum Limits {\n    static let kinds = Kind.count / 8\n}\n",
+    "../WormholeUI/Shelf.swift": (
+        "#if canImport(SwiftUI)\nimport SwiftUI\n#endif\nstruct Shelf {\n    let center: GroupNotificationCenter\n"
+        "    func pid() -> Int32 { getpid() }\n}\n"),
+    "Container/Box.swift": "struct Box { let shelf: Shelf? }\n",
 }
 SELF_TEST_FINDS = {
     "Sources/Wormhole/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
@@ -181,6 +194,8 @@ SELF_TEST_FINDS = {
     "Sources/Wormhole/Wire/Frame.swift: Wire uses Coder of Codec",
     "Sources/Wormhole/Limits.swift: the table of limits uses Kind of Platform; "
     "a platform gives its numbers as an extension of Limits",
+    "Sources/WormholeUI/Shelf.swift: UI calls getpid() of the C library",
+    "Sources/Wormhole/Container/Box.swift: Container uses Shelf of UI",
 }
 
 

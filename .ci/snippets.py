@@ -21,7 +21,8 @@ project new in Xcode 26. A warning fails the
 check as an error does: what a reader pastes should build clean.
 
 A block that imports a framework that exists only on Apple platforms (SwiftUI, WidgetKit, ...) is built only
-there; elsewhere it is skipped, and the summary says so. A block whose first line is `// swift-tools-version:`
+there; elsewhere it is skipped, and the summary says so: `.ci/apple-snippets.py` compiles those for iOS against
+the SDKs of ../shared/tools/darwin instead. A block whose first line is `// swift-tools-version:`
 is a package's manifest: it is resolved in a temporary folder beside a link named `Wormhole` to this
 repository, which checks its `.package(path: "../Wormhole")` and `.product(name:package:)` lines.
 
@@ -132,7 +133,8 @@ def main():
                 failures.append(f"{path}:{line}: does not build clean as a {mode} target builds it:\n{output}")
     print("\n\n".join(failures))
     for block in skipped:
-        print(f"snippets: skipped on this platform, which lacks an Apple framework it imports: {block}")
+        print(f"snippets: skipped on this platform, which lacks an Apple framework it imports: {block}; "
+              f".ci/apple-snippets.py compiles it for iOS")
     blocks = sum(len(program) for program in compiled)
     print(f"snippets: {blocks} Swift blocks built as {len(compiled)} programs, each as a "
           f"{' and as a '.join(MODES)} target builds it; {len(manifests)} manifests resolved; {len(skipped)} skipped; "
@@ -140,4 +142,5 @@ def main():
     return 1 if failures else 0
 
 
-sys.exit(main())
+if __name__ == "__main__":
+    sys.exit(main())

@@ -4,7 +4,7 @@
 /// Platform/Darwin), and the retry counts of loops that race other processes. Each system's default open-file
 /// limit, which ``maximumLinks`` is worked out from, is a limit of this table that Platform/Darwin and
 /// Platform/Linux give (`defaultOpenFileLimit`).
-enum Limits {
+package enum Limits {
     /// The largest encoded userInfo a notification may carry. Larger posts are refused whole.
     static let maximumPayloadSize = 16 << 20
     /// The longest notification name, object or client identifier, in UTF-8 bytes.
@@ -62,6 +62,11 @@ enum Limits {
     static let acceptPause: Interval = .milliseconds(100)
     /// How often a listener out of descriptors says so while it lasts.
     static let descriptorWarningInterval: Interval = .seconds(10)
+    /// The shortest time between two reloads of an app's widgets by a `WidgetReloader` (WormholeUI), unless the
+    /// app gives its own: short enough that the widgets show a change made in the foreground before the user
+    /// leaves the app (reloads made in the foreground do not count against a widget's daily budget), long enough
+    /// to fold a burst of changes (a sync, typing) into two reloads.
+    package static let widgetReloadInterval: Duration = .seconds(2)
 
     // MARK: Reading archives
 
