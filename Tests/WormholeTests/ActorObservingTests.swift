@@ -145,7 +145,7 @@ actor Recipient {
 /// The exit status of `peer`, waited for off the caller's actor, which stays free to run the observers' blocks
 /// meanwhile (tests run side by side, and a blocked main actor would hold up another test's deliveries).
 private func exitStatus(_ peer: Peer) async throws -> Int32 {
-    try await Task.detached { try peer.waitForExit(timeout: 60) }.value
+    try await Task.detached { try await peer.awaitExit(timeout: 60) }.value
 }
 
 /// Waits, giving the caller's actor its turns, until `condition` holds; fails the test after `seconds`.

@@ -7,7 +7,7 @@ import Testing
 @Suite("Backpressure: a slow observer cannot swell its listener")
 struct BackpressureTests {
     @Test("20,000 posts of 4 KiB to an observer whose queue is suspended: the listener stays within its bound, then gets all, in order")
-    func manySmallPosts() throws {
+    func manySmallPosts() async throws {
         let container = TemporaryContainer()
         let count = 20_000
         let listener = try Peer("wormhole-test-peer", ["listen-queued", "--container", container.path, "--name", "slow", "--count", "\(count)"])
@@ -16,13 +16,13 @@ struct BackpressureTests {
         let poster = try Peer("wormhole-test-peer", [
             "post", "--container", container.path, "--name", "slow", "--count", "\(count)", "--payload", "4096",
         ])
-        #expect(try poster.waitForExit(timeout: 120) == 0, "poster: \(poster.errorOutput)")
+        #expect(try await poster.awaitExit(timeout: 120) == 0, "poster: \(poster.errorOutput)")
         let report = try #require(poster.jsonLines().first)
         #expect(report["failed"] as? Int == 0)
         // Most of it waits in the spool: the listener stopped reading.
         #expect((report["spooled"] as? Int ?? 0) > count / 2, "spooled: \(report)")
         listener.signal(SIGUSR1)
-        #expect(try listener.waitForExit(timeout: 120) == 0, "listener: \(listener.errorOutput)")
+        #expect(try await listener.awaitExit(timeout: 120) == 0, "listener: \(listener.errorOutput)")
         let summary = try #require(listener.jsonLines().last)
         #expect(summary["received"] as? Int == count)
         #expect(summary["inOrder"] as? Bool == true)
@@ -35,7 +35,7 @@ struct BackpressureTests {
     }
 
     @Test("12 posts of 8 MB as shared memory files to a suspended observer: the listener maps at most its bound, then gets all, in order")
-    func largeSharedFrames() throws {
+    func largeSharedFrames() async throws {
         let container = TemporaryContainer()
         let count = 12
         let payload = 8_000_000
@@ -44,7 +44,7 @@ struct BackpressureTests {
         let poster = try Peer("wormhole-test-peer", [
             "post", "--container", container.path, "--name", "large", "--count", "\(count)", "--payload", "\(payload)",
         ])
-        #expect(try poster.waitForExit(timeout: 120) == 0, "poster: \(poster.errorOutput)")
+        #expect(try await poster.awaitExit(timeout: 120) == 0, "poster: \(poster.errorOutput)")
         #expect(poster.jsonLines().first?["failed"] as? Int == 0)
         listener.signal(SIGUSR1)
         let held = try #require(try listener.waitForLines(2)[1].data(using: .utf8).flatMap {
@@ -54,7 +54,7 @@ struct BackpressureTests {
         // 96 MB posted; the bound is 16 MiB, passed by at most one 8 MB frame (without a bound, all 96 MB).
         #expect(DeliveryBacklog.Bound.standard.bytes == 16 << 20)
         #expect(mapped <= (16 << 20) + payload + (1 << 20), "mapped \(mapped >> 20) MiB")
-        #expect(try listener.waitForExit(timeout: 120) == 0, "listener: \(listener.errorOutput)")
+        #expect(try await listener.awaitExit(timeout: 120) == 0, "listener: \(listener.errorOutput)")
         let summary = try #require(listener.jsonLines().last)
         #expect(summary["received"] as? Int == count)
         #expect(summary["inOrder"] as? Bool == true)

@@ -4,11 +4,11 @@ import Testing
 @Suite("The benchmark")
 struct BenchmarkSmokeTests {
     @Test("a quick run completes and measures every mechanism with every payload")
-    func quickRun() throws {
+    func quickRun() async throws {
         let container = TemporaryContainer("bench")
         let output = container.path + "/results.json"
         let bench = try Peer("wormhole-bench", ["--quick", "--json", output])
-        #expect(try bench.waitForExit(timeout: 900) == 0)
+        #expect(try await bench.awaitExit(timeout: 900) == 0)
         let data = try Data(contentsOf: URL(fileURLWithPath: output))
         let document = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
         let rows = try #require(document["rows"] as? [[String: Any]])

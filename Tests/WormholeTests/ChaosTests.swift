@@ -14,11 +14,11 @@ struct ChaosTests {
     }
 
     @Test("a short fixed-seed run loses, duplicates, reorders and corrupts nothing, and nothing crashes")
-    func shortRun() throws {
+    func shortRun() async throws {
         let chaos = try Peer("wormhole-chaos", [
             "--posters", "3", "--receivers", "3", "--notifications", "30000", "--seconds", "12", "--seed", "42",
         ])
-        let status = try chaos.waitForExit(timeout: 240)
+        let status = try await chaos.awaitExit(timeout: 240)
         let summary = try #require(chaos.output.last { $0.hasPrefix("chaos: 3 posters") })
         let values = counts(summary)
         #expect(values["posted"] ?? 0 >= 30000)
@@ -30,11 +30,11 @@ struct ChaosTests {
     }
 
     @Test("the harness notices what receivers do not report")
-    func harnessCounts() throws {
+    func harnessCounts() async throws {
         let chaos = try Peer("wormhole-chaos", [
             "--posters", "1", "--receivers", "2", "--notifications", "3000", "--seconds", "3", "--seed", "1", "--forget-every", "100",
         ])
-        #expect(try chaos.waitForExit(timeout: 120) == 1)
+        #expect(try await chaos.awaitExit(timeout: 120) == 1)
         let summary = try #require(chaos.output.last { $0.hasPrefix("chaos: 1 posters") })
         #expect(counts(summary)["lost"] ?? 0 > 0)
     }

@@ -43,7 +43,7 @@ struct CommandLineTests {
     }
 
     @Test("status shows each listener: pid, what it observes, state and spool depth")
-    func status() throws {
+    func status() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "s", "--object", "o"])
         try listener.waitForError(containing: "listening")
@@ -52,7 +52,7 @@ struct CommandLineTests {
         // memory file where the platform can; what would take its unread shared frames past 16 MiB is spooled.
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "s", "--object", "o",
                                                      "--payload", "9000000", "--count", "3"])
-        #expect(try poster.waitForExit(timeout: 60) == 0)
+        #expect(try await poster.awaitExit(timeout: 60) == 0)
         let spooled = try #require(poster.jsonLines().first?["spooled"] as? Int)
         #expect(spooled == (SharedFrame.isAvailable ? 2 : 3))
         let status = try Peer("wormhole", ["status", "--container", container.path, "--json"])
@@ -72,9 +72,9 @@ struct CommandLineTests {
     }
 
     @Test("the demo runs by itself and finishes in a few seconds")
-    func demo() throws {
+    func demo() async throws {
         let demo = try Peer("wormhole", ["demo"])
-        #expect(try demo.waitForExit(timeout: 60) == 0)
+        #expect(try await demo.awaitExit(timeout: 60) == 0)
         #expect(demo.output.contains { $0.contains("attachment of 262144 bytes") })
         #expect(demo.output.contains { $0.contains("replies came back, in order") })
         #expect(demo.output.contains { $0.hasPrefix("[widget]") && $0.contains("revision 4") })

@@ -5,7 +5,7 @@ import Wormhole
 @Suite("Durable listeners")
 struct DurableTests {
     @Test("a durable listener that is down for 1,000 posts gets all 1,000, in order, when it runs again")
-    func downForAThousand() throws {
+    func downForAThousand() async throws {
         let container = TemporaryContainer()
         let first = try Peer("wormhole", ["listen", "--container", container.path, "--client", "widget", "--name", "d"])
         try first.waitForError(containing: "listening")
@@ -23,7 +23,7 @@ struct DurableTests {
         #expect(offline.spooledNotifications == 1000)
 
         let second = try Peer("wormhole", ["listen", "--container", container.path, "--client", "widget", "--name", "d", "--count", "1000"])
-        #expect(try second.waitForExit(timeout: 60) == 0)
+        #expect(try await second.awaitExit(timeout: 60) == 0)
         let numbers = second.jsonLines().compactMap { ($0["userInfo"] as? [String: Any])?["i"] as? Int }
         #expect(numbers == Array(0..<1000))
         let deadline = Date().addingTimeInterval(20)
@@ -128,7 +128,7 @@ struct DurableTests {
             "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "10", "--start", "200", "--message"])
         #expect(try await offPool { try meanwhile.waitForExit() } == 0)
         // The ready line, one line for each of the eight forms, and the late observer's.
-        try await offPool { try second.waitForLines(10, timeout: 60) }
+        try await second.awaitLines(10, timeout: 60)
         let forms = second.jsonLines().filter { $0["form"] != nil }
         #expect(forms.count == 8)
         for form in forms {

@@ -12,7 +12,7 @@ struct GroupValueTests {
 
     @Test("4 processes × 500 concurrent updates, one stopped a second inside its update, end at 2,000 everywhere",
           .timeLimit(.minutes(5)))
-    func concurrentUpdates() throws {
+    func concurrentUpdates() async throws {
         let container = TemporaryContainer()
         let arguments = ["value-add", "--container", container.path, "--name", "counter", "--count", "500", "--expect", "2000"]
         let stopped = try Peer("wormhole-test-peer", arguments + ["--stop-at", "250"])
@@ -26,7 +26,7 @@ struct GroupValueTests {
                 // Counted before looking, so that a "done" printed in between is not waited past.
                 let seen = peer.output.count
                 if value(of: peer, "done") != nil { break }
-                _ = try peer.waitForLines(seen + 1, timeout: 60)
+                _ = try await peer.awaitLines(seen + 1, timeout: 60)
             }
             #expect(value(of: peer, "done") == 500)
         }
@@ -36,7 +36,7 @@ struct GroupValueTests {
         if remaining > 0 { usleep(UInt32(remaining * 1_000_000)) }
         stopped.signal(SIGCONT)
         for peer in others + [stopped] {
-            #expect(try peer.waitForExit(timeout: 120) == 0)
+            #expect(try await peer.awaitExit(timeout: 120) == 0)
             #expect(value(of: peer, "final") == 2000, "every observer's last value")
             #expect(value(of: peer, "read") == 2000)
         }
@@ -47,15 +47,15 @@ struct GroupValueTests {
     }
 
     @Test("an updater killed mid-way: every completed update counts once, plus at most the one it was in")
-    func killedUpdater() throws {
+    func killedUpdater() async throws {
         let container = TemporaryContainer()
         let arguments = ["value-add", "--container", container.path, "--name", "k", "--count", "300"]
         let victim = try Peer("wormhole-test-peer", arguments)
         let others = try (0..<2).map { _ in try Peer("wormhole-test-peer", arguments) }
-        _ = try victim.waitForLines(100, timeout: 60)
+        _ = try await victim.awaitLines(100, timeout: 60)
         victim.signal(SIGKILL)
         _ = try? victim.waitForExit()
-        for peer in others { #expect(try peer.waitForExit(timeout: 60) == 0) }
+        for peer in others { #expect(try await peer.awaitExit(timeout: 60) == 0) }
         let completed = 600 + victim.jsonLines().filter { $0["added"] != nil }.count
         let center = try GroupNotificationCenter(containerURL: container.url)
         let final = GroupValue("k", default: 0, in: center).value

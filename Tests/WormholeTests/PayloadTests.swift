@@ -7,7 +7,7 @@ import WormholeTestSupport
 @Suite("Payloads and allowed classes")
 struct PayloadTests {
     @Test("an 8 MiB userInfo arrives intact in another process")
-    func eightMebibytes() throws {
+    func eightMebibytes() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "1"])
         try listener.waitForLines(1)
@@ -16,7 +16,7 @@ struct PayloadTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         let report = try center.postReporting(name: .init("big"), object: nil, userInfo: ["i": 5, "blob": blob])
         #expect(report.delivered + report.spooled == 1)
-        #expect(try listener.waitForExit(timeout: 60) == 0)
+        #expect(try await listener.awaitExit(timeout: 60) == 0)
         let line = try #require(listener.jsonLines().last)
         #expect(line["blobBytes"] as? Int == size)
         #expect(line["blobSum"] as? Int == blob.reduce(0) { $0 &+ Int($1) })

@@ -15,7 +15,7 @@ struct SharedFrameTests {
     }
 
     @Test("payloads over the socket's limit reach each running listener whole and in order, without the spool")
-    func largePayloadsToRunningListeners() throws {
+    func largePayloadsToRunningListeners() async throws {
         try #require(SharedFrame.isAvailable)
         let container = TemporaryContainer()
         // Two listeners: a post writes its memory file once, and both read it.
@@ -26,12 +26,12 @@ struct SharedFrameTests {
         let size = 1 << 20
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
                                                      "--payload", String(size), "--count", "4"])
-        #expect(try poster.waitForExit(timeout: 60) == 0)
+        #expect(try await poster.awaitExit(timeout: 60) == 0)
         let report = try #require(poster.jsonLines().first)
         #expect(report["delivered"] as? Int == 8)
         #expect(report["spooled"] as? Int == 0)
         for listener in listeners {
-            #expect(try listener.waitForExit(timeout: 60) == 0)
+            #expect(try await listener.awaitExit(timeout: 60) == 0)
             let received = listener.jsonLines().dropFirst()
             #expect(received.map { $0["i"] as? Int } == [0, 1, 2, 3])
             for line in received {
@@ -43,7 +43,7 @@ struct SharedFrameTests {
     }
 
     @Test("a stopped listener gets at most 16 MiB of unread shared frames from a poster; the rest, and the small posts after them, are spooled in order")
-    func stoppedListenerBound() throws {
+    func stoppedListenerBound() async throws {
         try #require(SharedFrame.isAvailable)
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "45"])
@@ -63,7 +63,7 @@ struct SharedFrameTests {
         #expect(delivered >= 1 && delivered <= 16)
         #expect(spooled == 45 - delivered)
         listener.signal(SIGCONT)
-        #expect(try listener.waitForExit(timeout: 120) == 0)
+        #expect(try await listener.awaitExit(timeout: 120) == 0)
         #expect(listener.jsonLines().dropFirst().map { $0["i"] as? Int } == (0..<45).map { $0 })
     }
 
@@ -91,7 +91,7 @@ struct SharedFrameTests {
         let size = 1 << 20
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
                                                      "--payload", String(size), "--count", "1"])
-        #expect(try poster.waitForExit(timeout: 60) == 0)
+        #expect(try await poster.awaitExit(timeout: 60) == 0)
         try await arrived.wait(for: 2)
         let expected = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31) })
         var written = try #require(blobs.withLock { $0.removeValue(forKey: "any") })

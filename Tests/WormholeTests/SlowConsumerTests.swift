@@ -84,7 +84,7 @@ struct SlowConsumerTests {
         _ = try await lines(listener, 1)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "m", "--count", "3"])
         #expect(try await exitStatus(poster) == 0)
-        try await Task.detached { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 60) }.value
+        try await onDispatchThread { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 60) }
         let warning = listener.errorOutput.filter { $0.contains("runs nothing") }
         #expect(warning.count == 1)
         #expect(warning.first?.contains("dispatchMain()") == true && warning.first?.contains("queue:") == true)
@@ -102,7 +102,7 @@ struct SlowConsumerTests {
         #expect(try await exitStatus(poster) == 0)
         let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "later"])
         #expect(try await exitStatus(later) == 0)
-        try await Task.detached { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 30) }.value
+        try await onDispatchThread { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 30) }
         #expect(listener.errorOutput.filter { $0.contains("runs nothing") }.count == 1)
         #expect(listener.jsonLines().count == 1, "no block ran: \(listener.output)")
     }
@@ -110,11 +110,11 @@ struct SlowConsumerTests {
 
 /// The exit status of `peer`, waited for off the caller's thread.
 private func exitStatus(_ peer: Peer, timeout: Double = 60) async throws -> Int32 {
-    try await Task.detached { try peer.waitForExit(timeout: timeout) }.value
+    try await onDispatchThread { try peer.waitForExit(timeout: timeout) }
 }
 
 /// The first `count` output lines of `peer` as JSON objects, waited for off the caller's thread.
 private func lines(_ peer: Peer, _ count: Int, timeout: Double = 20) async throws -> [[String: Any]] {
-    _ = try await Task.detached { try peer.waitForLines(count, timeout: timeout) }.value
+    _ = try await onDispatchThread { try peer.waitForLines(count, timeout: timeout) }
     return peer.jsonLines()
 }

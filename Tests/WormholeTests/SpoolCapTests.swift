@@ -13,7 +13,7 @@ struct SpoolCapTests {
     static let cap = 32 << 20
 
     @Test("12 posters spooling 6 MB payloads at once for one stopped listener keep its spool within the cap")
-    func concurrentPostersKeepTheCap() throws {
+    func concurrentPostersKeepTheCap() async throws {
         let container = TemporaryContainer("spoolcap")
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"])
         defer { release(listener) }
@@ -28,7 +28,7 @@ struct SpoolCapTests {
         let posters = try (0..<12).map { _ in try Peer("wormhole-test-peer", arguments) }
         var spooled = 0, failed = 0, spoolFull = 0, delivered = 0
         for poster in posters {
-            #expect(try poster.waitForExit(timeout: 120) == 0, "poster: \(poster.errorOutput.suffix(3))")
+            #expect(try await poster.awaitExit(timeout: 120) == 0, "poster: \(poster.errorOutput.suffix(3))")
             let report = poster.jsonLines().first ?? [:]
             delivered += report["delivered"] as? Int ?? 0
             spooled += report["spooled"] as? Int ?? 0
@@ -48,7 +48,7 @@ struct SpoolCapTests {
     }
 
     @Test("a stale lease (old or in the future) never blocks a poster and is removed; a live poster's fresh one counts")
-    func staleAndHostileLeases() throws {
+    func staleAndHostileLeases() async throws {
         let container = TemporaryContainer("spoollease")
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"])
         defer { release(listener) }
@@ -66,7 +66,7 @@ struct SpoolCapTests {
         try plantLease(old, holder: ProcessMark.current, claim: Self.cap, modified: Date().addingTimeInterval(-10))
         try plantLease(future, holder: nil, claim: Self.cap, modified: Date().addingTimeInterval(60))
         let first = try Peer("wormhole-test-peer", arguments)
-        #expect(try first.waitForExit(timeout: 180) == 0)
+        #expect(try await first.awaitExit(timeout: 180) == 0)
         let report = first.jsonLines().first ?? [:]
         #expect(report["spooled"] as? Int ?? 0 > 0, "stale leases blocked the poster: \(report)")
         #expect(report["failed"] as? Int == 0, "\(report)")
@@ -87,7 +87,7 @@ struct SpoolCapTests {
         holder.start()
         defer { holderDone.store(true, ordering: .releasing) }
         let second = try Peer("wormhole-test-peer", arguments)
-        #expect(try second.waitForExit(timeout: 180) == 0)
+        #expect(try await second.awaitExit(timeout: 180) == 0)
         let refused = second.jsonLines().first ?? [:]
         #expect(refused["spooled"] as? Int == 0, "\(refused)")
         #expect(refused["spoolFull"] as? Int ?? 0 > 0, "\(refused)")

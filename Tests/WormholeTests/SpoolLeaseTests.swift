@@ -14,7 +14,7 @@ struct SpoolLeaseTests {
     static let payload = 15_000_000
 
     @Test("ten 15 MB posts through the spool, one live process each, to a listener that keeps up all arrive")
-    func tenLargePostsToALiveListener() throws {
+    func tenLargePostsToALiveListener() async throws {
         let container = TemporaryContainer("leasesten")
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
@@ -31,7 +31,7 @@ struct SpoolLeaseTests {
                 environment: Self.applePaths)
         }
         defer { for poster in posters { poster.signal(SIGKILL) } }
-        for poster in posters { try poster.waitForLines(1, timeout: 60) }
+        for poster in posters { try await poster.awaitLines(1, timeout: 60) }
         // Their leases kept fresh, as live posters' are: what they claim counts however long the posts take.
         let folder = try spoolFolder(of: container)
         let done = Atomic<Bool>(false)
@@ -49,13 +49,13 @@ struct SpoolLeaseTests {
         var arrived = 0
         for (i, poster) in posters.enumerated() {
             poster.signal(SIGUSR1)
-            try poster.waitForLines(2, timeout: 60)
+            try await poster.awaitLines(2, timeout: 60)
             let report = poster.jsonLines().last ?? [:]
             #expect(report["spooled"] as? Int == 1, "post \(i): \(report) \(poster.errorOutput.suffix(3))")
             #expect(report["failed"] as? Int == 0, "post \(i): \(report)")
             // The listener keeps up: each post is in before the next one starts.
             if report["spooled"] as? Int == 1 { arrived += 1 }
-            try listener.waitForLines(arrived + 1, timeout: 60)
+            try await listener.awaitLines(arrived + 1, timeout: 60)
         }
         let received = listener.jsonLines().compactMap { $0["blobBytes"] as? Int }
         #expect(received == Array(repeating: Self.payload, count: 10))
@@ -63,7 +63,7 @@ struct SpoolLeaseTests {
     }
 
     @Test("planted leases of every kind, kept fresh, never fail a post; the damaged ones are counted once each")
-    func plantedLeasesNeverFailAPost() throws {
+    func plantedLeasesNeverFailAPost() async throws {
         let cap = 32 << 20
         let container = TemporaryContainer("leasesplanted")
         let elsewhere = TemporaryContainer("leasestarget")
@@ -122,7 +122,7 @@ struct SpoolLeaseTests {
                 "--spool-limit", "\(cap)",
             ],
             environment: Self.applePaths)
-        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        #expect(try await poster.awaitExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
         let report = poster.jsonLines().first ?? [:]
         #expect(report["spooled"] as? Int == 2, "\(report) \(poster.errorOutput.suffix(5))")
         #expect(report["failed"] as? Int == 0, "\(report)")
@@ -192,7 +192,7 @@ struct SpoolLeaseTests {
     }
 
     @Test("the lease of a poster that died counts nothing, however fresh another process keeps it")
-    func deadPostersLeaseStopsCounting() throws {
+    func deadPostersLeaseStopsCounting() async throws {
         let cap = 40_000_000
         let container = TemporaryContainer("leasesdead")
         let listener = try Peer(
@@ -225,26 +225,26 @@ struct SpoolLeaseTests {
 
         // While its poster lives (stopped), the lease counts: 15 MB written and 15 MB leased leave no room for 15 MB.
         let refused = try Peer("wormhole-test-peer", arguments + ["--start", "1"], environment: Self.applePaths)
-        #expect(try refused.waitForExit(timeout: 60) == 0)
+        #expect(try await refused.awaitExit(timeout: 60) == 0)
         let refusal = refused.jsonLines().first ?? [:]
         #expect(refusal["spoolFull"] as? Int == 1, "\(refusal) \(refused.errorOutput)")
 
         stopped.signal(SIGKILL)
         _ = try stopped.waitForExit(timeout: 20)
         let admitted = try Peer("wormhole-test-peer", arguments + ["--start", "2"], environment: Self.applePaths)
-        #expect(try admitted.waitForExit(timeout: 60) == 0)
+        #expect(try await admitted.awaitExit(timeout: 60) == 0)
         let report = admitted.jsonLines().first ?? [:]
         #expect(report["spooled"] as? Int == 1, "\(report) \(admitted.errorOutput)")
         #expect(report["failed"] as? Int == 0, "\(report)")
         #expect(!FileManager.default.fileExists(atPath: lease), "the lease of a dead poster is removed")
-        let lines = try listener.waitForLines(2, timeout: 60)
+        let lines = try await listener.awaitLines(2, timeout: 60)
         #expect(lines.count == 2 && lines[1].contains("\"i\":2"), "\(lines)")
     }
 }
 
 extension SpoolLeaseTests {
     @Test("a poster out of descriptors keeps the cap: what it cannot measure it does not spool, and says why")
-    func posterOutOfDescriptorsKeepsTheCap() throws {
+    func posterOutOfDescriptorsKeepsTheCap() async throws {
         let cap = 8_000_000
         let container = TemporaryContainer("leasesfds")
         let listener = try Peer(
@@ -262,7 +262,7 @@ extension SpoolLeaseTests {
                 "--spool-limit", "\(cap)", "--exhaust-after", "2",
             ],
             environment: Self.applePaths)
-        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        #expect(try await poster.awaitExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
         let exhausted = try #require(poster.jsonLines().first { $0["exhausted"] != nil }, "\(poster.jsonLines())")
         try #require(exhausted["errno"] as? Int == Int(EMFILE), "the poster is out of descriptors: \(exhausted)")
         let report = poster.jsonLines().last ?? [:]
@@ -283,7 +283,7 @@ extension SpoolLeaseTests {
 
 extension SpoolLeaseTests {
     @Test("more planted leases than a poster remembers are said once each up to that many, not at every renewal")
-    func manyPlantedLeasesAreSaidOnce() throws {
+    func manyPlantedLeasesAreSaidOnce() async throws {
         let container = TemporaryContainer("leasesmany")
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
@@ -301,7 +301,7 @@ extension SpoolLeaseTests {
             "wormhole-test-peer",
             ["post", "--container", container.path, "--name", "big", "--count", "40", "--payload", "1000000"],
             environment: Self.applePaths)
-        #expect(try poster.waitForExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
+        #expect(try await poster.awaitExit(timeout: 120) == 0, "\(poster.errorOutput.suffix(3))")
         let report = poster.jsonLines().last ?? [:]
         #expect(report["spooled"] as? Int == 40, "\(report)")
         #expect(report["dropped"] as? Int == Limits.rememberedDamagedLeases, "\(report)")
@@ -312,7 +312,7 @@ extension SpoolLeaseTests {
 
 extension SpoolLeaseTests {
     @Test("the lease of a process whose main thread exited while its other threads run counts: the process lives")
-    func mainThreadExitedPosterCounts() throws {
+    func mainThreadExitedPosterCounts() async throws {
         let cap = 8_000_000
         let container = TemporaryContainer("leasesmain")
         let listener = try Peer(
@@ -330,7 +330,7 @@ extension SpoolLeaseTests {
             let stat = (try? String(contentsOfFile: "/proc/\(holder.pid)/stat", encoding: .utf8)) ?? ""
             return stat.lastIndex(of: ")").flatMap { stat[$0...].dropFirst(2).first }.map(String.init)
         }
-        while state() != "Z" && Date() < deadline { Thread.sleep(forTimeInterval: 0.01) }
+        while state() != "Z" && Date() < deadline { try await Task.sleep(for: .milliseconds(10)) }
         try #require(state() == "Z", "its main thread exited: \(state() ?? "no state")")
         let me = ProcessMark.current
         let start = try #require(Sys.processStart(holder.pid))
@@ -342,7 +342,7 @@ extension SpoolLeaseTests {
             "wormhole-test-peer",
             ["post", "--container", container.path, "--name", "big", "--payload", "1000000", "--spool-limit", "\(cap)"],
             environment: Self.applePaths)
-        #expect(try poster.waitForExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
+        #expect(try await poster.awaitExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
         let report = poster.jsonLines().last ?? [:]
         #expect(report["spoolFull"] as? Int == 1, "its lease counts: \(report)")
         #expect(FileManager.default.fileExists(atPath: lease), "the lease of a live process is not removed")

@@ -20,7 +20,7 @@ struct TransportTests {
     ]
 
     @Test("every test that uses sockets passes on the other transport too", .timeLimit(.minutes(30)))
-    func wholeSuiteOnTheOtherTransport() throws {
+    func wholeSuiteOnTheOtherTransport() async throws {
         // The run this test starts must not start another.
         guard ProcessInfo.processInfo.environment["WORMHOLE_NESTED_SUITE"] == nil else { return }
         let other: Transport = Transport.processDefault == .datagram ? .sequencedPacket : .datagram
@@ -29,7 +29,8 @@ struct TransportTests {
             bundle, ["--testing-library", "swift-testing", "--skip", Self.socketFreeSuites.joined(separator: "|")],
             environment: ["WORMHOLE_TRANSPORT": other.rawValue, "WORMHOLE_NESTED_SUITE": "1", "NO_COLOR": "1"],
             absolute: true)
-        let status = try run.waitForExit(timeout: 1500)
+        // Awaited: a thread of Swift's pool (two here) held for the whole run would starve the tests running beside it.
+        let status = try await run.awaitExit(timeout: 1500)
         // The test library reports on standard error.
         let report = run.output + run.errorOutput
         let failures = report.filter { $0.contains("✘") || $0.contains("recorded an issue") }
@@ -38,7 +39,7 @@ struct TransportTests {
     }
 
     @Test("one container mixes both: listeners of each transport get every poster's notifications, in order")
-    func mixedContainer() throws {
+    func mixedContainer() async throws {
         let container = TemporaryContainer()
         let listeners = try Transport.allCases.map { transport in
             try Peer(
@@ -53,9 +54,9 @@ struct TransportTests {
                 ["post", "--container", container.path, "--name", "mix", "--count", "300", "--start", "\(index * 300)"],
                 environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
         }
-        for poster in posters { #expect(try poster.waitForExit(timeout: 60) == 0) }
+        for poster in posters { #expect(try await poster.awaitExit(timeout: 60) == 0) }
         for listener in listeners {
-            #expect(try listener.waitForExit(timeout: 60) == 0)
+            #expect(try await listener.awaitExit(timeout: 60) == 0)
             let numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
             #expect(numbers.filter { $0 < 300 } == Array(0..<300), "the first poster's, in order")
             #expect(numbers.filter { $0 >= 300 } == Array(300..<600), "the second poster's, in order")
@@ -259,7 +260,7 @@ struct TransportTests {
     }
 
     @Test("a poster out of descriptors that never read the registry fails its posts with the system's error, rather than report reaching nobody")
-    func outOfDescriptorsBeforeTheRegistry() throws {
+    func outOfDescriptorsBeforeTheRegistry() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d"])
         defer { listener.signal(SIGKILL) }
@@ -268,7 +269,7 @@ struct TransportTests {
         let poster = try Peer(
             "wormhole-test-peer",
             ["post", "--container", container.path, "--name", "d", "--count", "3", "--exhaust-after", "0"])
-        #expect(try poster.waitForExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
+        #expect(try await poster.awaitExit(timeout: 60) == 0, "\(poster.errorOutput.suffix(3))")
         let exhausted = try #require(poster.jsonLines().first { $0["exhausted"] != nil }, "\(poster.jsonLines())")
         try #require(exhausted["errno"] as? Int == Int(EMFILE), "the poster is out of descriptors: \(exhausted)")
         let report = poster.jsonLines().last ?? [:]
