@@ -87,18 +87,18 @@ struct DurableTests {
             let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
             #expect(durable.listenerStatus().first { $0.clientIdentifier == "w" }?.state == .alive)
             let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "5"])
-            #expect(try await offPool { try poster.waitForExit() } == 0)
+            #expect(try await onDispatchThread { try poster.waitForExit() } == 0)
             #expect(poster.jsonLines().first?["delivered"] as? Int == 5, "sent to the running listener's socket")
             // Released: the listener reads its socket as it ends, and keeps what nothing observed.
         }
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "3", "--start", "5"])
-        #expect(try await offPool { try poster.waitForExit() } == 0)
+        #expect(try await onDispatchThread { try poster.waitForExit() } == 0)
         let recorder = Recorder()
         durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
         #expect(try await recorder.wait(for: 8).compactMap(\.number) == Array(0..<8))
         let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "1", "--start", "8"])
-        #expect(try await offPool { try later.waitForExit() } == 0)
+        #expect(try await onDispatchThread { try later.waitForExit() } == 0)
         #expect(try await recorder.wait(for: 9).compactMap(\.number) == Array(0..<9), "once each")
     }
 
@@ -111,22 +111,22 @@ struct DurableTests {
         let listen = ["listen-forms", "--container", container.path, "--client", "w"]
         // The identity's first run registers the name, and is killed.
         let first = try Peer("wormhole-test-peer", listen + ["--until", "0"])
-        try await offPool { try first.waitForLines(1) }
+        try await onDispatchThread { try first.waitForLines(1) }
         first.signal(SIGKILL)
-        _ = try? await offPool { try first.waitForExit() }
+        _ = try? await onDispatchThread { try first.waitForExit() }
 
         let offline = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "200", "--message"])
-        #expect(try await offPool { try offline.waitForExit() } == 0)
+        #expect(try await onDispatchThread { try offline.waitForExit() } == 0)
         #expect(offline.jsonLines().first?["spooled"] as? Int == 200)
 
         // Every form is added at start-up, one after another, with 20 ms of other start-up work between two (a
         // hand-over that began with the first would be over before the second); then ten more are posted at once.
         let second = try Peer(
             "wormhole-test-peer", listen + ["--until", "209", "--between", "20"] + (deliverNow ? ["--deliver-now"] : []))
-        try await offPool { try second.waitForLines(1) }
+        try await onDispatchThread { try second.waitForLines(1) }
         let meanwhile = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "10", "--start", "200", "--message"])
-        #expect(try await offPool { try meanwhile.waitForExit() } == 0)
+        #expect(try await onDispatchThread { try meanwhile.waitForExit() } == 0)
         // The ready line, one line for each of the eight forms, and the late observer's.
         try await second.awaitLines(10, timeout: 60)
         let forms = second.jsonLines().filter { $0["form"] != nil }
@@ -138,18 +138,9 @@ struct DurableTests {
         // An observer added after the hand-over gets what is posted from then on.
         let later = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "1", "--start", "210", "--message"])
-        #expect(try await offPool { try later.waitForExit() } == 0)
-        try await offPool { try second.waitForLines(11) }
+        #expect(try await onDispatchThread { try later.waitForExit() } == 0)
+        try await onDispatchThread { try second.waitForLines(11) }
         #expect(second.jsonLines().compactMap { $0["late"] as? Int } == [210])
         second.signal(SIGKILL)
-    }
-}
-
-/// Runs a bounded blocking wait on a Dispatch thread and awaits it: Swift's cooperative pool (two threads here)
-/// stays free for the tests beside this one.
-@discardableResult
-private func offPool<T: Sendable>(_ wait: @escaping @Sendable () throws -> T) async throws -> T {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try wait() }) }
     }
 }

@@ -1,21 +1,22 @@
 import Dispatch
+import Foundation
 import Testing
 
 extension Peer {
-    /// ``waitForExit(timeout:sourceLocation:)`` for async tests: the wait runs on a Dispatch thread, so no thread
+    /// ``waitForExit(timeout:sourceLocation:)`` for async tests: the wait runs on a thread of its own, so no thread
     /// of Swift's cooperative pool (two on a two-core machine) is held while the process runs.
     func awaitExit(timeout seconds: Double = 60, sourceLocation: SourceLocation = #_sourceLocation) async throws -> Int32 {
         try await onDispatchThread { try self.waitForExit(timeout: seconds, sourceLocation: sourceLocation) }
     }
 
-    /// ``waitForError(containing:count:timeout:sourceLocation:)`` for async tests, on a Dispatch thread.
+    /// ``waitForError(containing:count:timeout:sourceLocation:)`` for async tests, on a thread of its own.
     func awaitError(containing text: String, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation)
         async throws
     {
         try await onDispatchThread { try self.waitForError(containing: text, timeout: seconds, sourceLocation: sourceLocation) }
     }
 
-    /// ``waitForLines(_:timeout:sourceLocation:)`` for async tests, on a Dispatch thread.
+    /// ``waitForLines(_:timeout:sourceLocation:)`` for async tests, on a thread of its own.
     @discardableResult
     func awaitLines(_ count: Int, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation)
         async throws -> [String]
@@ -24,9 +25,10 @@ extension Peer {
     }
 }
 
-/// Runs `body`, which blocks, on a Dispatch thread, and waits for it without holding a thread of the pool.
+/// Runs `body`, which blocks, on a thread of its own, and waits for it without holding a thread of Swift's pool or
+/// of Dispatch's global queues (which the system grows slowly when their threads block).
 func onDispatchThread<R: Sendable>(_ body: @escaping @Sendable () throws -> R) async throws -> R {
     try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try body() }) }
+        Thread { continuation.resume(with: Result { try body() }) }.start()
     }
 }

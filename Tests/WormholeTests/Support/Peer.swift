@@ -95,10 +95,12 @@ final class Peer: Sendable {
     func waitForExit(timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation) throws -> Int32 {
         let exited = DispatchSemaphore(value: 0)
         let process = self.process
-        DispatchQueue.global().async {
+        // A thread of its own: a blocked thread of Dispatch's global queues, which the system grows slowly, would
+        // keep other tests' waits queued behind it.
+        Thread {
             process.waitUntilExit()
             exited.signal()
-        }
+        }.start()
         guard exited.wait(timeout: .now() + seconds) == .success else {
             Issue.record("process \(pid) did not exit within \(seconds) s; output: \(output), errors: \(errorOutput)", sourceLocation: sourceLocation)
             throw Timeout(description: "exit")
