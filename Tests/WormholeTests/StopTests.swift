@@ -70,7 +70,13 @@ struct StopTests {
 
     @Test("2,000 stops at random instants under load: no stopped process holds a lock, every post completes",
           .timeLimit(.minutes(5)))
-    func randomStops() throws {
+    func randomStops() async throws {
+        // Minutes of blocking waits: on a thread of their own, so that Swift's pool (two threads here) stays free
+        // for the tests beside this one.
+        try await onDispatchThread { try self.randomStopsRun() }
+    }
+
+    private func randomStopsRun() throws {
         let container = TemporaryContainer()
         let path = container.path
         var generator = SeededGenerator(seed: 10)
@@ -171,7 +177,13 @@ struct StopTests {
 
     @Test("a process stopped at each named point of the write and drain paths holds no lock and keeps nobody waiting",
           .timeLimit(.minutes(3)))
-    func namedPoints() throws {
+    func namedPoints() async throws {
+        // Minutes of blocking waits: on a thread of their own, so that Swift's pool (two threads here) stays free
+        // for the tests beside this one.
+        try await onDispatchThread { try self.namedPointsRun() }
+    }
+
+    private func namedPointsRun() throws {
         for point in points {
             let container = TemporaryContainer()
             // A listener that must keep receiving while the other process is stopped.
