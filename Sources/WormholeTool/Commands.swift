@@ -69,7 +69,12 @@ enum Commands {
         let received = Counter()
         let done = DispatchSemaphore(value: 0)
         let path = open.withLock { $0?.containerURL.path } ?? ""
-        open.withLock { $0 }?.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: nil) {
+        // Printed on a queue of its own, not on the receive thread: when the last one is printed, the receive thread is
+        // not in observer code, so closing the center below waits for it to finish the hand-over (a durable
+        // listener then removes what it handed over from its spool) instead of leaving it to the next run.
+        let printer = OperationQueue()
+        printer.maxConcurrentOperationCount = 1
+        open.withLock { $0 }?.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: printer) {
             note in
             let count = received.increment()
             guard limit.map({ count <= $0 }) ?? true else { return }
