@@ -14,11 +14,15 @@ let package = Package(
         .library(name: "Wormhole", targets: ["Wormhole"]),
         // SwiftUI's property wrapper and WidgetKit's reloads, apart: an app that uses neither links neither.
         .library(name: "WormholeUI", targets: ["WormholeUI"]),
+        // The relay to another device (the Apple Watch, through WatchConnectivity), apart: an app that does not
+        // relay links neither it nor WatchConnectivity.
+        .library(name: "WormholeRelay", targets: ["WormholeRelay"]),
         .executable(name: "wormhole", targets: ["WormholeTool"]),
     ],
     targets: [
         .target(name: "Wormhole", swiftSettings: strictSettings),
         .target(name: "WormholeUI", dependencies: ["Wormhole"], swiftSettings: strictSettings),
+        .target(name: "WormholeRelay", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         // The `wormhole` tool. Its folder is not named `wormhole`: on a case-insensitive file system (a Mac's
         // default) that would be the library's folder.
         .executableTarget(name: "WormholeTool", dependencies: ["Wormhole"], swiftSettings: strictSettings),
@@ -28,7 +32,9 @@ let package = Package(
             path: "Benchmarks/WormholeBench",
             swiftSettings: strictSettings
         ),
-        .target(name: "WormholeTestSupport", path: "Tests/WormholeTestSupport", swiftSettings: strictSettings),
+        .target(
+            name: "WormholeTestSupport", dependencies: ["WormholeRelay"], path: "Tests/WormholeTestSupport",
+            swiftSettings: strictSettings),
         .executableTarget(
             name: "wormhole-chaos",
             dependencies: ["Wormhole", "WormholeTestSupport"],
@@ -50,7 +56,7 @@ let package = Package(
         .testTarget(
             name: "WormholeTests",
             dependencies: [
-                "Wormhole", "WormholeUI", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
+                "Wormhole", "WormholeUI", "WormholeRelay", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
             ],
             resources: [.copy("Corpus")],
             swiftSettings: strictSettings
