@@ -15,6 +15,9 @@ extension GroupNotificationCenter {
         /// The socket this process's listener receives on. Posting speaks whichever transport each listener
         /// registered, whatever this says.
         public var transport: Transport
+        /// Whether this center's posts carry the relay's mark (``RelayMark``): only a relay's center sets it, so
+        /// that it knows its own posts and never sends them back where they came from.
+        package var marksPostsAsRelayed = false
 
         /// Limits of your choosing; each left out keeps its default.
         /// - Parameters:

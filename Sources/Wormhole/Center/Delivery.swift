@@ -49,6 +49,10 @@ final class Delivery: Sendable {
             received += 1
             if let archive = frame.userInfo { decoded.use(archive) }
             for observer in matches {
+                if observer.takesFrames {
+                    batch.add(frameTaker: observer, frame: frame)
+                    continue
+                }
                 var userInfo: [AnyHashable: Any]? = nil
                 if let archive = frame.userInfo {
                     if let known = decoded.userInfo(forClasses: observer.allowed.key) {

@@ -8,8 +8,15 @@ struct DeliveryBatch {
     /// those of every observer that runs there, in order (`calls`).
     fileprivate typealias Group = (
         observer: ObjectIdentifier?, first: Observer, notes: [(note: SendableNotification, bytes: Int)],
-        calls: [(Observer, SendableNotification)]
+        calls: [(Observer, Call)]
     )
+
+    /// What an observer on the receive thread is called with: a notification, or, for a relay's observer, the
+    /// frame itself (``Observer/init(id:center:subscription:frames:)``).
+    enum Call {
+        case note(SendableNotification)
+        case frame(Frame)
+    }
 
     /// Who calls ``dispatch(backlog:from:)``.
     enum Caller {
@@ -31,14 +38,23 @@ struct DeliveryBatch {
         let key = onReceiveThread ? nil : ObjectIdentifier(observer)
         if let index = groups.firstIndex(where: { $0.observer == key }) {
             if onReceiveThread {
-                groups[index].calls.append((observer, note))
+                groups[index].calls.append((observer, .note(note)))
             } else {
                 groups[index].notes.append((note, frame.byteCount))
             }
         } else if onReceiveThread {
-            groups.append((key, observer, [], [(observer, note)]))
+            groups.append((key, observer, [], [(observer, .note(note))]))
         } else {
             groups.append((key, observer, [(note, frame.byteCount)], []))
+        }
+    }
+
+    /// Adds `frame` as it is for an observer that takes frames; such an observer runs on the receive thread.
+    mutating func add(frameTaker observer: Observer, frame: Frame) {
+        if let index = groups.firstIndex(where: { $0.observer == nil }) {
+            groups[index].calls.append((observer, .frame(frame)))
+        } else {
+            groups.append((nil, observer, [], [(observer, .frame(frame))]))
         }
     }
 
@@ -57,7 +73,14 @@ struct DeliveryBatch {
         let later = LaterGroups(groups: Array(groups[(index + 1)...]))
         if caller == .other { for group in later.groups { Self.handOver(group, backlog: backlog) } }
         return {
-            withAutoreleasePool { for (observer, note) in items.items { observer.call(note) } }
+            withAutoreleasePool {
+                for (observer, call) in items.items {
+                    switch call {
+                    case .note(let note): observer.call(note)
+                    case .frame(let frame): observer.call(frame)
+                    }
+                }
+            }
             if caller == .receiveThread { for group in later.groups { Self.handOver(group, backlog: backlog) } }
         }
     }
@@ -87,5 +110,5 @@ struct FrameIdentity: Hashable, Sendable {
 /// A batch's deliveries for the receive thread.
 /// Safe because the array is built before the work that runs it and only read there.
 struct DeliveryItems: @unchecked Sendable {
-    let items: [(Observer, SendableNotification)]
+    let items: [(Observer, DeliveryBatch.Call)]
 }

@@ -29,7 +29,7 @@ final class Fanout: Sendable {
         container: Container, configuration: GroupNotificationCenter.Configuration,
         skippedLease: @escaping @Sendable () -> Void
     ) {
-        let poster = UInt64.random(in: 1...UInt64.max)
+        let poster = RelayMark.poster(relayed: configuration.marksPostsAsRelayed)
         self.poster = poster
         self.container = container
         nudge = Frame.nudge(from: poster).encoded()

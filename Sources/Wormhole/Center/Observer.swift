@@ -12,6 +12,8 @@ final class Observer: NSObject, Sendable {
     let handoff: Handoff?
     /// The block, for an observer that runs on the receive thread.
     private let block: (@Sendable (Notification) -> Void)?
+    /// The block, for a relay's observer, which takes frames as they came, on the receive thread.
+    private let frameBlock: (@Sendable (Frame) -> Void)?
     private let active = Atomic<Bool>(true)
     /// Where an observer that first receives the retained value holds live notifications until that value is
     /// handed over, and which post that value was.
@@ -33,6 +35,7 @@ final class Observer: NSObject, Sendable {
         self.allowed = allowed
         self.handoff = handoff
         self.block = nil
+        self.frameBlock = nil
         self.gate = Mutex(Gate(held: gated ? [] : nil))
     }
 
@@ -44,8 +47,24 @@ final class Observer: NSObject, Sendable {
         self.allowed = allowed
         self.handoff = nil
         self.block = block
+        self.frameBlock = nil
         self.gate = Mutex(Gate())
     }
+
+    /// A relay's observer: its block takes each frame as it came (its poster, sequence and userInfo archive
+    /// undecoded), on the receive thread.
+    init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, frames: @escaping @Sendable (Frame) -> Void) {
+        self.id = id
+        self.center = center
+        self.subscription = subscription
+        self.allowed = AllowedClasses.values
+        self.handoff = nil
+        self.block = nil
+        self.frameBlock = frames
+        self.gate = Mutex(Gate())
+    }
+
+    var takesFrames: Bool { frameBlock != nil }
 
     var runsOnReceiveThread: Bool { handoff == nil }
 
@@ -88,6 +107,11 @@ final class Observer: NSObject, Sendable {
     /// Calls the block with `note` on the receive thread, unless the observer was removed meanwhile.
     func call(_ note: SendableNotification) {
         if isActive { block?(note.value) }
+    }
+
+    /// Calls a relay's block with `frame` on the receive thread, unless the observer was removed meanwhile.
+    func call(_ frame: Frame) {
+        if isActive { frameBlock?(frame) }
     }
 
     override var description: String {

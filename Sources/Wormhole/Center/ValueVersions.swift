@@ -10,6 +10,8 @@ final class ValueVersions: Sendable {
         var newest: UInt64
         var version: UInt64
         var archive: ArchiveBytes?
+        /// Who wrote the newest whole version (0 for none).
+        var poster: UInt64 = 0
     }
 
     let name: String
@@ -51,7 +53,8 @@ final class ValueVersions: Sendable {
                 }
             }
         }
-        return Reading(newest: reading.newest, version: reading.version, archive: reading.frame?.userInfo)
+        return Reading(
+            newest: reading.newest, version: reading.version, archive: reading.frame?.userInfo, poster: reading.frame?.poster ?? 0)
     }
 
     /// Writes `archive` (nil: the default) as `version`, calls `written`, then announces the change; false when

@@ -1,0 +1,115 @@
+import Foundation
+
+/// A notification as a relay handles it: which post it was, and its userInfo's archive undecoded, so that it
+/// crosses to another device as it was posted and each observer there decodes it with its own classes.
+package struct RelayedNotification: Sendable, Hashable {
+    package var poster: UInt64
+    package var sequence: UInt64
+    package var name: String
+    package var object: String?
+    /// The userInfo's archive; nil for none.
+    package var userInfo: [UInt8]?
+
+    package init(poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {
+        self.poster = poster
+        self.sequence = sequence
+        self.name = name
+        self.object = object
+        self.userInfo = userInfo
+    }
+
+    init(_ frame: Frame) {
+        self.init(
+            poster: frame.poster, sequence: frame.sequence, name: frame.name, object: frame.object,
+            userInfo: frame.userInfo.map { $0.withBytes { [UInt8]($0) } })
+    }
+
+    /// Whether a relay posted it (``RelayMark``): what a relay never sends back.
+    package var isRelayed: Bool { RelayMark.isRelayed(poster) }
+}
+
+/// A group value's newest version as a relay reads it.
+package struct RelayedValue: Sendable {
+    /// The newest version's number, whole or not: a new one is claimed past it.
+    package var newest: UInt64
+    /// The newest whole version's number; 0 when the value is its default.
+    package var version: UInt64
+    /// Its userInfo archive; nil for the default.
+    package var archive: [UInt8]?
+    /// Whether a relay wrote it.
+    package var isRelayed: Bool
+}
+
+/// What a relay needs of a center that is not public: its posts marked, frames as they came, and the stores
+/// read and written as archives.
+extension GroupNotificationCenter {
+    /// A durable center whose posts carry the relay's mark.
+    package convenience init(relayContainerURL containerURL: URL, clientIdentifier: String) throws {
+        var configuration = Configuration()
+        configuration.marksPostsAsRelayed = true
+        try self.init(containerURL: containerURL, clientIdentifier: clientIdentifier, configuration: configuration)
+    }
+
+    /// Adds an observer whose block gets each notification as it came, on the receive thread: its poster,
+    /// sequence and undecoded userInfo. Names reserved for requests and replies are seen only when named.
+    package func addRelayObserver(
+        forName name: String?, using block: @escaping @Sendable (RelayedNotification) -> Void
+    ) -> any NSObjectProtocol {
+        let observer = Observer(
+            id: endpoint.makeObserverID(), center: ObjectIdentifier(self), subscription: Subscription(name: name, object: nil)
+        ) { frame in
+            block(RelayedNotification(frame))
+        }
+        endpoint.add(observer)
+        return observer
+    }
+
+    /// Posts what a relay received from another device into this group, with this center's mark; with
+    /// `retain`, also as its name's retained value.
+    /// - Throws: As ``postReporting(name:object:userInfo:)`` for the name and object;
+    ///   ``WormholeError/Code/payloadTooLarge`` for an archive above ``maximumPayloadSize``.
+    @discardableResult
+    package func postRelayed(name: String, object: String?, userInfo: [UInt8]?, retain: Bool) throws -> PostReport {
+        _ = try checkedArchive(name: Notification.Name(name), object: object, userInfo: nil)
+        if let userInfo, userInfo.count > Self.maximumPayloadSize {
+            throw WormholeError(.payloadTooLarge, "userInfo of \(name) is \(userInfo.count) bytes, over the \(Self.maximumPayloadSize)-byte maximum")
+        }
+        return try endpoint.post(name: name, object: object, userInfo: userInfo, retain: retain)
+    }
+
+    /// The retained notification of `name` as it is stored, or nil when there is none.
+    package func retainedRelayedNotification(named name: String) -> RelayedNotification? {
+        endpoint.retained.load(name: name).map(RelayedNotification.init)
+    }
+
+    /// The name of the notification that announces each change of the group value `name`.
+    package static func valueNotificationName(for name: String) -> String { GroupValueName.notification(for: name) }
+
+    /// The newest version of the group value `name`.
+    package func relayedValue(named name: String) throws -> RelayedValue {
+        let reading = try ValueVersions(name, in: endpoint).latest()
+        return RelayedValue(
+            newest: reading.newest, version: reading.version, archive: reading.archive.map { $0.withBytes { [UInt8]($0) } },
+            isRelayed: RelayMark.isRelayed(reading.poster))
+    }
+
+    /// Writes `archive` (a group value's userInfo from another device; nil for the default) as the version after
+    /// `newest`, with its `"version"` set to that version, and announces it. Returns the version written, or nil
+    /// when another process took it first (read again and decide again).
+    /// - Throws: ``WormholeError/Code/corruptData`` when `archive` is not a group value's; a system error when
+    ///   the container cannot be written.
+    package func publishRelayedValue(named name: String, archive: [UInt8]?, after newest: UInt64) throws -> UInt64? {
+        let versions = ValueVersions(name, in: endpoint)
+        let version = try ValueVersions.successor(of: newest)
+        var stored: [UInt8]? = nil
+        if let archive {
+            var userInfo = try UserInfoCodec.decode(ArchiveBytes(archive), allowed: AllowedClasses.groupValue)
+            guard userInfo[ValueFormat.valueKey] != nil else {
+                throw WormholeError(.corruptData, "value \(name) from the other device holds no \"\(ValueFormat.valueKey)\"")
+            }
+            userInfo[ValueFormat.versionKey] = Int(truncatingIfNeeded: version)
+            stored = try UserInfoCodec.encode(userInfo, maximumSize: Self.maximumPayloadSize)
+        }
+        return try versions.publish(stored, version: version) {} ? version : nil
+    }
+}

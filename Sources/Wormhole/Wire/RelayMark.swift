@@ -1,0 +1,14 @@
+/// How a relay's posts are told apart from every other poster's: a relay's center draws its poster ids with the
+/// top bit set, every other center with it clear. A relay skips what carries the mark, so that nothing it posted
+/// into its group is sent back where it came from, also after it restarted with another id.
+enum RelayMark {
+    private static let bit: UInt64 = 1 << 63
+
+    /// A fresh poster id, never 0: marked for a relay's center, unmarked for every other.
+    static func poster(relayed: Bool) -> UInt64 {
+        relayed ? UInt64.random(in: bit...UInt64.max) : UInt64.random(in: 1..<bit)
+    }
+
+    /// Whether `poster` is a relay's.
+    static func isRelayed(_ poster: UInt64) -> Bool { poster & bit != 0 }
+}

@@ -1,0 +1,479 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Wormhole
+
+/// A relay's work, one step at a time on its queue: what this group posts goes into the outbox and over the
+/// link; what the link brings is posted here in order, once; retained notifications and group values are kept
+/// the same on both sides. Safe because every mutable field is used on `queue` only.
+final class RelayEngine: @unchecked Sendable {
+    let routes: [RelayRoute]
+    private let link: any RelayLink
+    private let center: GroupNotificationCenter
+    private let queue = DispatchQueue(label: "Wormhole.Relay")
+    private let stateFile: StateFile
+    private var state: RelayState
+    private var outbox: Outbox
+    /// This run, drawn at start: a context from it differs from the last run's.
+    private let session = UInt64.random(in: 1...UInt64.max)
+    /// The outbox items handed to the link in this run (or still held by the link from an earlier one).
+    private var handed: Set<UInt64> = []
+    /// Items from the other device that came ahead of one still on its way, by link sequence.
+    private var early: [UInt64: RelayItem] = [:]
+    private var contextDirty = true
+    private var scanPending = false
+    private var closed = false
+    private let published = Mutex(RelayStatus())
+    private let watchers = Mutex<[UInt64: AsyncStream<RelayStatus>.Continuation]>([:])
+
+    /// The most items held ahead of a gap; past it they are dropped, and sent again by the other side.
+    private static let maximumEarly = 10_000
+
+    init(folder: URL, routes: [RelayRoute], link: any RelayLink, center: GroupNotificationCenter) throws {
+        self.routes = routes
+        self.link = link
+        self.center = center
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        stateFile = StateFile(url: folder.appendingPathComponent("state"), limit: RelayState.maximumFileSize)
+        var state = RelayState.load(from: stateFile, log: Self.log)
+        outbox = try Outbox(folder: folder.appendingPathComponent("outbox", isDirectory: true), log: Self.log)
+        // An item written before its state was: numbering and posters go on from the items.
+        state.nextLink = max(state.nextLink, outbox.highest + 1)
+        for item in outbox.ordered where item.skipped != true {
+            _ = state.sent.advance(poster: item.poster, sequence: item.sequence)
+        }
+        self.state = state
+        try state.save(to: stateFile)
+        let waiting = outbox.count
+        published.withLock { $0.waiting = waiting }
+    }
+
+    static func log(_ message: String) {
+        FileHandle.standardError.write(Data("[Wormhole relay] \(message)\n".utf8))
+    }
+
+    // MARK: Starting and stopping
+
+    func activate() {
+        link.activate { [weak self] event in
+            guard let self else { return }
+            self.queue.async { self.handle(event) }
+        }
+        queue.async { self.scan() }
+    }
+
+    func close() {
+        queue.sync { closed = true }
+        watchers.withLock { watchers in
+            for continuation in watchers.values { continuation.finish() }
+            watchers = [:]
+        }
+    }
+
+    func tick() {
+        queue.async {
+            self.scan()
+            self.pump()
+        }
+    }
+
+    func scanSoon() {
+        queue.async {
+            guard !self.scanPending else { return }
+            self.scanPending = true
+            self.queue.async {
+                self.scanPending = false
+                self.scan()
+            }
+        }
+    }
+
+    // MARK: Taking what this group posts
+
+    /// A notification this group posted, on the center's receive thread: written into the outbox before this
+    /// returns, so that the durable hand-over counts it taken only once it is kept.
+    func taken(_ note: RelayedNotification) {
+        guard !note.isRelayed, routes.sends(notification: note.name) else { return }
+        queue.sync {
+            guard !closed else { return }
+            guard state.sent.advance(poster: note.poster, sequence: note.sequence) else { return }
+            guard outbox.count < Outbox.capacity else {
+                count { $0.dropped += 1 }
+                Self.log("relay outbox holds \(Outbox.capacity) notifications; \(note.name) dropped")
+                return
+            }
+            let item = RelayItem(
+                link: state.nextLink, poster: note.poster, sequence: note.sequence, name: note.name, object: note.object,
+                userInfo: note.userInfo.map { Data($0) })
+            do {
+                try outbox.add(item)
+                state.nextLink += 1
+                try state.save(to: stateFile)
+            } catch {
+                count { $0.dropped += 1 }
+                Self.log("\(note.name) not kept for the other device: \(error)")
+                return
+            }
+            count { $0.waiting = outbox.count }
+            pump()
+        }
+    }
+
+    /// Hands the link what it does not hold yet: by message while the other side is reachable (a transfer if
+    /// that fails), by transfer otherwise, in order, as many per payload as fit.
+    private func pump() {
+        let status = link.status
+        guard !closed, status.canQueue else { return }
+        let pending = outbox.ordered.filter { !handed.contains($0.link) }
+        guard !pending.isEmpty else { return }
+        let channel: RelayChannel = status.isReachable ? .message : .transfer
+        for batch in batches(of: pending, for: channel) {
+            send(batch, over: channel)
+        }
+        if contextDirty { updateContext() }
+    }
+
+    /// `items` in payloads that fit `channel`; an item that fits no payload of the transfer channel is replaced
+    /// by a skip and reported.
+    private func batches(of items: [RelayItem], for channel: RelayChannel) -> [[RelayItem]] {
+        let limit = link.maximumPayloadSize(for: channel) - 256
+        var batches: [[RelayItem]] = []
+        var current: [RelayItem] = []
+        var size = 0
+        for var item in items {
+            var itemSize = item.name.utf8.count + (item.object?.utf8.count ?? 0) + (item.userInfo?.count ?? 0) + 64
+            if itemSize > link.maximumPayloadSize(for: .transfer) - 256 {
+                let error = RelayLinkError(
+                    .payloadTooLarge,
+                    "\(item.name) (\(itemSize) bytes) does not fit the link's \(link.maximumPayloadSize(for: .transfer))-byte payloads; dropped")
+                record(error)
+                count { $0.dropped += 1 }
+                try? outbox.skip(item.link)
+                item = RelayItem(link: item.link, poster: 0, sequence: 0, name: "", skipped: true)
+                itemSize = 64
+            }
+            if size + itemSize > limit, !current.isEmpty {
+                batches.append(current)
+                current = []
+                size = 0
+            }
+            current.append(item)
+            size += itemSize
+        }
+        if !current.isEmpty { batches.append(current) }
+        return batches
+    }
+
+    private func send(_ items: [RelayItem], over channel: RelayChannel) {
+        let envelope = RelayEnvelope(device: state.device, session: session, items: items, ack: acknowledgement)
+        let payload: Data
+        do {
+            payload = try envelope.encoded()
+        } catch {
+            Self.log("relay payload not encoded: \(error)")
+            return
+        }
+        for item in items { handed.insert(item.link) }
+        count { $0.sent += items.count }
+        if channel == .message, payload.count <= link.maximumPayloadSize(for: .message) {
+            link.sendMessage(payload) { [weak self] error in
+                guard let self, let error else { return }
+                self.queue.async {
+                    self.record(error)
+                    // A message that may not have arrived goes as a transfer; a copy that did is dropped there.
+                    self.transfer(payload, items: items)
+                }
+            }
+        } else {
+            transfer(payload, items: items)
+        }
+    }
+
+    private func transfer(_ payload: Data, items: [RelayItem]) {
+        do throws(RelayLinkError) {
+            try link.transfer(payload)
+        } catch {
+            record(error)
+            // Sent again when the link changes or on the next tick.
+            for item in items { handed.remove(item.link) }
+        }
+    }
+
+    /// What this side has applied of the other's, for the other.
+    private var acknowledgement: Acknowledgement? {
+        state.peer == 0 ? nil : Acknowledgement(device: state.peer, link: state.applied)
+    }
+
+    // MARK: Link events
+
+    private func handle(_ event: RelayLinkEvent) {
+        guard !closed else { return }
+        switch event {
+        case .statusChanged(let status):
+            let wasQueueing = published.withLock { $0.link.canQueue }
+            count { $0.link = status }
+            if status.canQueue, !wasQueueing { resendUnacknowledged() }
+            pump()
+            if status.canQueue, contextDirty { updateContext() }
+        case .transferFinished(_, let error):
+            if let error { record(error) }
+        case .received(let payload, _):
+            receive(payload)
+        }
+    }
+
+    /// After activation or a sign the other side restarted: what the link does not hold is handed to it again.
+    private func resendUnacknowledged() {
+        var held = Set<UInt64>()
+        for payload in link.outstandingTransfers {
+            guard let envelope = try? RelayEnvelope.decode(payload) else { continue }
+            for item in envelope.items { held.insert(item.link) }
+        }
+        handed = held
+        contextDirty = true
+    }
+
+    private func receive(_ payload: Data) {
+        let envelope: RelayEnvelope
+        do {
+            envelope = try RelayEnvelope.decode(payload)
+        } catch {
+            count { $0.dropped += 1 }
+            Self.log("relay payload of \(payload.count) bytes dropped: \(error)")
+            return
+        }
+        guard envelope.device != state.device else { return }
+        if envelope.device != state.peer {
+            // The other app, installed anew (or for the first time): its numbering starts again.
+            if state.peer != 0 { Self.log("the other device's relay changed identity; its numbering starts again") }
+            state.peer = envelope.device
+            state.applied = 0
+            state.posted = PosterMarks()
+            early = [:]
+        }
+        if let ack = envelope.ack, ack.device == state.device {
+            acknowledge(ack.link, restarted: envelope.entries != nil)
+        }
+        if !envelope.items.isEmpty { apply(envelope.items) }
+        if let entries = envelope.entries { apply(entries) }
+        pump()
+        if contextDirty { updateContext() }
+    }
+
+    private func acknowledge(_ link: UInt64, restarted: Bool) {
+        outbox.acknowledge(upTo: link)
+        handed = handed.filter { $0 > link }
+        count { $0.waiting = outbox.count }
+        // A context comes from the other side's activation: what it lost on its way is handed over again.
+        if restarted { resendUnacknowledged() }
+    }
+
+    // MARK: Posting what the other device sent
+
+    private func apply(_ items: [RelayItem]) {
+        var progressed = false
+        for item in items where item.link > state.applied {
+            if early.count < Self.maximumEarly || item.link == state.applied + 1 { early[item.link] = item }
+        }
+        let duplicates = items.filter { $0.link <= state.applied }.count
+        if duplicates > 0 { count { $0.duplicatesDropped += duplicates } }
+        while let item = early.removeValue(forKey: state.applied + 1) {
+            post(item)
+            state.applied = item.link
+            progressed = true
+            do {
+                try state.save(to: stateFile)
+            } catch {
+                Self.log("relay state not saved: \(error)")
+            }
+        }
+        if progressed || duplicates > 0 {
+            contextDirty = true
+            sendAcknowledgement()
+        }
+    }
+
+    private func post(_ item: RelayItem) {
+        guard item.skipped != true else { return }
+        guard state.posted.advance(poster: item.poster, sequence: item.sequence) else {
+            count { $0.duplicatesDropped += 1 }
+            return
+        }
+        guard routes.receives(notification: item.name) else {
+            count { $0.dropped += 1 }
+            Self.log("\(item.name) from the other device is not routed to this one; dropped")
+            return
+        }
+        do {
+            try center.postRelayed(name: item.name, object: item.object, userInfo: item.userInfo.map { [UInt8]($0) }, retain: false)
+            count { $0.posted += 1 }
+        } catch {
+            count { $0.dropped += 1 }
+            Self.log("\(item.name) from the other device not posted: \(error)")
+        }
+    }
+
+    /// Tells the other side at once, while it is reachable; the context says it too.
+    private func sendAcknowledgement() {
+        guard link.status.isReachable, let ack = acknowledgement else { return }
+        let envelope = RelayEnvelope(device: state.device, session: session, ack: ack)
+        guard let payload = try? envelope.encoded() else { return }
+        link.sendMessage(payload) { _ in }
+    }
+
+    // MARK: Retained notifications and group values
+
+    /// Stamps what changed here since the relay last looked.
+    private func scan() {
+        guard !closed else { return }
+        for (entry, direction) in routes.synced where direction.sends {
+            guard let local = read(entry) else { continue }
+            let known = state.entries[entry.key]
+            if known?.mark == local.mark { continue }
+            if local.relayed, let known, known.mark == nil {
+                // Written by this relay, which was stopped before it noted it.
+                state.entries[entry.key] = .init(stamp: known.stamp, mark: local.mark)
+            } else if local.relayed {
+                state.entries[entry.key] = .init(stamp: known?.stamp ?? .zero, mark: local.mark)
+            } else {
+                let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+                let stamp = Stamp(time: max(now, (known?.stamp.time ?? 0) + 1), device: state.device)
+                state.entries[entry.key] = .init(stamp: stamp, mark: local.mark)
+            }
+            contextDirty = true
+        }
+        if contextDirty {
+            try? state.save(to: stateFile)
+            updateContext()
+        }
+    }
+
+    /// The local content of `entry`: which it is, whether a relay wrote it, and what crosses.
+    private func read(_ entry: SyncedEntry) -> (mark: String, relayed: Bool, content: SyncedEntry.Content)? {
+        switch entry.kind {
+        case .retained:
+            guard let note = center.retainedRelayedNotification(named: entry.name) else {
+                return ("none", false, .init(entry: entry, stamp: .zero, present: false))
+            }
+            return (
+                "r\(note.poster)-\(note.sequence)", note.isRelayed,
+                .init(entry: entry, stamp: .zero, present: true, object: note.object, archive: note.userInfo.map { Data($0) })
+            )
+        case .value:
+            do {
+                let value = try center.relayedValue(named: entry.name)
+                return (
+                    "v\(value.version)", value.isRelayed,
+                    .init(entry: entry, stamp: .zero, present: value.archive != nil, archive: value.archive.map { Data($0) })
+                )
+            } catch {
+                Self.log("value \(entry.name) not read: \(error)")
+                return nil
+            }
+        }
+    }
+
+    /// Applies what the other side holds where it is later than what this side holds.
+    private func apply(_ entries: [SyncedEntry.Content]) {
+        scan()
+        for incoming in entries {
+            guard routes.synced.contains(where: { $0.entry == incoming.entry && $0.direction.receives }) else { continue }
+            let known = state.entries[incoming.entry.key]
+            guard incoming.stamp > (known?.stamp ?? .zero) else { continue }
+            // Noted before it is written: a relay stopped in between knows the write is its own.
+            state.entries[incoming.entry.key] = .init(stamp: incoming.stamp, mark: nil)
+            try? state.save(to: stateFile)
+            do {
+                try write(incoming)
+                count { $0.valuesApplied += 1 }
+            } catch {
+                count { $0.dropped += 1 }
+                Self.log("\(incoming.entry.kind.rawValue) \(incoming.entry.name) from the other device not applied: \(error)")
+            }
+            if let local = read(incoming.entry) {
+                state.entries[incoming.entry.key] = .init(stamp: incoming.stamp, mark: local.mark)
+            }
+            try? state.save(to: stateFile)
+            contextDirty = true
+        }
+    }
+
+    private func write(_ content: SyncedEntry.Content) throws {
+        let name = content.entry.name
+        switch content.entry.kind {
+        case .retained:
+            if content.present {
+                try center.postRelayed(name: name, object: content.object, userInfo: content.archive.map { [UInt8]($0) }, retain: true)
+            } else {
+                center.clearRetainedNotification(named: Notification.Name(name))
+            }
+        case .value:
+            for _ in 0..<8 {
+                let newest = try center.relayedValue(named: name).newest
+                if try center.publishRelayedValue(named: name, archive: content.present ? content.archive.map { [UInt8]($0) } : nil, after: newest) != nil {
+                    return
+                }
+            }
+            throw RelayLinkError(.failed, "other processes kept writing it")
+        }
+    }
+
+    /// Hands the link this side's context: what it has applied, and its retained notifications and values.
+    private func updateContext() {
+        guard link.status.canQueue else { return }
+        var entries: [SyncedEntry.Content] = []
+        for (entry, direction) in routes.synced where direction.sends {
+            guard let known = state.entries[entry.key], known.mark != nil, var content = read(entry)?.content else { continue }
+            content.stamp = known.stamp
+            entries.append(content)
+        }
+        let envelope = RelayEnvelope(device: state.device, session: session, ack: acknowledgement, entries: entries)
+        do {
+            let payload = try envelope.encoded()
+            guard payload.count <= link.maximumPayloadSize(for: .context) else {
+                throw RelayLinkError(
+                    .payloadTooLarge,
+                    "the retained notifications and group values come to \(payload.count) bytes, over the link's \(link.maximumPayloadSize(for: .context))-byte context")
+            }
+            try link.updateContext(payload)
+            contextDirty = false
+        } catch let error as RelayLinkError {
+            record(error)
+        } catch {
+            Self.log("relay context not encoded: \(error)")
+        }
+    }
+
+    // MARK: Status
+
+    private func record(_ error: RelayLinkError) {
+        count {
+            $0.errors[error.code, default: 0] += 1
+            $0.lastError = error
+        }
+        Self.log("link: \(error)")
+    }
+
+    private func count(_ change: (inout RelayStatus) -> Void) {
+        let status = published.withLock { status in
+            change(&status)
+            return status
+        }
+        for continuation in watchers.withLock({ Array($0.values) }) { continuation.yield(status) }
+    }
+
+    var status: RelayStatus {
+        var status = published.withLock { $0 }
+        status.link = link.status
+        return status
+    }
+
+    func statuses() -> AsyncStream<RelayStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: RelayStatus.self, bufferingPolicy: .bufferingNewest(1))
+        let id = UInt64.random(in: 1...UInt64.max)
+        continuation.yield(status)
+        watchers.withLock { $0[id] = continuation }
+        continuation.onTermination = { [weak self] _ in self?.watchers.withLock { _ = $0.removeValue(forKey: id) } }
+        return stream
+    }
+}

@@ -1,0 +1,120 @@
+/// One thing a ``WormholeRelay`` carries between the two devices, and which way.
+///
+/// ```swift
+/// let routes: [RelayRoute] = [
+///     .notifications(named: "cart.changed"),              // both ways
+///     .notifications(prefixed: "workout.", .outgoing),    // from this device to the other only
+///     .retained(named: "nowPlaying"),
+///     .value(named: "unread"),
+/// ]
+/// ```
+public struct RelayRoute: Sendable, Hashable {
+    /// Which way a route carries.
+    public enum Direction: String, Sendable, Hashable {
+        /// Both ways.
+        case both
+        /// From this device's group to the other device's.
+        case outgoing
+        /// From the other device's group to this device's.
+        case incoming
+
+        var sends: Bool { self != .incoming }
+        var receives: Bool { self != .outgoing }
+    }
+
+    /// What a route carries.
+    public enum Kind: Sendable, Hashable {
+        /// Each notification of a name: once to every matching observer on the other side, in each poster's order.
+        case notifications(name: String)
+        /// Each notification whose name starts with a prefix, as ``notifications(name:)``. Names Wormhole reserves
+        /// (`wormhole.`) match only a prefix that itself starts with `wormhole.`.
+        case notificationsPrefixed(String)
+        /// The retained notification of a name: the latest, the same on both devices.
+        case retained(name: String)
+        /// A ``Wormhole/GroupValue``: the same value on both devices, the last written winning.
+        case value(name: String)
+    }
+
+    public var kind: Kind
+    public var direction: Direction
+
+    public init(_ kind: Kind, _ direction: Direction = .both) {
+        self.kind = kind
+        self.direction = direction
+    }
+
+    /// Each notification named `name`.
+    public static func notifications(named name: String, _ direction: Direction = .both) -> RelayRoute {
+        RelayRoute(.notifications(name: name), direction)
+    }
+
+    /// Each notification whose name starts with `prefix`.
+    public static func notifications(prefixed prefix: String, _ direction: Direction = .both) -> RelayRoute {
+        RelayRoute(.notificationsPrefixed(prefix), direction)
+    }
+
+    /// The retained notification of `name`.
+    public static func retained(named name: String, _ direction: Direction = .both) -> RelayRoute {
+        RelayRoute(.retained(name: name), direction)
+    }
+
+    /// The group value `name`.
+    public static func value(named name: String, _ direction: Direction = .both) -> RelayRoute {
+        RelayRoute(.value(name: name), direction)
+    }
+}
+
+extension [RelayRoute] {
+    /// Whether a notification named `name` goes to the other device: a route names it or a prefix of it, and
+    /// no retained route names it (a retained name crosses as its latest only).
+    func sends(notification name: String) -> Bool {
+        if contains(where: { if case .retained(name) = $0.kind { true } else { false } }) { return false }
+        return contains { route in
+            guard route.direction.sends else { return false }
+            switch route.kind {
+            case .notifications(let named): return named == name
+            case .notificationsPrefixed(let prefix):
+                return name.hasPrefix(prefix) && (!name.hasPrefix(Self.reservedPrefix) || prefix.hasPrefix(Self.reservedPrefix))
+            case .retained, .value: return false
+            }
+        }
+    }
+
+    /// Whether a notification named `name` from the other device is posted here.
+    func receives(notification name: String) -> Bool {
+        contains { route in
+            guard route.direction.receives else { return false }
+            switch route.kind {
+            case .notifications(let named): return named == name
+            case .notificationsPrefixed(let prefix): return name.hasPrefix(prefix)
+            case .retained, .value: return false
+            }
+        }
+    }
+
+    /// The names of notifications to observe: nil stands for every name (a prefix route).
+    var observedNames: [String?] {
+        var names: [String?] = []
+        for route in self where route.direction.sends {
+            switch route.kind {
+            case .notifications(let name): if !names.contains(name) { names.append(name) }
+            case .notificationsPrefixed: return [nil]
+            case .retained, .value: break
+            }
+        }
+        return names
+    }
+
+    /// The retained names and value names, each with its direction.
+    var synced: [(entry: SyncedEntry, direction: RelayRoute.Direction)] {
+        compactMap { route in
+            switch route.kind {
+            case .retained(let name): (SyncedEntry(kind: .retained, name: name), route.direction)
+            case .value(let name): (SyncedEntry(kind: .value, name: name), route.direction)
+            case .notifications, .notificationsPrefixed: nil
+            }
+        }
+    }
+
+    static var reservedPrefix: String { "wormhole." }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// What a relay remembers across its runs, in `relay/state` in the container: this device's id, its outbox's
+/// numbering, and what it already sent and posted, so that a notification handed over twice (a durable
+/// hand-over after a kill, a transfer sent again) is posted once.
+struct RelayState: Codable, Sendable {
+    /// The most posters remembered per side; the least recently seen are forgotten first. A duplicate comes
+    /// soon after its original (a resend), so a forgotten poster is one long gone.
+    static let maximumPosters = 4096
+    static let maximumFileSize = 8 << 20
+
+    /// This device's id, drawn once.
+    var device: UInt64
+    /// The link sequence of the next notification put in the outbox.
+    var nextLink: UInt64 = 1
+    /// For each poster of this group, the highest sequence put in the outbox.
+    var sent = PosterMarks()
+    /// The other device's id, as its envelopes say, and what of its notifications was posted here.
+    var peer: UInt64 = 0
+    var applied: UInt64 = 0
+    var posted = PosterMarks()
+    /// The last write of each retained name and group value, stamped, and which local content it is.
+    var entries: [String: EntryState] = [:]
+
+    struct EntryState: Codable, Sendable, Hashable {
+        var stamp: Stamp
+        /// Which content of this container the stamp is for (``LocalMark``); nil while a relay writes it.
+        var mark: String?
+    }
+
+    init(device: UInt64) {
+        self.device = device
+    }
+
+    /// Reads the state, or starts a new one when there is none or it is damaged (then logged).
+    static func load(from file: StateFile, log: (String) -> Void) -> RelayState {
+        do {
+            if let data = try file.read() {
+                let state = try PropertyListDecoder().decode(RelayState.self, from: data)
+                if state.device != 0 { return state }
+                log("relay state in \(file.url.path) has no device id; starting anew")
+            }
+        } catch {
+            log("relay state in \(file.url.path) is damaged (\(error)); starting anew: notifications may be posted twice")
+        }
+        return RelayState(device: UInt64.random(in: 1...UInt64.max))
+    }
+
+    func save(to file: StateFile) throws {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        try file.write(try encoder.encode(self))
+    }
+}
+
+/// The highest sequence seen of each poster, and when it was last seen, so that the oldest is forgotten first.
+struct PosterMarks: Codable, Sendable {
+    private var marks: [UInt64: Mark] = [:]
+    private var clock: UInt64 = 0
+
+    private struct Mark: Codable, Sendable {
+        var sequence: UInt64
+        var seen: UInt64
+    }
+
+    /// Whether `sequence` of `poster` is past what was seen; if so, remembers it.
+    mutating func advance(poster: UInt64, sequence: UInt64) -> Bool {
+        if let mark = marks[poster], mark.sequence >= sequence { return false }
+        clock += 1
+        marks[poster] = Mark(sequence: sequence, seen: clock)
+        if marks.count > RelayState.maximumPosters, let oldest = marks.min(by: { $0.value.seen < $1.value.seen })?.key {
+            marks[oldest] = nil
+        }
+        return true
+    }
+}

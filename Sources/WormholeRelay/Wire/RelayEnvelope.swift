@@ -1,0 +1,98 @@
+import Foundation
+
+/// What one relay hands the other over the link, in any channel: notifications taken from its group, what it
+/// has applied of the other's, and (in the context) its retained notifications and group values.
+///
+/// Encoded as a binary property list. Every field is checked by the receiver: a payload that does not decode,
+/// or holds what this side refuses, is dropped, logged and counted (``RelayStatus/dropped``).
+struct RelayEnvelope: Codable, Sendable {
+    /// The format this version writes and reads; another is dropped.
+    static let currentFormat = 1
+    /// The largest payload decoded: a link's own limit is smaller.
+    static let maximumSize = 16 << 20
+
+    var format = RelayEnvelope.currentFormat
+    /// The device that sent it (``RelayState/device``).
+    var device: UInt64
+    /// The sender's run: a context from a new run differs from the last even when nothing else does.
+    var session: UInt64
+    /// Notifications, in the order of their link sequence.
+    var items: [RelayItem] = []
+    /// What the sender has applied of the receiver's notifications.
+    var ack: Acknowledgement?
+    /// The sender's retained notifications and group values (in a context).
+    var entries: [SyncedEntry.Content]?
+
+    func encoded() throws -> Data {
+        let encoder = PropertyListEncoder()
+        encoder.outputFormat = .binary
+        return try encoder.encode(self)
+    }
+
+    /// Decodes and checks a payload.
+    static func decode(_ payload: Data) throws -> RelayEnvelope {
+        guard payload.count <= maximumSize else {
+            throw RelayLinkError(.payloadTooLarge, "a payload of \(payload.count) bytes, over \(maximumSize)")
+        }
+        let envelope = try PropertyListDecoder().decode(RelayEnvelope.self, from: payload)
+        guard envelope.format == currentFormat else {
+            throw RelayLinkError(.failed, "a payload of format \(envelope.format); this version reads \(currentFormat)")
+        }
+        return envelope
+    }
+}
+
+/// One notification as it crosses: its place in the sender's outbox, and the post it was on its device.
+struct RelayItem: Codable, Sendable, Hashable {
+    /// Its number in the sender's outbox: 1, 2, 3… for each device, applied in this order.
+    var link: UInt64
+    var poster: UInt64
+    var sequence: UInt64
+    var name: String
+    var object: String?
+    var userInfo: Data?
+    /// Set for a notification the sender could not carry (too large): the receiver only moves past it.
+    var skipped: Bool?
+}
+
+/// "I have applied your notifications up to `link`", to the device `device`.
+struct Acknowledgement: Codable, Sendable, Hashable {
+    var device: UInt64
+    var link: UInt64
+}
+
+/// An order both devices agree on for writes of one retained name or group value: the wall-clock time the relay
+/// on the writer's device saw the write (milliseconds), the device's id breaking ties.
+struct Stamp: Codable, Sendable, Hashable, Comparable {
+    var time: UInt64
+    var device: UInt64
+
+    static let zero = Stamp(time: 0, device: 0)
+
+    static func < (a: Stamp, b: Stamp) -> Bool { (a.time, a.device) < (b.time, b.device) }
+}
+
+/// A retained name or group value a relay keeps the same on both devices.
+struct SyncedEntry: Codable, Sendable, Hashable {
+    enum Kind: String, Codable, Sendable {
+        case retained
+        case value
+    }
+
+    var kind: Kind
+    var name: String
+
+    /// Its key in the relay's state.
+    var key: String { "\(kind.rawValue):\(name)" }
+
+    /// The entry as a relay hands it over: the latest write, stamped.
+    struct Content: Codable, Sendable, Hashable {
+        var entry: SyncedEntry
+        var stamp: Stamp
+        /// Whether there is a value (false: the retained notification was cleared, the value reset).
+        var present: Bool
+        var object: String?
+        /// The userInfo archive: a retained notification's, or a group value's.
+        var archive: Data?
+    }
+}

@@ -1,0 +1,120 @@
+import Dispatch
+import Foundation
+import Synchronization
+import Wormhole
+
+/// Carries notifications, retained notifications and group values between the group on this device and the
+/// group on another (the iPhone's and the Apple Watch's), through a ``RelayLink``: one relay in each app.
+///
+/// ```swift
+/// let relay = try WormholeRelay(
+///     containerURL: GroupNotificationCenter.defaultContainerURL(groupIdentifier: "group.com.example.app"),
+///     routes: [.notifications(named: "cart.changed"), .retained(named: "nowPlaying"), .value(named: "unread")],
+///     link: WatchSessionLink())
+/// relay.start()
+/// ```
+///
+/// What crosses reaches every matching observer on the other side with the guarantees it has inside one group:
+/// each notification once, in each poster's order, also when it was posted while either app was not running or
+/// the devices were out of reach. The relay is a durable listener of its group (client identifier
+/// `wormhole.relay` unless given another), so what is posted while it is not running waits in its spool; what it
+/// took waits in its outbox in the container until the other side acknowledges having posted it, and is sent
+/// again on each start. The receiving relay remembers, per device and poster, what it posted, and drops what
+/// comes again. A retained notification is the latest of its name on both devices, and a group value converges
+/// to the same value: writes on the two devices are ordered by the time the writer's relay saw them, the device
+/// breaking ties, and the last one wins (``Wormhole/GroupValue/update(_:)`` stays atomic within a device only).
+///
+/// Nothing the relay posts is sent back: its posts carry its mark. Errors the link reports are counted in
+/// ``status`` and logged; ``statuses()`` follows them.
+public final class WormholeRelay: Sendable {
+    /// The client identifier of the relay's center, unless another is given.
+    public static let defaultClientIdentifier = "wormhole.relay"
+
+    private let engine: RelayEngine
+    private let center: GroupNotificationCenter
+    private let tokens = Mutex<[any NSObjectProtocol]>([])
+    private let timer: RelayTimer
+
+    /// A relay between `containerURL`'s group and the other device's, over `link`. Nothing moves until
+    /// ``start()``.
+    /// - Parameters:
+    ///   - containerURL: The group's container.
+    ///   - routes: What crosses, and which way.
+    ///   - link: The link to the other device: `WatchSessionLink()` between an iPhone app and its Watch app.
+    ///   - clientIdentifier: The relay's durable identity in the group; one relay per container.
+    /// - Throws: The errors of ``Wormhole/GroupNotificationCenter/init(containerURL:clientIdentifier:)``
+    ///   (``Wormhole/WormholeError/Code/identityInUse`` when another relay runs on the container); a file system
+    ///   error when the relay's folder in the container cannot be made.
+    public init(
+        containerURL: URL, routes: [RelayRoute], link: any RelayLink,
+        clientIdentifier: String = WormholeRelay.defaultClientIdentifier
+    ) throws {
+        center = try GroupNotificationCenter(relayContainerURL: containerURL, clientIdentifier: clientIdentifier)
+        let folder = containerURL.appendingPathComponent("relay", isDirectory: true)
+            .appendingPathComponent(clientIdentifier, isDirectory: true)
+        engine = try RelayEngine(folder: folder, routes: routes, link: link, center: center)
+        timer = RelayTimer()
+    }
+
+    deinit {
+        close()
+    }
+
+    /// Activates the link, and starts taking what this group posts and posting what the other device sends.
+    /// Calling it again does nothing.
+    public func start() {
+        let started = tokens.withLock { tokens -> Bool in
+            guard tokens.isEmpty else { return false }
+            let engine = self.engine
+            for name in engine.routes.observedNames {
+                tokens.append(center.addRelayObserver(forName: name) { engine.taken($0) })
+            }
+            for (entry, direction) in engine.routes.synced where direction.sends {
+                let name = entry.kind == .value ? GroupNotificationCenter.valueNotificationName(for: entry.name) : entry.name
+                tokens.append(center.addRelayObserver(forName: name) { _ in engine.scanSoon() })
+            }
+            return true
+        }
+        guard started else { return }
+        center.deliverSpooledNotifications()
+        engine.activate()
+        let engine = self.engine
+        timer.source.setEventHandler { engine.tick() }
+    }
+
+    /// Stops taking and posting. What waits stays in the container for the next start.
+    public func close() {
+        timer.source.cancel()
+        let removed = tokens.withLock { tokens in
+            defer { tokens = [] }
+            return tokens
+        }
+        for token in removed { center.removeObserver(token) }
+        engine.close()
+    }
+
+    /// What the relay is doing now.
+    public var status: RelayStatus { engine.status }
+
+    /// The status now, then each change of it; the newest only for a reader that falls behind.
+    public func statuses() -> AsyncStream<RelayStatus> {
+        engine.statuses()
+    }
+}
+
+/// The relay's timer: once a second it looks for retained notifications and group values changed without an
+/// announcement, and for what waits to be sent.
+/// Safe because the source is set up before it is shared, and `DispatchSource` is thread-safe after that.
+private final class RelayTimer: @unchecked Sendable {
+    let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+
+    init() {
+        source.schedule(deadline: .now() + 1, repeating: 1)
+        // Resumed at once (a suspended source must not be released): it does nothing until given a handler.
+        source.resume()
+    }
+
+    deinit {
+        source.cancel()
+    }
+}
