@@ -12,6 +12,7 @@ final class RelayEngine: @unchecked Sendable {
     private let center: GroupNotificationCenter
     private let queue = DispatchQueue(label: "Wormhole.Relay")
     private let stateFile: StateFile
+    private var postedLog: PostedLog
     private var state: RelayState
     private var outbox: Outbox
     /// This run, drawn at start: a context from it differs from the last run's.
@@ -20,6 +21,8 @@ final class RelayEngine: @unchecked Sendable {
     private var handed: Set<UInt64> = []
     /// Items from the other device that came ahead of one still on its way, by link sequence.
     private var early: [UInt64: RelayItem] = [:]
+    /// The run of the other side's relay that sent the last payload.
+    private var peerSession: UInt64 = 0
     private var contextDirty = true
     private var scanPending = false
     private var closed = false
@@ -36,6 +39,12 @@ final class RelayEngine: @unchecked Sendable {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         stateFile = StateFile(url: folder.appendingPathComponent("state"), limit: RelayState.maximumFileSize)
         var state = RelayState.load(from: stateFile, log: Self.log)
+        postedLog = PostedLog(url: folder.appendingPathComponent("posted"))
+        // What was posted after the state was last saved.
+        for record in postedLog.records(log: Self.log) {
+            state.applied = max(state.applied, record.link)
+            _ = state.posted.advance(poster: record.poster, sequence: record.sequence)
+        }
         outbox = try Outbox(folder: folder.appendingPathComponent("outbox", isDirectory: true), log: Self.log)
         // An item written before its state was: numbering and posters go on from the items.
         state.nextLink = max(state.nextLink, outbox.highest + 1)
@@ -44,6 +53,7 @@ final class RelayEngine: @unchecked Sendable {
         }
         self.state = state
         try state.save(to: stateFile)
+        postedLog.clear()
         let waiting = outbox.count
         published.withLock { $0.waiting = waiting }
     }
@@ -251,21 +261,21 @@ final class RelayEngine: @unchecked Sendable {
             state.posted = PosterMarks()
             early = [:]
         }
-        if let ack = envelope.ack, ack.device == state.device {
-            acknowledge(ack.link, restarted: envelope.entries != nil)
-        }
+        // A new run of the other side's relay may have lost what it had been handed and not yet applied.
+        let restarted = envelope.session != peerSession
+        peerSession = envelope.session
+        if let ack = envelope.ack, ack.device == state.device { acknowledge(ack.link) }
+        if restarted { resendUnacknowledged() }
         if !envelope.items.isEmpty { apply(envelope.items) }
         if let entries = envelope.entries { apply(entries) }
         pump()
         if contextDirty { updateContext() }
     }
 
-    private func acknowledge(_ link: UInt64, restarted: Bool) {
+    private func acknowledge(_ link: UInt64) {
         outbox.acknowledge(upTo: link)
         handed = handed.filter { $0 > link }
         count { $0.waiting = outbox.count }
-        // A context comes from the other side's activation: what it lost on its way is handed over again.
-        if restarted { resendUnacknowledged() }
     }
 
     // MARK: Posting what the other device sent
@@ -281,8 +291,11 @@ final class RelayEngine: @unchecked Sendable {
             post(item)
             state.applied = item.link
             progressed = true
+        }
+        if progressed {
             do {
                 try state.save(to: stateFile)
+                postedLog.clear()
             } catch {
                 Self.log("relay state not saved: \(error)")
             }
@@ -306,6 +319,13 @@ final class RelayEngine: @unchecked Sendable {
         }
         do {
             try center.postRelayed(name: item.name, object: item.object, userInfo: item.userInfo.map { [UInt8]($0) }, retain: false)
+            // At once: a relay killed after the post and before this record posts it again when it restarts.
+            do {
+                try postedLog.append(link: item.link, poster: item.poster, sequence: item.sequence)
+            } catch {
+                Self.log("relay log not written (\(error)); saving the state instead")
+                try? state.save(to: stateFile)
+            }
             count { $0.posted += 1 }
         } catch {
             count { $0.dropped += 1 }
