@@ -447,13 +447,17 @@ final class RelayEngine: @unchecked Sendable {
             content.stamp = known.stamp
             entries.append(content)
         }
-        let envelope = RelayEnvelope(device: state.device, session: session, ack: acknowledgement, entries: entries)
+        var envelope = RelayEnvelope(device: state.device, session: session, ack: acknowledgement, entries: entries)
         do {
-            let payload = try envelope.encoded()
-            guard payload.count <= link.maximumPayloadSize(for: .context) else {
-                throw RelayLinkError(
+            var payload = try envelope.encoded()
+            if payload.count > link.maximumPayloadSize(for: .context) {
+                // Said once per change; the acknowledgement still goes, so that the other side's outbox empties.
+                record(RelayLinkError(
                     .payloadTooLarge,
-                    "the retained notifications and group values come to \(payload.count) bytes, over the link's \(link.maximumPayloadSize(for: .context))-byte context")
+                    "the retained notifications and group values come to \(payload.count) bytes, over the link's \(link.maximumPayloadSize(for: .context))-byte context; they do not cross until they are smaller"))
+                count { $0.dropped += 1 }
+                envelope.entries = []
+                payload = try envelope.encoded()
             }
             try link.updateContext(payload)
             contextDirty = false
