@@ -3,23 +3,25 @@
 Platform/ imports or calls the C library or names its errno values (the others use Errno's names). And one
 platform seam: what Linux and Apple platforms do differently is in Platform/Linux/ and Platform/Darwin/, each file
 under one #if; anywhere else an #if that asks for a platform only chooses the C library's module for an import,
-or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`). The table of limits, which
-every layer reads, uses no layer's types.
+or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`; in the libraries beside the
+core, also `X+iOS.swift`, `X+watchOS.swift`). The table of limits, which every layer reads, uses no layer's types.
 
-Layers, top to bottom (Wire and Codec side by side, neither using the other):
-  UI (Sources/WormholeUI, a library of its own) > API (the files at the top of Sources/Wormhole) > Center >
-  Transport > Storage > Wire | Codec > Container > Platform
-WormholeUI is checked as the core is, as one layer above it: the core never names its types, and it calls the C
-library nowhere and asks for a platform only by the frameworks it imports (`#if canImport(SwiftUI)`).
+Layers, top to bottom (Wire and Codec side by side, neither using the other; UI and Relay too):
+  UI (Sources/WormholeUI) | Relay (Sources/WormholeRelay), libraries of their own > API (the files at the top of
+  Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
+WormholeUI and WormholeRelay are checked as the core is, each as one layer above it: the core never names their
+types, and they call the C library nowhere and ask for a platform only by the frameworks they import
+(`#if canImport(SwiftUI)`, `#if canImport(WatchConnectivity)`), or in a whole file named for its platform (the
+two sides of WatchConnectivity: `X+iOS.swift`, `X+watchOS.swift`).
 """
 import os, re, sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "Wormhole")
 # The library targets beside the core, each one layer, above it: (folder beside Sources/Wormhole, layer).
-BESIDE = [("WormholeUI", "UI")]
-RANK = {"UI": 8, "API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
+BESIDE = [("WormholeUI", "UI"), ("WormholeRelay", "Relay")]
+RANK = {"UI": 8, "Relay": 8, "API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
 # Side by side: neither uses the other.
-APART = {("Wire", "Codec"), ("Codec", "Wire")}
+APART = {("Wire", "Codec"), ("Codec", "Wire"), ("UI", "Relay"), ("Relay", "UI")}
 # Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits (with its
 # Interval, a time limit). And the API's values that say what the center does (its configuration, a post's
 # report, the statistics, the listeners' status), which the center takes and gives back.
@@ -96,6 +98,8 @@ def platform_problems(path, root, layer, code):
                 rel_in_root.startswith(os.path.join("Platform", "Darwin") + os.sep):
             continue
         if index == 0 and re.search(r"\+(Darwin|Linux)\.swift$", path):
+            continue
+        if index == 0 and re.search(r"\+(iOS|watchOS)\.swift$", path) and layer in {l for _, l in BESIDE}:
             continue
         if index + 1 < len(lines) and re.match(r"^\s*import\s+\w+", lines[index + 1]):
             continue
@@ -183,6 +187,10 @@ SELF_TEST = {
         "#if canImport(SwiftUI)\nimport SwiftUI\n#endif\nstruct Shelf {\n    let center: GroupNotificationCenter\n"
         "    func pid() -> Int32 { getpid() }\n}\n"),
     "Container/Box.swift": "struct Box { let shelf: Shelf? }\n",
+    "../WormholeRelay/Hop.swift": (
+        "#if canImport(WatchConnectivity)\nimport WatchConnectivity\nstruct Hop {\n    let shelf: Shelf?\n"
+        "    #if os(watchOS)\n    let watch = true\n    #endif\n}\n#endif\n"),
+    "../WormholeRelay/Hop+watchOS.swift": "#if os(watchOS)\nextension Hop {\n    var paired: Bool { true }\n}\n#endif\n",
 }
 SELF_TEST_FINDS = {
     "Sources/Wormhole/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
@@ -196,6 +204,8 @@ SELF_TEST_FINDS = {
     "a platform gives its numbers as an extension of Limits",
     "Sources/WormholeUI/Shelf.swift: UI calls getpid() of the C library",
     "Sources/Wormhole/Container/Box.swift: Container uses Shelf of UI",
+    "Sources/WormholeRelay/Hop.swift: Relay uses Shelf of UI",
+    "Sources/WormholeRelay/Hop.swift: Relay asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
 }
 
 
