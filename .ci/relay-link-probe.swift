@@ -11,7 +11,7 @@ final class AppSessionDelegate: NSObject, WCSessionDelegate {
     let link = WatchSessionLink(forwardedByDelegateOf: .default)
 
     func session(_ session: WCSession, activationDidCompleteWith state: WCSessionActivationState, error: (any Error)?) {
-        link.handleSessionStateChange()
+        link.handleActivation(error: error)
     }
 
     func sessionDidBecomeInactive(_ session: WCSession) {

@@ -227,6 +227,8 @@ final class RelayEngine: @unchecked Sendable {
             if status.canQueue, contextDirty { updateContext() }
         case .transferFinished(_, let error):
             if let error { record(error) }
+        case .failed(let error):
+            record(error)
         case .received(let payload, _):
             receive(payload)
         }

@@ -66,4 +66,6 @@ public enum RelayLinkEvent: Sendable {
     case statusChanged(RelayLinkStatus)
     /// A payload given to ``RelayLink/transfer(_:)`` was handed to the counterpart (nil) or failed.
     case transferFinished(Data, error: RelayLinkError?)
+    /// A failure tied to no payload: activation failed, for one.
+    case failed(RelayLinkError)
 }

@@ -204,6 +204,13 @@ public final class WatchSessionLink: NSObject, RelayLink, @unchecked Sendable {
         emit(.statusChanged(status))
     }
 
+    /// Tells the relay how activation ended: call it from the delegate's `activationDidCompleteWith`, in place of
+    /// ``handleSessionStateChange()``. An error is counted in the relay's status.
+    public func handleActivation(error: (any Error)?) {
+        if let error { emit(.failed(Self.relayError(error))) }
+        handleSessionStateChange()
+    }
+
     // MARK: Inside
 
     /// Hands the relay the payload in `dictionary`, if it has one; whether `dictionary` held nothing else.
@@ -273,7 +280,7 @@ extension WatchSessionLink: WCSessionDelegate {
         _ session: WCSession, activationDidCompleteWith activationState: WCSessionActivationState,
         error: (any Error)?
     ) {
-        handleSessionStateChange()
+        handleActivation(error: error)
         appDelegate?.session(session, activationDidCompleteWith: activationState, error: error)
     }
 
