@@ -51,6 +51,7 @@ struct RelayLinkProbe {
             case .received(let payload, let channel): print("received", payload.count, "bytes over", channel)
             case .statusChanged(let status): print("status:", status)
             case .transferFinished(let payload, let error): print("transfer of", payload.count, "bytes:", error?.description ?? "done")
+            case .failed(let error): print("failed:", error)
             }
         }
         print(link.status, RelayChannel.allCases.map { link.maximumPayloadSize(for: $0) })
