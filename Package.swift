@@ -53,10 +53,17 @@ let package = Package(
             path: "Tests/WormholeTestPeer",
             swiftSettings: strictSettings
         ),
+        .executableTarget(
+            name: "wormhole-relay-peer",
+            dependencies: ["Wormhole", "WormholeRelay", "WormholeTestSupport"],
+            path: "Tests/WormholeRelayPeer",
+            swiftSettings: strictSettings
+        ),
         .testTarget(
             name: "WormholeTests",
             dependencies: [
-                "Wormhole", "WormholeUI", "WormholeRelay", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-chaos", "wormhole-bench",
+                "Wormhole", "WormholeUI", "WormholeRelay", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-relay-peer",
+                "wormhole-chaos", "wormhole-bench",
             ],
             resources: [.copy("Corpus")],
             swiftSettings: strictSettings

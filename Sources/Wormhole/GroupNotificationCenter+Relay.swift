@@ -43,11 +43,14 @@ package struct RelayedValue: Sendable {
 /// What a relay needs of a center that is not public: its posts marked, frames as they came, and the stores
 /// read and written as archives.
 extension GroupNotificationCenter {
-    /// A durable center whose posts carry the relay's mark.
+    /// A durable center whose posts carry the relay's mark, and for which every process spools what it posts
+    /// (``ReservedNames/keepsSpooled``): a relay killed before it kept a notification gets it again from its
+    /// spool when it restarts, where what waited in its socket would be lost.
     package convenience init(relayContainerURL containerURL: URL, clientIdentifier: String) throws {
         var configuration = Configuration()
         configuration.marksPostsAsRelayed = true
         try self.init(containerURL: containerURL, clientIdentifier: clientIdentifier, configuration: configuration)
+        _ = addRelayObserver(forName: ReservedNames.keepsSpooled) { _ in }
     }
 
     /// Adds an observer whose block gets each notification as it came, on the receive thread: its poster,

@@ -96,7 +96,7 @@ final class Fanout: Sendable {
         links.withLock { links in
             links.uses += 1
             // A link to a listener that registered anew with another transport is made anew.
-            if let link = links.open[entry.listener], link.transport == entry.transport {
+            if let link = links.open[entry.listener], link.transport == entry.transport, link.spoolsAlways == entry.keepsSpooled {
                 link.lastUse.store(links.uses, ordering: .relaxed)
                 return link
             }
@@ -110,7 +110,7 @@ final class Fanout: Sendable {
             // Frames of a closed link's connection may be unread: a new link spools until the listener drains.
             let link = PeerLink(
                 listener: entry.listener, transport: entry.transport, durable: entry.isDurable, context: linkContext,
-                startsSpooling: links.closed.remove(entry.listener) != nil)
+                startsSpooling: links.closed.remove(entry.listener) != nil, spoolsAlways: entry.keepsSpooled)
             link.lastUse.store(links.uses, ordering: .relaxed)
             links.open[entry.listener] = link
             return link

@@ -55,6 +55,9 @@ final class PeerLink: Sendable {
     let transport: SocketKind
     /// A durable listener whose process is not running takes its frames in its spool, and is never gone.
     private let durable: Bool
+    /// Whether every frame goes to the spool, for a listener that keeps what it has not handled across its
+    /// being killed (``RegistryEntry/keepsSpooled``).
+    let spoolsAlways: Bool
     private let context: Context
     private let state: Mutex<State>
     /// When this link was last used, for the endpoint's choice of which link to close.
@@ -62,11 +65,12 @@ final class PeerLink: Sendable {
 
     init(
         listener: UInt64, transport: SocketKind, durable: Bool, context: Context,
-        startsSpooling: Bool
+        startsSpooling: Bool, spoolsAlways: Bool = false
     ) {
         self.listener = listener
         self.transport = transport
         self.durable = durable
+        self.spoolsAlways = spoolsAlways
         self.context = context
         state = Mutex(State(spooling: startsSpooling ? true : nil, lease: SpoolLease(terms: context.lease)))
     }
@@ -83,7 +87,9 @@ final class PeerLink: Sendable {
                     // A process that posts for the first time does not overtake what others spooled before.
                     state.spooling = try openFolder(&state)?.hasPendingSegments() ?? false
                 }
-                if state.spooling == true, !isSegmentPending(&state) {
+                if spoolsAlways {
+                    state.spooling = true
+                } else if state.spooling == true, !isSegmentPending(&state) {
                     // The listener has taken everything this link spooled: back to the socket.
                     state.spooling = false
                     releaseLease(&state)

@@ -14,6 +14,9 @@ struct RegistryEntry: Hashable, Sendable {
 
     var isDurable: Bool { identity != nil }
 
+    /// Whether posters put everything for it in its spool, never in its socket (``ReservedNames/keepsSpooled``).
+    var keepsSpooled: Bool { subscriptions.contains { $0.name == ReservedNames.keepsSpooled } }
+
     /// The listener id of a durable identity: a 64-bit FNV-1a hash of it, never zero.
     static func durableListener(_ identity: String) -> UInt64 {
         let hash = FileName.fnv1a("durable:\(identity)".utf8)

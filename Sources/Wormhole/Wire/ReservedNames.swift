@@ -5,16 +5,20 @@
 /// A responder's subscription to `wormhole.request.<name>` is the mark in its registry entry that says a
 /// process answers requests for `<name>`: a poster finds it as any subscription, and a registry reader of an
 /// earlier version reads it as one.
+///
+/// A subscription to `wormhole.spooled` is the mark of a listener that takes everything through its spool
+/// (a relay): posters never write to its socket, so what it has not handled yet survives its being killed.
 enum ReservedNames {
     static let requestPrefix = "wormhole.request."
     static let replyPrefix = "wormhole.reply."
+    static let keepsSpooled = "wormhole.spooled"
 
     /// Whether `name` is a request's or a reply's: what a subscription to every name does not match.
     static func isReserved(_ name: String) -> Bool {
         let bytes = name.utf8
         // Most names do not start with "wormhole.re": told from the first byte, with no prefix compared.
         guard bytes.first == UInt8(ascii: "w") else { return false }
-        return name.hasPrefix(requestPrefix) || name.hasPrefix(replyPrefix)
+        return name.hasPrefix(requestPrefix) || name.hasPrefix(replyPrefix) || name == keepsSpooled
     }
 
     /// The name a request for `name` travels under, and its responders observe.
