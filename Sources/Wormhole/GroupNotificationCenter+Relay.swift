@@ -71,13 +71,20 @@ extension GroupNotificationCenter {
     /// `retain`, also as its name's retained value.
     /// - Throws: As ``postReporting(name:object:userInfo:)`` for the name and object;
     ///   ``WormholeError/Code/payloadTooLarge`` for an archive above ``maximumPayloadSize``.
+    ///
+    /// With `stablePoster` and `sequence`, the post goes as that poster's (made a relay's, ``RelayMark``) with
+    /// that sequence: posted again with the same after a kill, listeners drop the copy. A relay's sequences for
+    /// one such poster must grow from post to post.
     @discardableResult
-    package func postRelayed(name: String, object: String?, userInfo: [UInt8]?, retain: Bool) throws -> PostReport {
+    package func postRelayed(
+        name: String, object: String?, userInfo: [UInt8]?, retain: Bool, stablePoster: UInt64? = nil, sequence: UInt64 = 0
+    ) throws -> PostReport {
         _ = try checkedArchive(name: Notification.Name(name), object: object, userInfo: nil)
         if let userInfo, userInfo.count > Self.maximumPayloadSize {
             throw WormholeError(.payloadTooLarge, "userInfo of \(name) is \(userInfo.count) bytes, over the \(Self.maximumPayloadSize)-byte maximum")
         }
-        return try endpoint.post(name: name, object: object, userInfo: userInfo, retain: retain)
+        let identity = stablePoster.map { FrameIdentity(poster: RelayMark.stablePoster($0), sequence: sequence) }
+        return try endpoint.post(name: name, object: object, userInfo: userInfo, retain: retain, as: identity)
     }
 
     /// The retained notification of `name` as it is stored, or nil when there is none.

@@ -220,8 +220,10 @@ final class RelayEngine: @unchecked Sendable {
         guard !closed else { return }
         switch event {
         case .statusChanged(let status):
-            let wasQueueing = published.withLock { $0.link.canQueue }
+            let was = published.withLock { $0.link }
             count { $0.link = status }
+            if let error = Self.refusal(status), Self.refusal(was)?.code != error.code { record(error) }
+            let wasQueueing = was.canQueue
             if status.canQueue, !wasQueueing { resendUnacknowledged() }
             pump()
             if status.canQueue, contextDirty { updateContext() }
@@ -232,6 +234,19 @@ final class RelayEngine: @unchecked Sendable {
         case .received(let payload, _):
             receive(payload)
         }
+    }
+
+    /// What keeps a link in `status` from queueing, as the error a send would meet; nil when it queues. A link
+    /// not activated yet is not counted: it is on its way.
+    private static func refusal(_ status: RelayLinkStatus) -> RelayLinkError? {
+        switch status.activation {
+        case .notActivated where status == .notActivated: return nil
+        case .notActivated, .inactive: return RelayLinkError(.notActivated, "the link is \(status.activation.rawValue)")
+        case .activated: break
+        }
+        if !status.isPaired { return RelayLinkError(.notPaired, "no counterpart device is paired") }
+        if !status.isCounterpartInstalled { return RelayLinkError(.counterpartNotInstalled, "the counterpart app is not installed") }
+        return nil
     }
 
     /// After activation or a sign the other side restarted: what the link does not hold is handed to it again.
@@ -320,7 +335,11 @@ final class RelayEngine: @unchecked Sendable {
             return
         }
         do {
-            try center.postRelayed(name: item.name, object: item.object, userInfo: item.userInfo.map { [UInt8]($0) }, retain: false)
+            // As the same poster and sequence each time it is posted: a copy posted again after a kill right
+            // after the post is dropped by the listeners.
+            try center.postRelayed(
+                name: item.name, object: item.object, userInfo: item.userInfo.map { [UInt8]($0) }, retain: false,
+                stablePoster: state.device &* 0x9E37_79B9_7F4A_7C15 ^ state.peer, sequence: item.link)
             // At once: a relay killed after the post and before this record posts it again when it restarts.
             do {
                 try postedLog.append(link: item.link, poster: item.poster, sequence: item.sequence)

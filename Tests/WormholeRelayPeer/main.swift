@@ -58,12 +58,15 @@ let statuses = relay.statuses()
 Task {
     var last: [Int] = []
     for await status in statuses {
+        let errors = Dictionary(uniqueKeysWithValues: status.errors.map { ($0.key.rawValue, $0.value) })
         let now = [status.waiting, status.sent, status.posted, status.duplicatesDropped, status.valuesApplied, status.dropped]
+            + RelayLinkError.Code.allCases.map { status.errors[$0] ?? 0 }
         guard now != last else { continue }
         last = now
         emit([
             "waiting": status.waiting, "sent": status.sent, "posted": status.posted, "duplicates": status.duplicatesDropped,
             "values": status.valuesApplied, "dropped": status.dropped, "reachable": status.link.isReachable,
+            "errors": errors, "lastError": status.lastError?.description ?? NSNull(),
         ])
     }
 }

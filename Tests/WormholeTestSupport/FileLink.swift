@@ -25,8 +25,10 @@ import WormholeRelay
 ///     receiver runs, and not again while it is equal to the last one handed over.
 /// - `phone.pid`, `watch.pid`: the process running each side's link, while it is activated.
 /// - Files a test writes: `unreachable` (messages reach neither side), `not-paired`, `not-installed-<side>` (that
-///   side's app is not installed), `not-activated-<side>` (that side's activation fails), and
-///   `limit-<channel>` holding a number of bytes (the channel's largest payload).
+///   side's app is not installed), `not-activated-<side>` (that side's activation fails), `dies-handling-<side>`
+///   (that side's process dies right after taking its next transfer, which is then gone; the file goes with it),
+///   `repeats-transfers-<side>` (that side's link queues each transfer twice),
+///   and `limit-<channel>` holding a number of bytes (the channel's largest payload).
 public final class FileLink: RelayLink, Sendable {
     public enum Side: String, Sendable, CaseIterable {
         case phone
@@ -40,12 +42,19 @@ public final class FileLink: RelayLink, Sendable {
         case notPaired
         case notInstalled(Side)
         case notActivated(Side)
+        /// The side's process dies as it takes its next transfer: the transfer is gone, as WatchConnectivity says
+        /// of one handed to an app that dies while handling it.
+        case diesHandlingTransfer(Side)
+        /// The side's link queues each transfer twice: a transfer repeated.
+        case repeatsTransfers(Side)
 
         var fileName: String {
             switch self {
             case .notPaired: "not-paired"
             case .notInstalled(let side): "not-installed-\(side.rawValue)"
             case .notActivated(let side): "not-activated-\(side.rawValue)"
+            case .diesHandlingTransfer(let side): "dies-handling-\(side.rawValue)"
+            case .repeatsTransfers(let side): "repeats-transfers-\(side.rawValue)"
             }
         }
     }
@@ -141,6 +150,9 @@ public final class FileLink: RelayLink, Sendable {
         do {
             let name = try write(payload, into: outgoing.appendingPathComponent("transfers"))
             state.withLock { $0.queued[name] = payload }
+            if exists(Fault.repeatsTransfers(side).fileName) {
+                _ = try write(payload, into: outgoing.appendingPathComponent("transfers"))
+            }
         } catch {
             throw RelayLinkError(.failed, "transfer not written: \(error)")
         }
@@ -285,6 +297,11 @@ public final class FileLink: RelayLink, Sendable {
         guard status.activation == .activated else { return true }
         // What the other side sent.
         while let payload = take(from: incoming.appendingPathComponent("transfers")) {
+            let dies = directory.appendingPathComponent(Fault.diesHandlingTransfer(side).fileName)
+            if (try? FileManager.default.removeItem(at: dies)) != nil {
+                // Taken, and the process ends before its relay sees it.
+                _exit(9)
+            }
             events.async { handler(.received(payload, over: .transfer)) }
         }
         if status.isPaired {

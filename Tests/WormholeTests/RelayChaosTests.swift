@@ -30,7 +30,8 @@ struct RelayChaosTests {
         let started = ContinuousClock.now
         var expected: [RelayPair.Side: [Int: [Int]]] = [.phone: [:], .watch: [:]]
         var kills = 0, flaps = 0, away = 0
-        let rounds = 10, perPoster = 40
+        // WORMHOLE_RELAY_ROUNDS runs a longer chaos.
+        let rounds = Int(ProcessInfo.processInfo.environment["WORMHOLE_RELAY_ROUNDS"] ?? "") ?? 10, perPoster = 40
         for round in 0..<rounds {
             // Two posters on each side at once.
             var posters: [(RelayPair.Side, Peer, Int)] = []

@@ -100,3 +100,128 @@ struct RelayTests {
         _ = (phoneRelay, watchRelay)
     }
 }
+
+/// The faults WatchConnectivity names, each through the stand-in: what waits crosses once the fault clears, and
+/// the relay's status says what went wrong.
+@Suite("Relay faults", .serialized)
+struct RelayFaultTests {
+    /// Waits until the relay printed a status for which `condition` holds.
+    private func awaitStatus(_ relay: Peer, _ what: String, _ condition: @escaping ([String: Any]) -> Bool) async throws {
+        try await pollUntil(what, timeout: 30) { relay.jsonLines().contains { $0["ready"] == nil && condition($0) } }
+    }
+
+    private func errors(_ status: [String: Any], _ code: String) -> Int {
+        (status["errors"] as? [String: Any])?[code] as? Int ?? 0
+    }
+
+    @Test("A transfer taken by a relay that dies while handling it is sent again: nothing is lost", .timeLimit(.minutes(2)))
+    func diesHandlingTransfer() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        let observer = try await pair.startObserver(.watch, name: "n")
+        let phoneRelay = try await pair.startRelay(.phone)
+        // The watch's relay ran once, and then is not running while the phone queues.
+        let first = try await pair.startRelay(.watch)
+        first.signal(SIGKILL)
+        _ = try await first.awaitExit()
+        let poster = try await pair.post(.phone, name: "n", count: 20)
+        try await pollUntil("transfers queued for the watch") { FileLink.waitingTransfers(from: .phone, directory: pair.link.url) > 0 }
+        pair.set(.diesHandlingTransfer(.watch), true)
+        let dying = try Peer("wormhole-relay-peer", [
+            "--container", pair.watch.path, "--link", pair.link.path, "--side", "watch", "--route", "notifications:n",
+        ])
+        #expect(try await dying.awaitExit() == 9)
+        let watchRelay = try await pair.startRelay(.watch)
+        try await observer.awaitLines(21, timeout: 30)
+        #expect(RelayPair.received(by: observer) == [poster: Array(0..<20)])
+        _ = (phoneRelay, watchRelay)
+    }
+
+    @Test("A transfer that comes twice is posted once")
+    func repeatedTransfers() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        pair.set(.repeatsTransfers(.phone), true)
+        pair.setReachable(false)
+        let observer = try await pair.startObserver(.watch, name: "n")
+        let phoneRelay = try await pair.startRelay(.phone)
+        let watchRelay = try await pair.startRelay(.watch)
+        let poster = try await pair.post(.phone, name: "n", count: 30)
+        try await observer.awaitLines(31, timeout: 30)
+        try await awaitStatus(watchRelay, "the repeated transfers dropped") { ($0["duplicates"] as? Int ?? 0) > 0 }
+        // A last one, after which none of the repeats may still come.
+        let last = try await pair.post(.phone, name: "n", count: 1, start: 30)
+        try await observer.awaitLines(32, timeout: 30)
+        #expect(RelayPair.received(by: observer) == [poster: Array(0..<30), last: [30]])
+        _ = phoneRelay
+    }
+
+    @Test(
+        "Not paired, not installed, not activated: counted and shown, and what waits crosses once it clears",
+        arguments: [FileLink.Fault.notPaired, .notInstalled(.watch), .notActivated(.phone)])
+    func statusFaults(_ fault: FileLink.Fault) async throws {
+        let code = switch fault {
+        case .notPaired: "notPaired"
+        case .notInstalled: "counterpartNotInstalled"
+        default: "notActivated"
+        }
+        let pair = RelayPair(routes: ["notifications:n"])
+        pair.set(fault, true)
+        let observer = try await pair.startObserver(.watch, name: "n")
+        let phoneRelay = try await pair.startRelay(.phone)
+        let watchRelay = try await pair.startRelay(.watch)
+        let poster = try await pair.post(.phone, name: "n", count: 5)
+        try await awaitStatus(phoneRelay, "the phone relay shows \(code) with 5 waiting") {
+            self.errors($0, code) >= 1 && $0["waiting"] as? Int == 5
+        }
+        #expect(RelayPair.received(by: observer).isEmpty)
+        pair.set(fault, false)
+        try await observer.awaitLines(6, timeout: 30)
+        #expect(RelayPair.received(by: observer) == [poster: Array(0..<5)])
+        try await awaitStatus(phoneRelay, "nothing waits on the phone") { $0["waiting"] as? Int == 0 }
+        _ = watchRelay
+    }
+
+    @Test("A notification too large for the link is dropped with an error; the ones after it cross")
+    func tooLarge() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        for channel in ["message", "transfer"] {
+            try Data("4000".utf8).write(to: pair.link.url.appendingPathComponent("limit-\(channel)"))
+        }
+        let observer = try await pair.startObserver(.watch, name: "n")
+        let phoneRelay = try await pair.startRelay(.phone)
+        let watchRelay = try await pair.startRelay(.watch)
+        let big = try Peer("wormhole-test-peer", [
+            "post", "--container", pair.phone.path, "--name", "n", "--count", "1", "--payload", "10000",
+        ])
+        #expect(try await big.awaitExit() == 0)
+        let small = try await pair.post(.phone, name: "n", count: 3, start: 1)
+        try await observer.awaitLines(4, timeout: 30)
+        #expect(RelayPair.received(by: observer) == [small: [1, 2, 3]])
+        try await awaitStatus(phoneRelay, "the phone relay counts the drop") {
+            self.errors($0, "payloadTooLarge") == 1 && $0["dropped"] as? Int == 1 && $0["waiting"] as? Int == 0
+        }
+        _ = watchRelay
+    }
+
+    @Test("A payload that is not a relay's is dropped and counted; the relay goes on")
+    func hostilePayload() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        let observer = try await pair.startObserver(.watch, name: "n")
+        let phoneRelay = try await pair.startRelay(.phone)
+        let transfers = pair.link.url.appendingPathComponent("phone-to-watch/transfers")
+        try FileManager.default.createDirectory(at: transfers, withIntermediateDirectories: true)
+        var random = SeededGenerator(seed: 7)
+        let garbage: [Data] = [
+            Data(), Data("bplist00".utf8), Data((0..<3000).map { _ in UInt8.random(in: 0...255, using: &random) }),
+            Data("{\"format\":1}".utf8),
+        ]
+        for (index, bytes) in garbage.enumerated() {
+            try bytes.write(to: transfers.appendingPathComponent(String(format: "%020d", index + 1)))
+        }
+        let watchRelay = try await pair.startRelay(.watch)
+        let poster = try await pair.post(.phone, name: "n", count: 5)
+        try await observer.awaitLines(6, timeout: 30)
+        #expect(RelayPair.received(by: observer) == [poster: Array(0..<5)])
+        try await awaitStatus(watchRelay, "the watch relay counts what it dropped") { $0["dropped"] as? Int == garbage.count }
+        _ = phoneRelay
+    }
+}

@@ -6,6 +6,9 @@ import Synchronization
 final class Delivery: Sendable {
     private let observers = Mutex(ObserverTable())
     private let counters: Counters
+    /// The highest sequence delivered of each relay's poster (``RelayMark``): a relay killed between posting and
+    /// recording it posts the same again, which is dropped here.
+    private let relayed = Mutex<[UInt64: UInt64]>([:])
 
     init(counters: Counters) {
         self.counters = counters
@@ -44,6 +47,7 @@ final class Delivery: Sendable {
         var rejected = 0
         var decoded = DecodedUserInfos()
         for frame in frames {
+            if RelayMark.isRelayed(frame.poster), !isNew(relayed: frame) { continue }
             let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
             guard !matches.isEmpty else { continue }
             received += 1
@@ -74,6 +78,17 @@ final class Delivery: Sendable {
             }
         }
         return batch.dispatch(backlog: backlog, from: caller)
+    }
+
+    /// Whether `frame`, from a relay, comes after what was delivered of its poster; records it if so. A relay
+    /// posts each poster's frames in order of their sequences.
+    private func isNew(relayed frame: Frame) -> Bool {
+        relayed.withLock { relayed in
+            if let last = relayed[frame.poster], last >= frame.sequence { return false }
+            if relayed[frame.poster] == nil, relayed.count >= Limits.rememberedPosters { relayed.removeAll() }
+            relayed[frame.poster] = frame.sequence
+            return true
+        }
     }
 
     /// A frame's userInfo as an observer with `allowed` classes sees it: nil, with a warning, when refused.

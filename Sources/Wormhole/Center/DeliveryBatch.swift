@@ -105,6 +105,11 @@ struct FrameIdentity: Hashable, Sendable {
         poster = frame.poster
         sequence = frame.sequence
     }
+
+    init(poster: UInt64, sequence: UInt64) {
+        self.poster = poster
+        self.sequence = sequence
+    }
 }
 
 /// A batch's deliveries for the receive thread.

@@ -84,8 +84,14 @@ final class Endpoint: Sendable {
 
     /// Sends one notification to every matching listener and to this process's own matching observers.
     /// With `retain`, the notification is first stored as its name's current value.
-    func post(name: String, object: String?, userInfo: [UInt8]?, retain: Bool = false) throws(WormholeError) -> PostReport {
-        let frame = fanout.frame(name: name, object: object, userInfo: userInfo)
+    ///
+    /// `identity`, for a relay only, is the post's poster and sequence, the same each time the relay posts what
+    /// it received (``RelayMark``); otherwise this process's next.
+    func post(
+        name: String, object: String?, userInfo: [UInt8]?, retain: Bool = false, as identity: FrameIdentity? = nil
+    ) throws(WormholeError) -> PostReport {
+        let frame = identity.map { Frame(poster: $0.poster, sequence: $0.sequence, name: name, object: object, userInfo: userInfo) }
+            ?? fanout.frame(name: name, object: object, userInfo: userInfo)
         let outgoing = OutgoingFrame(frame)
         if retain { try retained.store(outgoing.bytes, name: name) }
         counters.count { $0.posted += 1 }

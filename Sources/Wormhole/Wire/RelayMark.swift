@@ -9,6 +9,11 @@ enum RelayMark {
         relayed ? UInt64.random(in: bit...UInt64.max) : UInt64.random(in: 1..<bit)
     }
 
+    /// A relay's poster id that stays the same across its runs, made of `seed` (a hash of what it relays for):
+    /// it posts what it received with that id and a sequence of its own, the same if it posts it again, so
+    /// that listeners drop the copy.
+    static func stablePoster(_ seed: UInt64) -> UInt64 { bit | max(seed & ~bit, 1) }
+
     /// Whether `poster` is a relay's.
     static func isRelayed(_ poster: UInt64) -> Bool { poster & bit != 0 }
 }

@@ -2,9 +2,9 @@ import Foundation
 
 /// What the relay posted into its group since it last saved its state, one record per notification appended as
 /// it is posted: `relay/<identity>/posted`. A record is one `write` of 24 bytes (link sequence, poster,
-/// sequence, big-endian), so a relay killed after posting has almost always recorded it too; the window left,
-/// between the post and its record, is a few microseconds (a kill there posts that notification again on the
-/// next start). Folded into the state and emptied once the state is saved.
+/// sequence, big-endian), so a relay killed after posting has almost always recorded it too. In the window left,
+/// between the post and its record, a kill makes the next run post that notification again, as the same poster
+/// and sequence, which the listeners drop. Folded into the state and emptied once the state is saved.
 struct PostedLog {
     static let recordSize = 24
     /// The longest log read back; a longer one (planted, or grown past any real run's) is ignored and emptied.
@@ -59,10 +59,17 @@ struct PostedLog {
         try handle?.write(contentsOf: record)
     }
 
-    /// Empties the log, once the state holds what it said.
+    /// Empties the log, once the state holds what it said; it stays open for the next record.
     mutating func clear() {
-        try? handle?.close()
-        handle = nil
+        if let handle {
+            do {
+                try handle.truncate(atOffset: 0)
+                return
+            } catch {
+                try? handle.close()
+                self.handle = nil
+            }
+        }
         try? FileManager.default.removeItem(at: url)
     }
 }

@@ -69,3 +69,15 @@ final class RelayPair: Sendable {
         FileLink.setReachable(reachable, directory: link.url)
     }
 }
+
+extension RelayPair {
+    /// Sets or clears a fault of the stand-in link.
+    func set(_ fault: FileLink.Fault, _ on: Bool) {
+        FileLink.set(fault, on, directory: link.url)
+    }
+
+    /// The relay's last status line (`wormhole-relay-peer` prints one on each change).
+    static func lastStatus(of relay: Peer) -> [String: Any]? {
+        relay.jsonLines().last { $0["ready"] == nil }
+    }
+}
