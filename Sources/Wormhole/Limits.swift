@@ -68,6 +68,29 @@ package enum Limits {
     /// to fold a burst of changes (a sync, typing) into two reloads.
     package static let widgetReloadInterval: Duration = .seconds(2)
 
+    // MARK: A relay to another device (WormholeRelay)
+
+    /// The most notifications a relay keeps for the other device before it acknowledges them; past it, a
+    /// notification is dropped, logged and counted. 50,000 is weeks of an app's traffic with the Watch away.
+    package static let relayOutboxCapacity = 50_000
+    /// The largest outbox item read back: a notification's largest userInfo and names, with room.
+    package static let relayOutboxItemSize = 2 << 20
+    /// The most notifications from the other device held ahead of one still on its way; past it they are
+    /// dropped, and the other side sends them again.
+    package static let relayEarlyItems = 10_000
+    /// The most posters a relay remembers on each side, to drop what comes twice; the least recently seen
+    /// are forgotten first (a copy comes soon after its original).
+    package static let relayRememberedPosters = 4096
+    /// The largest relay state file read back: the remembered posters and the stamps, with room.
+    package static let relayStateFileSize = 8 << 20
+    /// The longest log of posts read back; a longer one is not a relay's and is ignored.
+    package static let relayPostedLogSize = 24 << 20
+    /// The largest payload a relay decodes from the other side: every link's own limit is smaller.
+    package static let relayPayloadSize = 16 << 20
+    /// How often a relay looks for retained notifications and group values changed without an announcement, and
+    /// for what waits to be handed to its link.
+    package static let relayTick: Duration = .seconds(1)
+
     // MARK: Reading archives
 
     /// The deepest nesting of containers accepted.

@@ -29,8 +29,7 @@ final class RelayEngine: @unchecked Sendable {
     private let published = Mutex(RelayStatus())
     private let watchers = Mutex<[UInt64: AsyncStream<RelayStatus>.Continuation]>([:])
 
-    /// The most items held ahead of a gap; past it they are dropped, and sent again by the other side.
-    private static let maximumEarly = 10_000
+    private static let maximumEarly = Limits.relayEarlyItems
 
     init(folder: URL, routes: [RelayRoute], link: any RelayLink, center: GroupNotificationCenter) throws {
         self.routes = routes

@@ -109,7 +109,8 @@ private final class RelayTimer: @unchecked Sendable {
     let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
 
     init() {
-        source.schedule(deadline: .now() + 1, repeating: 1)
+        let tick = DispatchTimeInterval.milliseconds(Int(Limits.relayTick / .milliseconds(1)))
+        source.schedule(deadline: .now() + tick, repeating: tick)
         // Resumed at once (a suspended source must not be released): it does nothing until given a handler.
         source.resume()
     }

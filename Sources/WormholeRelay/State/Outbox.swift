@@ -1,12 +1,12 @@
 import Foundation
+import Wormhole
 
 /// The notifications taken from this group and not yet acknowledged by the other device: one file each in
 /// `relay/outbox/` in the container, named by its link sequence, written whole before the notification is
 /// taken, removed once acknowledged. They survive the relay's exit and are sent again on its next run.
 struct Outbox {
-    /// The most notifications kept; past it, a notification is dropped, logged and counted.
-    static let capacity = 50_000
-    static let maximumItemSize = 2 << 20
+    static let capacity = Limits.relayOutboxCapacity
+    static let maximumItemSize = Limits.relayOutboxItemSize
 
     let folder: URL
     /// What the folder holds, by link sequence.

@@ -1,4 +1,5 @@
 import Foundation
+import Wormhole
 
 /// What the relay posted into its group since it last saved its state, one record per notification appended as
 /// it is posted: `relay/<identity>/posted`. A record is one `write` of 24 bytes (link sequence, poster,
@@ -7,8 +8,7 @@ import Foundation
 /// and sequence, which the listeners drop. Folded into the state and emptied once the state is saved.
 struct PostedLog {
     static let recordSize = 24
-    /// The longest log read back; a longer one (planted, or grown past any real run's) is ignored and emptied.
-    static let maximumSize = 24 << 20
+    static let maximumSize = Limits.relayPostedLogSize
 
     let url: URL
     private var handle: FileHandle?

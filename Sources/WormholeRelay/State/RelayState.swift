@@ -1,13 +1,12 @@
 import Foundation
+import Wormhole
 
 /// What a relay remembers across its runs, in `relay/state` in the container: this device's id, its outbox's
 /// numbering, and what it already sent and posted, so that a notification handed over twice (a durable
 /// hand-over after a kill, a transfer sent again) is posted once.
 struct RelayState: Codable, Sendable {
-    /// The most posters remembered per side; the least recently seen are forgotten first. A duplicate comes
-    /// soon after its original (a resend), so a forgotten poster is one long gone.
-    static let maximumPosters = 4096
-    static let maximumFileSize = 8 << 20
+    static let maximumPosters = Limits.relayRememberedPosters
+    static let maximumFileSize = Limits.relayStateFileSize
 
     /// This device's id, drawn once.
     var device: UInt64

@@ -1,4 +1,5 @@
 import Foundation
+import Wormhole
 
 /// What one relay hands the other over the link, in any channel: notifications taken from its group, what it
 /// has applied of the other's, and (in the context) its retained notifications and group values.
@@ -8,8 +9,7 @@ import Foundation
 struct RelayEnvelope: Codable, Sendable {
     /// The format this version writes and reads; another is dropped.
     static let currentFormat = 1
-    /// The largest payload decoded: a link's own limit is smaller.
-    static let maximumSize = 16 << 20
+    static let maximumSize = Limits.relayPayloadSize
 
     var format = RelayEnvelope.currentFormat
     /// The device that sent it (``RelayState/device``).
