@@ -79,7 +79,14 @@ extension GroupNotificationCenter {
     package func postRelayed(
         name: String, object: String?, userInfo: [UInt8]?, retain: Bool, stablePoster: UInt64? = nil, sequence: UInt64 = 0
     ) throws -> PostReport {
-        _ = try checkedArchive(name: Notification.Name(name), object: object, userInfo: nil)
+        if ReservedNames.isReserved(name) {
+            // What a relay carries of requests and replies: their names, never the spool mark.
+            guard name.hasPrefix(ReservedNames.requestPrefix) || ReservedNames.isReplyName(name),
+                name.utf8.count <= Self.maximumNameLength, (object?.utf8.count ?? 0) <= Self.maximumNameLength
+            else { throw WormholeError(.invalidNotification, "notification name \(name) is reserved") }
+        } else {
+            _ = try checkedArchive(name: Notification.Name(name), object: object, userInfo: nil)
+        }
         if let userInfo, userInfo.count > Self.maximumPayloadSize {
             throw WormholeError(.payloadTooLarge, "userInfo of \(name) is \(userInfo.count) bytes, over the \(Self.maximumPayloadSize)-byte maximum")
         }
@@ -121,5 +128,39 @@ extension GroupNotificationCenter {
             stored = try UserInfoCodec.encode(userInfo, maximumSize: Self.maximumPayloadSize)
         }
         return try versions.publish(stored, version: version) {} ? version : nil
+    }
+
+    // MARK: Requests
+
+    /// The name a request for `name` travels under.
+    package static func requestName(for name: String) -> String { ReservedNames.request(name) }
+
+    /// Whether `name` is a reply's.
+    package static func isReplyName(_ name: String) -> Bool { ReservedNames.isReplyName(name) }
+
+    /// This device's monotonic clock, in nanoseconds: what requests' time left is measured on.
+    package static var uptimeNanoseconds: Int64 { Int64(clamping: Sys.uptimeNanoseconds) }
+
+    /// Where a request's replies go, and the nanoseconds it has left now; nil when `archive` is not a whole
+    /// request's, or holds classes beyond the value classes (a relay cannot carry it then).
+    package static func requestTimeLeft(_ archive: [UInt8]) -> (replyTo: String, remaining: Int64)? {
+        guard let userInfo = try? UserInfoCodec.decode(ArchiveBytes(archive), allowed: AllowedClasses.values),
+            let envelope = RequestEnvelope(userInfo)
+        else { return nil }
+        return (envelope.replyTo, envelope.remaining(at: uptimeNanoseconds))
+    }
+
+    /// A request's archive from another device with `remaining` nanoseconds left from now, on this device's
+    /// clock: time travels as time left, stamped anew on each device.
+    /// - Throws: ``WormholeError/Code/corruptData`` when `archive` is not a whole request's.
+    package static func restampedRequest(_ archive: [UInt8], remaining: Int64) throws -> [UInt8] {
+        var userInfo = try UserInfoCodec.decode(ArchiveBytes(archive), allowed: AllowedClasses.values)
+        guard let envelope = RequestEnvelope(userInfo) else {
+            throw WormholeError(.corruptData, "a request from the other device does not say where to reply")
+        }
+        userInfo[RequestEnvelope.key] = RequestEnvelope(
+            id: envelope.id, replyTo: envelope.replyTo, remaining: remaining, stamp: uptimeNanoseconds
+        ).fields
+        return try UserInfoCodec.encode(userInfo, maximumSize: maximumPayloadSize)
     }
 }

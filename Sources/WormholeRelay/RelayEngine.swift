@@ -23,6 +23,10 @@ final class RelayEngine: @unchecked Sendable {
     private var early: [UInt64: RelayItem] = [:]
     /// The run of the other side's relay that sent the last payload.
     private var peerSession: UInt64 = 0
+    /// The replies this side carries back, by reply name: an observer of each, on an ephemeral center, until the
+    /// request's time is up (on this device's monotonic clock).
+    private var replyRoutes: [String: (token: any NSObjectProtocol, until: Int64)] = [:]
+    private var replyCenter: GroupNotificationCenter?
     private var contextDirty = true
     private var scanPending = false
     private var closed = false
@@ -81,6 +85,7 @@ final class RelayEngine: @unchecked Sendable {
 
     func tick() {
         queue.async {
+            self.closeExpiredReplyRoutes()
             self.scan()
             self.pump()
         }
@@ -102,9 +107,22 @@ final class RelayEngine: @unchecked Sendable {
     /// A notification this group posted, on the center's receive thread: written into the outbox before this
     /// returns, so that the durable hand-over counts it taken only once it is kept.
     func taken(_ note: RelayedNotification) {
-        guard !note.isRelayed, routes.sends(notification: note.name) else { return }
+        guard !note.isRelayed else { return }
+        let isReply = GroupNotificationCenter.isReplyName(note.name)
+        guard isReply || routes.sends(notification: note.name) else { return }
         queue.sync {
             guard !closed else { return }
+            // A reply goes back only for a request this side carried, while its time lasts.
+            if isReply, replyRoutes[note.name] == nil { return }
+            var deadline: Int64? = nil
+            if routes.sends(request: note.name) {
+                guard let archive = note.userInfo, let (_, remaining) = GroupNotificationCenter.requestTimeLeft(archive), remaining > 0 else {
+                    count { $0.dropped += 1 }
+                    Self.log("request \(note.name) not carried: expired, or not a request the relay can read (its userInfo must hold value classes only)")
+                    return
+                }
+                deadline = GroupNotificationCenter.uptimeNanoseconds + remaining
+            }
             guard state.sent.advance(poster: note.poster, sequence: note.sequence) else { return }
             guard outbox.count < Outbox.capacity else {
                 count { $0.dropped += 1 }
@@ -113,7 +131,7 @@ final class RelayEngine: @unchecked Sendable {
             }
             let item = RelayItem(
                 link: state.nextLink, poster: note.poster, sequence: note.sequence, name: note.name, object: note.object,
-                userInfo: note.userInfo.map { Data($0) })
+                userInfo: note.userInfo.map { Data($0) }, deadline: deadline)
             do {
                 try outbox.add(item)
                 state.nextLink += 1
@@ -173,7 +191,21 @@ final class RelayEngine: @unchecked Sendable {
         return batches
     }
 
-    private func send(_ items: [RelayItem], over channel: RelayChannel) {
+    private func send(_ batch: [RelayItem], over channel: RelayChannel) {
+        let now = GroupNotificationCenter.uptimeNanoseconds
+        // A request crosses with the time it has left now; one whose time is up crosses as a skip.
+        let items = batch.map { item -> RelayItem in
+            guard let deadline = item.deadline else { return item }
+            guard deadline > now else {
+                count { $0.dropped += 1 }
+                Self.log("request \(item.name) expired before it could cross")
+                return RelayItem(link: item.link, poster: 0, sequence: 0, name: "", skipped: true)
+            }
+            var crossing = item
+            crossing.deadline = nil
+            crossing.remaining = deadline - now
+            return crossing
+        }
         let envelope = RelayEnvelope(device: state.device, session: session, items: items, ack: acknowledgement)
         let payload: Data
         do {
@@ -328,16 +360,22 @@ final class RelayEngine: @unchecked Sendable {
             count { $0.duplicatesDropped += 1 }
             return
         }
-        guard routes.receives(notification: item.name) else {
+        let isReply = GroupNotificationCenter.isReplyName(item.name) && routes.sendsRequests
+        guard isReply || routes.receives(notification: item.name) else {
             count { $0.dropped += 1 }
             Self.log("\(item.name) from the other device is not routed to this one; dropped")
             return
+        }
+        var userInfo = item.userInfo.map { [UInt8]($0) }
+        if routes.receives(request: item.name) {
+            guard let request = prepare(request: item) else { return }
+            userInfo = request
         }
         do {
             // As the same poster and sequence each time it is posted: a copy posted again after a kill right
             // after the post is dropped by the listeners.
             try center.postRelayed(
-                name: item.name, object: item.object, userInfo: item.userInfo.map { [UInt8]($0) }, retain: false,
+                name: item.name, object: item.object, userInfo: userInfo, retain: false,
                 stablePoster: state.device &* 0x9E37_79B9_7F4A_7C15 ^ state.peer, sequence: item.link)
             // At once: a relay killed after the post and before this record posts it again when it restarts.
             do {
@@ -350,6 +388,41 @@ final class RelayEngine: @unchecked Sendable {
         } catch {
             count { $0.dropped += 1 }
             Self.log("\(item.name) from the other device not posted: \(error)")
+        }
+    }
+
+    /// A request from the other side, stamped anew with the time it has left, and its replies' way back
+    /// opened; nil (dropped and counted) when its time is up or it cannot be read.
+    private func prepare(request item: RelayItem) -> [UInt8]? {
+        do {
+            guard let remaining = item.remaining, remaining > 0, let archive = item.userInfo.map({ [UInt8]($0) }),
+                let (replyTo, _) = GroupNotificationCenter.requestTimeLeft(archive)
+            else { throw RelayLinkError(.failed, "its time is up, or it does not say where to reply") }
+            let restamped = try GroupNotificationCenter.restampedRequest(archive, remaining: remaining)
+            let until = GroupNotificationCenter.uptimeNanoseconds + remaining
+            if let open = replyRoutes[replyTo] {
+                replyRoutes[replyTo] = (open.token, max(open.until, until))
+            } else {
+                if replyCenter == nil { replyCenter = try GroupNotificationCenter(containerURL: center.containerURL) }
+                guard let replyCenter else { return nil }
+                // Before the request is posted, so that no reply comes before its way back is open.
+                let token = replyCenter.addRelayObserver(forName: replyTo) { [weak self] in self?.taken($0) }
+                replyRoutes[replyTo] = (token, until)
+            }
+            return restamped
+        } catch {
+            count { $0.dropped += 1 }
+            Self.log("request \(item.name) from the other device dropped: \(error)")
+            return nil
+        }
+    }
+
+    /// Closes the ways back of requests whose time is up.
+    private func closeExpiredReplyRoutes() {
+        let now = GroupNotificationCenter.uptimeNanoseconds
+        for (name, route) in replyRoutes where route.until <= now {
+            replyCenter?.removeObserver(route.token)
+            replyRoutes[name] = nil
         }
     }
 

@@ -1,3 +1,5 @@
+import Wormhole
+
 /// One thing a ``WormholeRelay`` carries between the two devices, and which way.
 ///
 /// ```swift
@@ -33,6 +35,12 @@ public struct RelayRoute: Sendable, Hashable {
         case retained(name: String)
         /// A ``Wormhole/GroupValue``: the same value on both devices, the last written winning.
         case value(name: String)
+        /// Requests for a name (``Wormhole/GroupNotificationCenter/request(name:object:userInfo:timeout:)``): one
+        /// made on the sending side reaches the responders on the other, and the replies come back. The time left
+        /// crosses as time left: what the request spent in the relays counts, what it spent in WatchConnectivity's
+        /// hands does not. A relay that carries requests answers for the name in its group, so a request there
+        /// waits for its timeout rather than failing with `noResponder`.
+        case requests(name: String)
     }
 
     public var kind: Kind
@@ -62,6 +70,11 @@ public struct RelayRoute: Sendable, Hashable {
     public static func value(named name: String, _ direction: Direction = .both) -> RelayRoute {
         RelayRoute(.value(name: name), direction)
     }
+
+    /// Requests for `name`: `.outgoing` carries this device's requests to the other's responders.
+    public static func requests(named name: String, _ direction: Direction = .both) -> RelayRoute {
+        RelayRoute(.requests(name: name), direction)
+    }
 }
 
 extension [RelayRoute] {
@@ -75,8 +88,32 @@ extension [RelayRoute] {
             case .notifications(let named): return named == name
             case .notificationsPrefixed(let prefix):
                 return name.hasPrefix(prefix) && (!name.hasPrefix(Self.reservedPrefix) || prefix.hasPrefix(Self.reservedPrefix))
+            case .requests(let named): return name == GroupNotificationCenter.requestName(for: named)
             case .retained, .value: return false
             }
+        }
+    }
+
+    /// Whether `name` is a request this side carries to the other.
+    func sends(request name: String) -> Bool {
+        contains { route in
+            guard route.direction.sends, case .requests(let named) = route.kind else { return false }
+            return name == GroupNotificationCenter.requestName(for: named)
+        }
+    }
+
+    /// Whether `name` is a request from the other side that this side posts.
+    func receives(request name: String) -> Bool {
+        contains { route in
+            guard route.direction.receives, case .requests(let named) = route.kind else { return false }
+            return name == GroupNotificationCenter.requestName(for: named)
+        }
+    }
+
+    /// Whether this side's requests cross, so that replies come back.
+    var sendsRequests: Bool {
+        contains { route in
+            if case .requests = route.kind { route.direction.sends } else { false }
         }
     }
 
@@ -87,22 +124,28 @@ extension [RelayRoute] {
             switch route.kind {
             case .notifications(let named): return named == name
             case .notificationsPrefixed(let prefix): return name.hasPrefix(prefix)
+            case .requests(let named): return name == GroupNotificationCenter.requestName(for: named)
             case .retained, .value: return false
             }
         }
     }
 
-    /// The names of notifications to observe: nil stands for every name (a prefix route).
+    /// The names of notifications to observe: nil stands for every name (a prefix route), which matches no
+    /// request's name: those are named each.
     var observedNames: [String?] {
         var names: [String?] = []
+        var everyName = false
         for route in self where route.direction.sends {
             switch route.kind {
-            case .notifications(let name): if !names.contains(name) { names.append(name) }
-            case .notificationsPrefixed: return [nil]
+            case .notifications(let name): names.append(name)
+            case .notificationsPrefixed: everyName = true
+            case .requests(let name): names.append(GroupNotificationCenter.requestName(for: name))
             case .retained, .value: break
             }
         }
-        return names
+        if everyName { names = [nil] + names.filter { $0.map { $0.hasPrefix(Self.reservedPrefix) } ?? false } }
+        var seen = Set<String?>()
+        return names.filter { seen.insert($0).inserted }
     }
 
     /// The retained names and value names, each with its direction.
@@ -111,7 +154,7 @@ extension [RelayRoute] {
             switch route.kind {
             case .retained(let name): (SyncedEntry(kind: .retained, name: name), route.direction)
             case .value(let name): (SyncedEntry(kind: .value, name: name), route.direction)
-            case .notifications, .notificationsPrefixed: nil
+            case .notifications, .notificationsPrefixed, .requests: nil
             }
         }
     }

@@ -3,7 +3,7 @@
 // line whenever what it waits, sent or posted changes.
 //
 //   wormhole-relay-peer --container DIR --link DIR --side phone|watch --route KIND:NAME[:DIRECTION] ...
-// KIND is notifications, prefix, retained or value; DIRECTION is both (the default), outgoing or incoming.
+// KIND is notifications, prefix, retained, value or requests; DIRECTION is both (the default), outgoing or incoming.
 import Foundation
 import Wormhole
 import WormholeRelay
@@ -41,6 +41,7 @@ for (index, argument) in arguments.enumerated() where argument == "--route" && i
     case "prefix": routes.append(.notifications(prefixed: parts[1], direction))
     case "retained": routes.append(.retained(named: parts[1], direction))
     case "value": routes.append(.value(named: parts[1], direction))
+    case "requests": routes.append(.requests(named: parts[1], direction))
     default: fail("bad route kind \(parts[0])")
     }
 }

@@ -71,6 +71,34 @@ struct RelayTests {
         _ = (phoneRelay, watchRelay)
     }
 
+    @Test("A request on one device is answered by a responder on the other, within its time")
+    func requests() async throws {
+        let pair = RelayPair(routes: ["requests:ask:outgoing"])
+        let phoneRelay = try await pair.startRelay(.phone)
+        let watchRelay = try await pair.startRelay(.watch, routes: ["requests:ask:incoming"])
+        let responder = try Peer("wormhole", [
+            "respond", "--container", pair.watch.path, "--name", "ask", "--reply", #"{"answer": 42}"#, "--count", "2",
+        ])
+        try await responder.awaitError(containing: "responding")
+        let center = try GroupNotificationCenter(containerURL: pair.phone.url)
+        for question in ["life", "universe"] {
+            let reply = try await center.request(name: .init("ask"), object: "widget", userInfo: ["q": question], timeout: .seconds(20))
+            #expect(reply.userInfo?["answer"] as? Int == 42)
+            #expect(reply.object as? String == "widget")
+        }
+        #expect(try await responder.awaitExit() == 0)
+        #expect(responder.jsonLines().compactMap { ($0["userInfo"] as? [String: String])?["q"] } == ["life", "universe"])
+        // With nobody to answer on the watch, a request waits for its time rather than failing at once: the relay
+        // answers for the name here.
+        let started = ContinuousClock.now
+        await #expect(throws: WormholeError.self) {
+            _ = try await center.request(name: .init("ask"), object: nil, userInfo: nil, timeout: .milliseconds(500))
+        }
+        #expect(ContinuousClock.now - started >= .milliseconds(400))
+        #expect(center.statistics.repliesDropped == 0)
+        _ = (phoneRelay, watchRelay)
+    }
+
     @Test("Retained notifications and group values end the same on both devices, the last write winning")
     func retainedAndValues() async throws {
         let pair = RelayPair(routes: ["retained:now", "value:count"])

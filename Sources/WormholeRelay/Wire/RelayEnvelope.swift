@@ -51,8 +51,13 @@ struct RelayItem: Codable, Sendable, Hashable {
     var name: String
     var object: String?
     var userInfo: Data?
-    /// Set for a notification the sender could not carry (too large): the receiver only moves past it.
+    /// Set for a notification the sender could not carry (too large, a request expired): the receiver only
+    /// moves past it.
     var skipped: Bool?
+    /// A request's deadline on the sending device's monotonic clock (nanoseconds): kept in the outbox only.
+    var deadline: Int64?
+    /// A request's time left when it was handed to the link (nanoseconds): what the receiver stamps anew.
+    var remaining: Int64?
 }
 
 /// "I have applied your notifications up to `link`", to the device `device`.
