@@ -17,7 +17,9 @@ final class RelayEngine: @unchecked Sendable {
     private var outbox: Outbox
     /// This run, drawn at start: a context from it differs from the last run's.
     private let session = UInt64.random(in: 1...UInt64.max)
-    /// The outbox items handed to the link in this run (or still held by the link from an earlier one).
+    /// The outbox items handed to the link in this run (or still held by the link from an earlier one): every
+    /// one up to `handedThrough`, and those in `handed` after it.
+    private var handedThrough: UInt64 = 0
     private var handed: Set<UInt64> = []
     /// Items from the other device that came ahead of one still on its way, by link sequence.
     private var early: [UInt64: RelayItem] = [:]
@@ -151,8 +153,11 @@ final class RelayEngine: @unchecked Sendable {
     private func pump() {
         let status = link.status
         guard !closed, status.canQueue else { return }
-        let pending = outbox.ordered.filter { !handed.contains($0.link) }
-        guard !pending.isEmpty else { return }
+        let pending = outbox.items(after: handedThrough).filter { !handed.contains($0.link) }
+        guard let last = pending.last?.link else { return }
+        // Handed in order from here on: everything up to the last is handed once these are.
+        handedThrough = last
+        handed = handed.filter { $0 > last }
         let channel: RelayChannel = status.isReachable ? .message : .transfer
         for batch in batches(of: pending, for: channel) {
             send(batch, over: channel)
@@ -214,7 +219,6 @@ final class RelayEngine: @unchecked Sendable {
             Self.log("relay payload not encoded: \(error)")
             return
         }
-        for item in items { handed.insert(item.link) }
         count { $0.sent += items.count }
         if channel == .message, payload.count <= link.maximumPayloadSize(for: .message) {
             link.sendMessage(payload) { [weak self] error in
@@ -236,7 +240,7 @@ final class RelayEngine: @unchecked Sendable {
         } catch {
             record(error)
             // Sent again when the link changes or on the next tick.
-            for item in items { handed.remove(item.link) }
+            unhand(items)
         }
     }
 
@@ -280,6 +284,16 @@ final class RelayEngine: @unchecked Sendable {
         return nil
     }
 
+    /// Takes `items` back from what was handed, so that the next pump hands them again.
+    private func unhand(_ items: [RelayItem]) {
+        guard let first = items.first?.link, first <= handedThrough else { return }
+        // What was handed after them stays handed.
+        for item in outbox.items(after: first - 1) where item.link <= handedThrough {
+            if !items.contains(where: { $0.link == item.link }) { handed.insert(item.link) }
+        }
+        handedThrough = first - 1
+    }
+
     /// After activation or a sign the other side restarted: what the link does not hold is handed to it again.
     private func resendUnacknowledged() {
         var held = Set<UInt64>()
@@ -288,6 +302,7 @@ final class RelayEngine: @unchecked Sendable {
             for item in envelope.items { held.insert(item.link) }
         }
         handed = held
+        handedThrough = (outbox.lowest ?? state.nextLink) - 1
         contextDirty = true
     }
 
@@ -323,6 +338,7 @@ final class RelayEngine: @unchecked Sendable {
     private func acknowledge(_ link: UInt64) {
         outbox.acknowledge(upTo: link)
         handed = handed.filter { $0 > link }
+        handedThrough = max(handedThrough, min(link, state.nextLink - 1))
         count { $0.waiting = outbox.count }
     }
 

@@ -9,11 +9,12 @@ struct Outbox {
     static let maximumItemSize = Limits.relayOutboxItemSize
 
     let folder: URL
-    /// What the folder holds, by link sequence.
-    private(set) var items: [UInt64: RelayItem] = [:]
+    /// What the folder holds, in order of link sequence.
+    private(set) var ordered: [RelayItem] = []
 
     init(folder: URL, log: (String) -> Void) throws {
         self.folder = folder
+        var items: [UInt64: RelayItem] = [:]
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
             let file = StateFile(url: folder.appendingPathComponent(name), limit: Self.maximumItemSize)
@@ -34,23 +35,38 @@ struct Outbox {
                 items[link] = RelayItem(link: link, poster: 0, sequence: 0, name: "", skipped: true)
             }
         }
+        ordered = items.values.sorted { $0.link < $1.link }
     }
 
-    var count: Int { items.count }
-    var highest: UInt64 { items.keys.max() ?? 0 }
+    var count: Int { ordered.count }
+    var highest: UInt64 { ordered.last?.link ?? 0 }
+    var lowest: UInt64? { ordered.first?.link }
 
     /// The items after `link`, in order.
-    func items(after link: UInt64) -> [RelayItem] {
-        items.values.filter { $0.link > link }.sorted { $0.link < $1.link }
+    func items(after link: UInt64) -> ArraySlice<RelayItem> {
+        ordered[index(after: link)...]
     }
 
-    var ordered: [RelayItem] { items.values.sorted { $0.link < $1.link } }
+    /// The index of the first item after `link`.
+    private func index(after link: UInt64) -> Int {
+        var low = 0, high = ordered.count
+        while low < high {
+            let middle = (low + high) / 2
+            if ordered[middle].link <= link { low = middle + 1 } else { high = middle }
+        }
+        return low
+    }
 
     mutating func add(_ item: RelayItem) throws {
         let encoder = PropertyListEncoder()
         encoder.outputFormat = .binary
         try StateFile(url: url(item.link), limit: Self.maximumItemSize).write(try encoder.encode(item))
-        items[item.link] = item
+        let at = index(after: item.link)
+        if at > 0, ordered[at - 1].link == item.link {
+            ordered[at - 1] = item
+        } else {
+            ordered.insert(item, at: at)
+        }
     }
 
     /// Replaces an item the link cannot carry by a skip, so that the other side moves past it.
@@ -60,10 +76,9 @@ struct Outbox {
 
     /// Forgets what the other device acknowledged.
     mutating func acknowledge(upTo link: UInt64) {
-        for done in items.keys where done <= link {
-            StateFile(url: url(done), limit: Self.maximumItemSize).remove()
-            items[done] = nil
-        }
+        let end = index(after: link)
+        for done in ordered[..<end] { StateFile(url: url(done.link), limit: Self.maximumItemSize).remove() }
+        ordered.removeFirst(end)
     }
 
     private func url(_ link: UInt64) -> URL {
