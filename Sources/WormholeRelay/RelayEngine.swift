@@ -135,9 +135,10 @@ final class RelayEngine: @unchecked Sendable {
                 link: state.nextLink, poster: note.poster, sequence: note.sequence, name: note.name, object: note.object,
                 userInfo: note.userInfo.map { Data($0) }, deadline: deadline)
             do {
+                // The item is what counts: the numbering and the posters go on from it at the next start, and
+                // the state is saved before an acknowledged item is removed.
                 try outbox.add(item)
                 state.nextLink += 1
-                try state.save(to: stateFile)
             } catch {
                 count { $0.dropped += 1 }
                 Self.log("\(note.name) not kept for the other device: \(error)")
@@ -336,6 +337,14 @@ final class RelayEngine: @unchecked Sendable {
     }
 
     private func acknowledge(_ link: UInt64) {
+        guard let lowest = outbox.lowest, lowest <= link else { return }
+        // Saved first: the numbers and posters of the items removed must not be used again.
+        do {
+            try state.save(to: stateFile)
+        } catch {
+            Self.log("relay state not saved (\(error)); acknowledged notifications stay in the outbox")
+            return
+        }
         outbox.acknowledge(upTo: link)
         handed = handed.filter { $0 > link }
         handedThrough = max(handedThrough, min(link, state.nextLink - 1))
