@@ -90,6 +90,9 @@ package enum Limits {
     /// How often a relay looks for retained notifications and group values changed without an announcement, and
     /// for what waits to be handed to its link.
     package static let relayTick: Duration = .seconds(1)
+    /// How far behind the last frame of a relay's poster a frame is still taken for a copy, and dropped: a relay
+    /// posts again only what it posted last before it was killed (a batch at most).
+    static let relayCopyWindow: UInt64 = 4096
 
     // MARK: Reading archives
 

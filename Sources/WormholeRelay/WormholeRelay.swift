@@ -51,13 +51,24 @@ public final class WormholeRelay: Sendable {
     ) throws {
         center = try GroupNotificationCenter(relayContainerURL: containerURL, clientIdentifier: clientIdentifier)
         let folder = containerURL.appendingPathComponent("relay", isDirectory: true)
-            .appendingPathComponent(clientIdentifier, isDirectory: true)
+            .appendingPathComponent(Self.folderName(clientIdentifier), isDirectory: true)
         engine = try RelayEngine(folder: folder, routes: routes, link: link, center: center)
         timer = RelayTimer()
     }
 
     deinit {
         close()
+    }
+
+    /// The relay's folder for `clientIdentifier`: the identifier itself when it is a plain name (letters, digits,
+    /// `.`, `-`, `_`, not starting with `.`), else its UTF-8 bytes in hex, so that no identifier names a path
+    /// outside `relay/`.
+    static func folderName(_ clientIdentifier: String) -> String {
+        let plain = clientIdentifier.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
+        }
+        if plain, !clientIdentifier.hasPrefix(".") { return clientIdentifier }
+        return "x-" + clientIdentifier.utf8.map { String(format: "%02x", $0) }.joined()
     }
 
     /// Activates the link, and starts taking what this group posts and posting what the other device sends.

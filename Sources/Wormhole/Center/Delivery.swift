@@ -81,10 +81,14 @@ final class Delivery: Sendable {
     }
 
     /// Whether `frame`, from a relay, comes after what was delivered of its poster; records it if so. A relay
-    /// posts each poster's frames in order of their sequences.
+    /// posts each poster's frames in order of their sequences, and a copy it posts again is its last, or close
+    /// to it: only a frame at most ``Limits/relayCopyWindow`` behind the last is taken for a copy, so that a
+    /// forged frame far ahead cannot hold back more than that many of the relay's next ones.
     private func isNew(relayed frame: Frame) -> Bool {
         relayed.withLock { relayed in
-            if let last = relayed[frame.poster], last >= frame.sequence { return false }
+            if let last = relayed[frame.poster], last >= frame.sequence, last - frame.sequence < Limits.relayCopyWindow {
+                return false
+            }
             if relayed[frame.poster] == nil, relayed.count >= Limits.rememberedPosters { relayed.removeAll() }
             relayed[frame.poster] = frame.sequence
             return true
