@@ -11,7 +11,7 @@ package enum Limits {
     static let maximumNameLength = 4096
     /// The longest a request may wait for its reply, and the most time remaining a responder believes a request
     /// has (a request that claims more is cut to this).
-    static let maximumRequestTimeout: Duration = .seconds(24 * 3600)
+    package static let maximumRequestTimeout: Duration = .seconds(24 * 3600)
     /// The longest request id a responder accepts, in UTF-8 bytes (a request's own are 32).
     static let maximumRequestIDLength = 64
     /// The most bytes one listener's spool may hold, unless a center's configuration says otherwise.
@@ -78,6 +78,14 @@ package enum Limits {
     /// The most notifications from the other device held ahead of one still on its way; past it they are
     /// dropped, and the other side sends them again.
     package static let relayEarlyItems = 10_000
+    /// The most bytes of userInfo those may hold together.
+    package static let relayEarlyBytes = 16 << 20
+    /// The highest outbox number a relay accepts from its files or the other side: far past any real run's, far
+    /// from overflowing.
+    package static let relayHighestLink: UInt64 = 1 << 60
+    /// How far ahead of this device's clock a stamp from the other device may be; one further is taken as
+    /// forged or broken and not applied, so that it cannot win every later write.
+    package static let relayStampLead: Duration = .seconds(24 * 3600)
     /// The most posters a relay remembers on each side, to drop what comes twice; the least recently seen
     /// are forgotten first (a copy comes soon after its original).
     package static let relayRememberedPosters = 4096

@@ -23,6 +23,7 @@ final class RelayEngine: @unchecked Sendable {
     private var handed: Set<UInt64> = []
     /// Items from the other device that came ahead of one still on its way, by link sequence.
     private var early: [UInt64: RelayItem] = [:]
+    private var earlyBytes = 0
     /// The run of the other side's relay that sent the last payload.
     private var peerSession: UInt64 = 0
     /// The replies this side carries back, by reply name: an observer of each, on an ephemeral center, until the
@@ -324,6 +325,7 @@ final class RelayEngine: @unchecked Sendable {
             state.applied = 0
             state.posted = PosterMarks()
             early = [:]
+            earlyBytes = 0
         }
         // A new run of the other side's relay may have lost what it had been handed and not yet applied.
         let restarted = envelope.session != peerSession
@@ -355,12 +357,18 @@ final class RelayEngine: @unchecked Sendable {
 
     private func apply(_ items: [RelayItem]) {
         var progressed = false
-        for item in items where item.link > state.applied {
-            if early.count < Self.maximumEarly || item.link == state.applied + 1 { early[item.link] = item }
+        for item in items where item.link > state.applied && item.link < Limits.relayHighestLink && early[item.link] == nil {
+            let bytes = item.userInfo?.count ?? 0
+            // Past the bounds, held back no more: the other side sends it again.
+            guard item.link == state.applied + 1 || (early.count < Self.maximumEarly && earlyBytes + bytes <= Limits.relayEarlyBytes)
+            else { continue }
+            early[item.link] = item
+            earlyBytes += bytes
         }
         let duplicates = items.filter { $0.link <= state.applied }.count
         if duplicates > 0 { count { $0.duplicatesDropped += duplicates } }
         while let item = early.removeValue(forKey: state.applied + 1) {
+            earlyBytes -= item.userInfo?.count ?? 0
             post(item)
             state.applied = item.link
             progressed = true
@@ -420,7 +428,8 @@ final class RelayEngine: @unchecked Sendable {
     /// opened; nil (dropped and counted) when its time is up or it cannot be read.
     private func prepare(request item: RelayItem) -> [UInt8]? {
         do {
-            guard let remaining = item.remaining, remaining > 0, let archive = item.userInfo.map({ [UInt8]($0) }),
+            let longest = Int64(Limits.maximumRequestTimeout / .nanoseconds(1))
+            guard let remaining = item.remaining.map({ min($0, longest) }), remaining > 0, let archive = item.userInfo.map({ [UInt8]($0) }),
                 let (replyTo, _) = GroupNotificationCenter.requestTimeLeft(archive)
             else { throw RelayLinkError(.failed, "its time is up, or it does not say where to reply") }
             let restamped = try GroupNotificationCenter.restampedRequest(archive, remaining: remaining)
@@ -475,7 +484,8 @@ final class RelayEngine: @unchecked Sendable {
                 state.entries[entry.key] = .init(stamp: known?.stamp ?? .zero, mark: local.mark)
             } else {
                 let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
-                let stamp = Stamp(time: max(now, (known?.stamp.time ?? 0) + 1), device: state.device)
+                let after = known?.stamp.time ?? 0
+                let stamp = Stamp(time: max(now, after == .max ? after : after + 1), device: state.device)
                 state.entries[entry.key] = .init(stamp: stamp, mark: local.mark)
             }
             contextDirty = true
@@ -518,6 +528,12 @@ final class RelayEngine: @unchecked Sendable {
             guard routes.synced.contains(where: { $0.entry == incoming.entry && $0.direction.receives }) else { continue }
             let known = state.entries[incoming.entry.key]
             guard incoming.stamp > (known?.stamp ?? .zero) else { continue }
+            let lead = UInt64(Limits.relayStampLead / .milliseconds(1))
+            guard incoming.stamp.time <= UInt64(max(0, Date().timeIntervalSince1970 * 1000)) + lead else {
+                count { $0.dropped += 1 }
+                Self.log("\(incoming.entry.kind.rawValue) \(incoming.entry.name) from the other device is stamped more than a day ahead of this device's clock; not applied")
+                continue
+            }
             // Noted before it is written: a relay stopped in between knows the write is its own.
             state.entries[incoming.entry.key] = .init(stamp: incoming.stamp, mark: nil)
             try? state.save(to: stateFile)

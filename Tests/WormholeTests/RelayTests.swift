@@ -252,4 +252,25 @@ struct RelayFaultTests {
         try await awaitStatus(watchRelay, "the watch relay counts what it dropped") { $0["dropped"] as? Int == garbage.count }
         _ = phoneRelay
     }
+
+    @Test("Planted files in the relay's folder (a FIFO, garbage, numbers at the end of the range) neither wedge nor crash it")
+    func plantedFiles() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        let folder = pair.phone.url.appendingPathComponent("relay/wormhole.relay")
+        let outbox = folder.appendingPathComponent("outbox")
+        try FileManager.default.createDirectory(at: outbox, withIntermediateDirectories: true)
+        #expect(mkfifo(folder.appendingPathComponent("state").path, 0o600) == 0)
+        #expect(mkfifo(folder.appendingPathComponent("posted").path, 0o600) == 0)
+        #expect(mkfifo(outbox.appendingPathComponent("0000000000000001").path, 0o600) == 0)
+        try Data("garbage".utf8).write(to: outbox.appendingPathComponent("0000000000000002"))
+        try Data().write(to: outbox.appendingPathComponent("ffffffffffffffff"))
+        let observer = try await pair.startObserver(.watch, name: "n")
+        let phoneRelay = try await pair.startRelay(.phone)
+        let watchRelay = try await pair.startRelay(.watch)
+        let poster = try await pair.post(.phone, name: "n", count: 5)
+        try await observer.awaitLines(6, timeout: 30)
+        #expect(RelayPair.received(by: observer) == [poster: Array(0..<5)])
+        _ = (phoneRelay, watchRelay)
+    }
 }
+

@@ -18,7 +18,7 @@ struct Outbox {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         for name in try FileManager.default.contentsOfDirectory(atPath: folder.path) {
             let file = StateFile(url: folder.appendingPathComponent(name), limit: Self.maximumItemSize)
-            guard let link = UInt64(name, radix: 16), name.count == 16 else {
+            guard let link = UInt64(name, radix: 16), name.count == 16, link > 0, link < Limits.relayHighestLink else {
                 // A temporary file of a write that was cut short, or something planted.
                 file.remove()
                 continue

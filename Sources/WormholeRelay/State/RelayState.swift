@@ -36,8 +36,10 @@ struct RelayState: Codable, Sendable {
         do {
             if let data = try file.read() {
                 let state = try PropertyListDecoder().decode(RelayState.self, from: data)
-                if state.device != 0 { return state }
-                log("relay state in \(file.url.path) has no device id; starting anew")
+                if state.device != 0, state.nextLink > 0, state.nextLink < Limits.relayHighestLink, state.applied < Limits.relayHighestLink {
+                    return state
+                }
+                log("relay state in \(file.url.path) has no device id or numbers out of range; starting anew")
             }
         } catch {
             log("relay state in \(file.url.path) is damaged (\(error)); starting anew: notifications may be posted twice")
@@ -65,7 +67,7 @@ struct PosterMarks: Codable, Sendable {
     /// Whether `sequence` of `poster` is past what was seen; if so, remembers it.
     mutating func advance(poster: UInt64, sequence: UInt64) -> Bool {
         if let mark = marks[poster], mark.sequence >= sequence { return false }
-        clock += 1
+        clock &+= 1
         marks[poster] = Mark(sequence: sequence, seen: clock)
         if marks.count > RelayState.maximumPosters, let oldest = marks.min(by: { $0.value.seen < $1.value.seen })?.key {
             marks[oldest] = nil
