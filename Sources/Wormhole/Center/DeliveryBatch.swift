@@ -8,15 +8,8 @@ struct DeliveryBatch {
     /// those of every observer that runs there, in order (`calls`).
     fileprivate typealias Group = (
         observer: ObjectIdentifier?, first: Observer, notes: [(note: SendableNotification, bytes: Int)],
-        calls: [(Observer, Call)]
+        calls: [(Observer, SendableNotification)]
     )
-
-    /// What an observer on the receive thread is called with: a notification, or, for a relay's observer, the
-    /// frame itself (``Observer/init(id:center:subscription:frames:)``).
-    enum Call {
-        case note(SendableNotification)
-        case frame(Frame)
-    }
 
     /// Who calls ``dispatch(backlog:from:)``.
     enum Caller {
@@ -27,6 +20,9 @@ struct DeliveryBatch {
     }
 
     private var groups: [Group] = []
+    /// The frames for relays' observers (``Observer/init(id:center:subscription:frames:)``), which run on the
+    /// receive thread with the others, after them; apart, so that the common case carries no frame.
+    private var frameCalls: [(Observer, Frame)] = []
 
     var isEmpty: Bool { groups.isEmpty }
 
@@ -38,12 +34,12 @@ struct DeliveryBatch {
         let key = onReceiveThread ? nil : ObjectIdentifier(observer)
         if let index = groups.firstIndex(where: { $0.observer == key }) {
             if onReceiveThread {
-                groups[index].calls.append((observer, .note(note)))
+                groups[index].calls.append((observer, note))
             } else {
                 groups[index].notes.append((note, frame.byteCount))
             }
         } else if onReceiveThread {
-            groups.append((key, observer, [], [(observer, .note(note))]))
+            groups.append((key, observer, [], [(observer, note)]))
         } else {
             groups.append((key, observer, [(note, frame.byteCount)], []))
         }
@@ -51,11 +47,8 @@ struct DeliveryBatch {
 
     /// Adds `frame` as it is for an observer that takes frames; such an observer runs on the receive thread.
     mutating func add(frameTaker observer: Observer, frame: Frame) {
-        if let index = groups.firstIndex(where: { $0.observer == nil }) {
-            groups[index].calls.append((observer, .frame(frame)))
-        } else {
-            groups.append((nil, observer, [], [(observer, .frame(frame))]))
-        }
+        frameCalls.append((observer, frame))
+        if !groups.contains(where: { $0.observer == nil }) { groups.append((nil, observer, [], [])) }
     }
 
     /// Hands each observer its deliveries, in the order they were added, and returns those of observers without
@@ -69,17 +62,13 @@ struct DeliveryBatch {
             return nil
         }
         for group in groups[..<index] { Self.handOver(group, backlog: backlog) }
-        let items = DeliveryItems(items: groups[index].calls)
+        let items = DeliveryItems(items: groups[index].calls, frames: frameCalls)
         let later = LaterGroups(groups: Array(groups[(index + 1)...]))
         if caller == .other { for group in later.groups { Self.handOver(group, backlog: backlog) } }
         return {
             withAutoreleasePool {
-                for (observer, call) in items.items {
-                    switch call {
-                    case .note(let note): observer.call(note)
-                    case .frame(let frame): observer.call(frame)
-                    }
-                }
+                for (observer, note) in items.items { observer.call(note) }
+                for (observer, frame) in items.frames { observer.call(frame) }
             }
             if caller == .receiveThread { for group in later.groups { Self.handOver(group, backlog: backlog) } }
         }
@@ -115,5 +104,6 @@ struct FrameIdentity: Hashable, Sendable {
 /// A batch's deliveries for the receive thread.
 /// Safe because the array is built before the work that runs it and only read there.
 struct DeliveryItems: @unchecked Sendable {
-    let items: [(Observer, DeliveryBatch.Call)]
+    let items: [(Observer, SendableNotification)]
+    let frames: [(Observer, Frame)]
 }

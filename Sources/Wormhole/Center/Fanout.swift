@@ -96,7 +96,8 @@ final class Fanout: Sendable {
         links.withLock { links in
             links.uses += 1
             // A link to a listener that registered anew with another transport is made anew.
-            if let link = links.open[entry.listener], link.transport == entry.transport, link.spoolsAlways == entry.keepsSpooled {
+            // Whether it keeps everything spooled is its identity's for good (a relay's): read when the link is made.
+            if let link = links.open[entry.listener], link.transport == entry.transport {
                 link.lastUse.store(links.uses, ordering: .relaxed)
                 return link
             }
