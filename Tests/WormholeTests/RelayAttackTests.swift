@@ -40,4 +40,31 @@ struct RelayAttackTests {
         #expect(RelayPair.received(by: observer) == [poster: Array(0..<3)])
         _ = watchRelay
     }
+
+    @Test("A damaged state while the outbox holds items does not stop what follows from crossing", .timeLimit(.minutes(3)))
+    func damagedStateWithOutbox() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        let observer = try await pair.startObserver(.watch, name: "n")
+        var phoneRelay = try await pair.startRelay(.phone)
+        var watchRelay = try await pair.startRelay(.watch)
+        let first = try await pair.post(.phone, name: "n", count: 2)
+        try await observer.awaitLines(3, timeout: 30)
+        try await pollUntil("the phone's outbox acknowledged", timeout: 30) { RelayPair.lastStatus(of: phoneRelay)?["waiting"] as? Int == 0 }
+        watchRelay.signal(SIGKILL)
+        _ = try await watchRelay.awaitExit()
+        let second = try await pair.post(.phone, name: "n", count: 3, start: 2)
+        try await pollUntil("three wait on the phone", timeout: 30) { RelayPair.lastStatus(of: phoneRelay)?["waiting"] as? Int == 3 }
+        phoneRelay.signal(SIGKILL)
+        _ = try await phoneRelay.awaitExit()
+        try Data("damaged".utf8).write(to: pair.phone.url.appendingPathComponent("relay/wormhole.relay/state"))
+        phoneRelay = try await pair.startRelay(.phone)
+        watchRelay = try await pair.startRelay(.watch)
+        let last = try await pair.post(.phone, name: "n", count: 1, start: 5)
+        try await pollUntil("the last one crossed", timeout: 30) { RelayPair.received(by: observer)[last] == [5] }
+        let received = RelayPair.received(by: observer)
+        #expect(received[first] == [0, 1])
+        // Those waiting when the state was lost may come twice (the state said what was sent), never not at all.
+        #expect(Set(received[second] ?? []) == [2, 3, 4])
+        _ = (phoneRelay, watchRelay)
+    }
 }
