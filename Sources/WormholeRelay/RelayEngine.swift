@@ -44,7 +44,8 @@ final class RelayEngine: @unchecked Sendable {
         self.center = center
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         stateFile = StateFile(url: folder.appendingPathComponent("state"), limit: RelayState.maximumFileSize)
-        var state = RelayState.load(from: stateFile, log: Self.log)
+        let loaded = RelayState.load(from: stateFile, log: Self.log)
+        var state = loaded.state
         postedLog = PostedLog(url: folder.appendingPathComponent("posted"))
         // What was posted after the state was last saved.
         for record in postedLog.records(log: Self.log) {
@@ -52,6 +53,9 @@ final class RelayEngine: @unchecked Sendable {
             _ = state.posted.advance(poster: record.poster, sequence: record.sequence)
         }
         outbox = try Outbox(folder: folder.appendingPathComponent("outbox", isDirectory: true), log: Self.log)
+        // A new device id: the other side numbers what comes from it from 1 again, and would hold items numbered
+        // past that as early for ever.
+        if loaded.isNew { try outbox.renumber() }
         // An item written before its state was: numbering and posters go on from the items.
         state.nextLink = max(state.nextLink, outbox.highest + 1)
         for item in outbox.ordered where item.skipped != true {

@@ -74,6 +74,21 @@ struct Outbox {
         try add(RelayItem(link: link, poster: 0, sequence: 0, name: "", skipped: true))
     }
 
+    /// Numbers the items 1, 2, 3… in their order: for a new device id, whose numbering the other side starts
+    /// at 1. Each is written under its new number before its old file goes; a new number is never above the old.
+    mutating func renumber() throws {
+        for index in ordered.indices where ordered[index].link != UInt64(index + 1) {
+            let old = ordered[index].link
+            var item = ordered[index]
+            item.link = UInt64(index + 1)
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            try StateFile(url: url(item.link), limit: Self.maximumItemSize).write(try encoder.encode(item))
+            ordered[index] = item
+            StateFile(url: url(old), limit: Self.maximumItemSize).remove()
+        }
+    }
+
     /// Forgets what the other device acknowledged.
     mutating func acknowledge(upTo link: UInt64) {
         let end = index(after: link)

@@ -42,10 +42,11 @@ struct PostedLog {
     /// Appends one record, in one write.
     mutating func append(link: UInt64, poster: UInt64, sequence: UInt64) throws {
         if handle == nil {
-            if !FileManager.default.fileExists(atPath: url.path) {
-                guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
-                    throw RelayLinkError(.failed, "\(url.path) cannot be made")
-                }
+            // Whatever is at the name holds no record of this run (the log was emptied when the state was saved):
+            // made anew, so that a FIFO put there is not opened, which would wait for a reader for ever.
+            try? FileManager.default.removeItem(at: url)
+            guard FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600]) else {
+                throw RelayLinkError(.failed, "\(url.path) cannot be made")
             }
             let opened = try FileHandle(forWritingTo: url)
             try opened.seekToEnd()

@@ -31,20 +31,21 @@ struct RelayState: Codable, Sendable {
         self.device = device
     }
 
-    /// Reads the state, or starts a new one when there is none or it is damaged (then logged).
-    static func load(from file: StateFile, log: (String) -> Void) -> RelayState {
+    /// Reads the state, or starts a new one when there is none or it is damaged (then logged); `isNew` says
+    /// which.
+    static func load(from file: StateFile, log: (String) -> Void) -> (state: RelayState, isNew: Bool) {
         do {
             if let data = try file.read() {
                 let state = try PropertyListDecoder().decode(RelayState.self, from: data)
                 if state.device != 0, state.nextLink > 0, state.nextLink < Limits.relayHighestLink, state.applied < Limits.relayHighestLink {
-                    return state
+                    return (state, false)
                 }
                 log("relay state in \(file.url.path) has no device id or numbers out of range; starting anew")
             }
         } catch {
             log("relay state in \(file.url.path) is damaged (\(error)); starting anew: notifications may be posted twice")
         }
-        return RelayState(device: UInt64.random(in: 1...UInt64.max))
+        return (RelayState(device: UInt64.random(in: 1...UInt64.max)), true)
     }
 
     func save(to file: StateFile) throws {

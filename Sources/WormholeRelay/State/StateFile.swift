@@ -29,8 +29,17 @@ struct StateFile {
         return data
     }
 
+    /// Writes `data` in place of what the file held; something else at its name (a directory) is removed first.
     func write(_ data: Data) throws {
-        try data.write(to: url, options: .atomic)
+        do {
+            try data.write(to: url, options: .atomic)
+        } catch {
+            // The rename fails over a directory: one planted or left there is not the relay's, and goes.
+            let type = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.type] as? FileAttributeType
+            guard let type, type != .typeRegular else { throw error }
+            remove()
+            try data.write(to: url, options: .atomic)
+        }
     }
 
     func remove() {
