@@ -322,7 +322,13 @@ final class RelayEngine: @unchecked Sendable {
             return
         }
         guard envelope.device != state.device else { return }
+        if state.formerPeers?.contains(envelope.device) == true {
+            count { $0.dropped += 1 }
+            Self.log("a payload from the other device's earlier relay id dropped: what it held comes again under the new one")
+            return
+        }
         if envelope.device != state.peer {
+            if state.peer != 0 { state.formerPeers = Array(((state.formerPeers ?? []) + [state.peer]).suffix(8)) }
             // The other app, installed anew (or for the first time): its numbering starts again.
             if state.peer != 0 { Self.log("the other device's relay changed identity; its numbering starts again") }
             state.peer = envelope.device

@@ -16,6 +16,9 @@ struct RelayState: Codable, Sendable {
     var sent = PosterMarks()
     /// The other device's id, as its envelopes say, and what of its notifications was posted here.
     var peer: UInt64 = 0
+    /// The other device's earlier relay ids, newest last (at most 8): what still comes from one is left over
+    /// from before that relay started anew, and sent again under its new id.
+    var formerPeers: [UInt64]? = nil
     var applied: UInt64 = 0
     var posted = PosterMarks()
     /// The last write of each retained name and group value, stamped, and which local content it is.
