@@ -4,14 +4,14 @@ import Testing
 
 /// A listener whose observers run on a queue that does not keep up holds a bounded backlog: past it, it stops
 /// reading, and the socket, then the spool, hold the rest. Nothing is lost or reordered.
-@Suite("Backpressure: a slow observer cannot swell its listener")
+@Suite("Backpressure: a slow observer cannot swell its listener", .throttled)
 struct BackpressureTests {
     @Test("20,000 posts of 4 KiB to an observer whose queue is suspended: the listener stays within its bound, then gets all, in order")
     func manySmallPosts() async throws {
         let container = TemporaryContainer()
         let count = 20_000
         let listener = try Peer("wormhole-test-peer", ["listen-queued", "--container", container.path, "--name", "slow", "--count", "\(count)"])
-        _ = try listener.waitForLines(1)
+        _ = try await listener.awaitLines(1)
         let baseline = try #require(listener.jsonLines().first?["residentKiB"] as? Int)
         let poster = try Peer("wormhole-test-peer", [
             "post", "--container", container.path, "--name", "slow", "--count", "\(count)", "--payload", "4096",
@@ -40,14 +40,14 @@ struct BackpressureTests {
         let count = 12
         let payload = 8_000_000
         let listener = try Peer("wormhole-test-peer", ["listen-queued", "--container", container.path, "--name", "large", "--count", "\(count)"])
-        _ = try listener.waitForLines(1)
+        _ = try await listener.awaitLines(1)
         let poster = try Peer("wormhole-test-peer", [
             "post", "--container", container.path, "--name", "large", "--count", "\(count)", "--payload", "\(payload)",
         ])
         #expect(try await poster.awaitExit(timeout: 120) == 0, "poster: \(poster.errorOutput)")
         #expect(poster.jsonLines().first?["failed"] as? Int == 0)
         listener.signal(SIGUSR1)
-        let held = try #require(try listener.waitForLines(2)[1].data(using: .utf8).flatMap {
+        let held = try #require(try await listener.awaitLines(2)[1].data(using: .utf8).flatMap {
             try JSONSerialization.jsonObject(with: $0) as? [String: Any]
         })
         let mapped = try #require(held["mappedSharedBytes"] as? Int)

@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Bad input: a clear error or a counted drop, never a crash")
+@Suite("Bad input: a clear error or a counted drop, never a crash", .throttled)
 struct BadInputTests {
     /// Connects to the listener of `center`'s process as a hostile peer would, with a socket of its transport.
     private func connectToOwnListener(_ center: GroupNotificationCenter) throws -> OwnedDescriptorBox {
@@ -43,7 +43,7 @@ struct BadInputTests {
             if message.withUnsafeBytes({ send(hostile.fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 { sent += 1 }
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "3"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         #expect(try await recorder.wait(for: 3).compactMap(\.number) == [0, 1, 2])
         #expect(center.statistics.dropped == sent)
     }
@@ -69,10 +69,10 @@ struct BadInputTests {
     }
 
     @Test("a torn registry entry is skipped and counted; its listener writes it again by itself")
-    func corruptRegistry() throws {
+    func corruptRegistry() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "r", "--count", "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let folder = container.path + "/registry/"
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first { !$0.hasPrefix(".") })
         let original = try Data(contentsOf: URL(fileURLWithPath: folder + name))
@@ -84,11 +84,10 @@ struct BadInputTests {
         #expect(center.listenerStatus().isEmpty)
         #expect(center.statistics.dropped == 1)
         // The listener notices within its housekeeping interval and registers again.
-        let deadline = Date().addingTimeInterval(10)
-        while center.listenerStatus().isEmpty && Date() < deadline { Thread.sleep(forTimeInterval: 0.05) }
+        try await pollUntil("the listener registered again", timeout: 10) { !center.listenerStatus().isEmpty }
         #expect(center.listenerStatus().map(\.pid) == [listener.pid])
         try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": 3])
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         #expect(listener.jsonLines().last?["i"] as? Int == 3)
     }
 
@@ -122,7 +121,7 @@ struct BadInputTests {
         // The bell tells the listener to look; a later post from another process arrives too.
         center.endpoint.listenerSpool?.bell.touch()
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "sp", "--start", "4"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let numbers = try await recorder.wait(for: 3).compactMap(\.number)
         #expect(Set(numbers) == [1, 2, 4])
         #expect(center.statistics.dropped == 1)

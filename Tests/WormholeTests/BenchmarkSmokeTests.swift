@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("The benchmark")
+@Suite("The benchmark", .throttled)
 struct BenchmarkSmokeTests {
     @Test("a quick run completes and measures every mechanism with every payload")
     func quickRun() async throws {

@@ -5,7 +5,7 @@ import WormholeTestSupport
 
 /// Archives shaped to make a receiver work or grow without bound: each is decoded or refused, with work in
 /// proportion to its size. The tests print how long each shape took at two sizes (a report, not a threshold).
-@Suite("Codec: bounded work and memory per archive, whatever its shape")
+@Suite("Codec: bounded work and memory per archive, whatever its shape", .throttled)
 struct BoundedWorkTests {
     private let classes = AllowedClasses(FuzzNode.allowedClasses)
 

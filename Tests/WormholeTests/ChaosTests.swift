@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("Chaos: stops, kills and observer churn while posting")
+@Suite("Chaos: stops, kills and observer churn while posting", .throttled)
 struct ChaosTests {
     /// The numbers in the summary line, by name ("lost", "duplicated", …).
     private func counts(_ line: String) -> [String: Int] {

@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Codec: the archive readers that guard every receiver")
+@Suite("Codec: the archive readers that guard every receiver", .throttled)
 struct CodecTests {
     /// A random property-list value, nested up to `depth`.
     private func randomValue(_ generator: inout SeededGenerator, depth: Int) -> Any {

@@ -7,7 +7,7 @@ import Testing
 /// answered by Wormhole's coders, or fails with an error: never a trap, and on Apple platforms never the base
 /// class's Objective-C exception. The calls below are those of `NSCoder.h` that this Foundation offers; the ones
 /// only Apple's Foundation has are compiled there (``PlatformCoder`` lists what it answers).
-@Suite("The coders answer every keyed NSCoder method")
+@Suite("The coders answer every keyed NSCoder method", .throttled)
 struct CoderSurfaceTests {
     private let classes: [AnyClass] = [NSDictionary.self, NSArray.self, NSString.self, NSNumber.self, NSData.self, EveryKeyedCall.self]
 

@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Compact archive: what a post of values sends, and its reader against crafted bytes")
+@Suite("Compact archive: what a post of values sends, and its reader against crafted bytes", .throttled)
 struct CompactArchiveTests {
     private typealias Tag = CompactArchive.Tag
 

@@ -4,16 +4,16 @@ import Testing
 
 /// What a container holds: its retained notifications' names and its group values' names, listed by the API and
 /// by `wormhole retained --list` and `wormhole value --list`, with what others planted among them skipped.
-@Suite("What a container holds")
+@Suite("What a container holds", .throttled)
 struct ContainerContentsTests {
     /// Names spelled out in their file names, one past that length (hashed on disk), and ones that are not ASCII.
     static let long = String(repeating: "a long name, ", count: 10)
     static let names = ["status", "wormhole.message.button", "é", "e\u{301}", long, "\u{301}" + long]
 
     /// What `wormhole COMMAND --list` printed: the names and the count of what it skipped.
-    private func list(_ command: String, _ container: TemporaryContainer) throws -> (names: [String], skipped: Int) {
+    private func list(_ command: String, _ container: TemporaryContainer) async throws -> (names: [String], skipped: Int) {
         let peer = try Peer("wormhole", [command, "--container", container.path, "--list"])
-        #expect(try peer.waitForExit() == 0, "\(peer.errorOutput)")
+        #expect(try await peer.awaitExit() == 0, "\(peer.errorOutput)")
         #expect(peer.output.count == 1, "\(peer.output)")
         let json = try #require(peer.jsonLines().first)
         #expect(json["container"] as? String == container.path)
@@ -26,59 +26,59 @@ struct ContainerContentsTests {
     }
 
     @Test("another process's retained notifications are listed by the tool and the API, long names by their real name")
-    func retainedAcrossProcesses() throws {
+    func retainedAcrossProcesses() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        #expect(try list("retained", container) == ([], 0))
+        #expect(try await list("retained", container) == ([], 0))
         #expect(try center.retainedNotificationNames().isEmpty)
         for name in Self.names {
             let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", name, "--retain"])
-            #expect(try poster.waitForExit() == 0, "\(poster.errorOutput)")
+            #expect(try await poster.awaitExit() == 0, "\(poster.errorOutput)")
         }
         // Posted without --retain: not held.
         let plain = try Peer("wormhole", ["post", "--container", container.path, "--name", "passing"])
-        #expect(try plain.waitForExit() == 0)
+        #expect(try await plain.awaitExit() == 0)
         #expect(FileManager.default.fileExists(atPath: container.path + "/retained/" + RetainedStore.fileName(for: Self.long)))
         #expect(RetainedStore.fileName(for: Self.long).hasPrefix("h-"))
-        #expect(try list("retained", container) == (sorted(Self.names), 0))
+        #expect(try await list("retained", container) == (sorted(Self.names), 0))
         #expect(try center.retainedNotificationNames().map(\.rawValue) == sorted(Self.names))
         // Each listed name reads.
         for name in try center.retainedNotificationNames() { #expect(center.retainedNotification(named: name) != nil, "\(name)") }
         center.clearRetainedNotification(named: .init("status"))
-        #expect(try list("retained", container).names == sorted(Self.names.filter { $0 != "status" }))
+        #expect(try await list("retained", container).names == sorted(Self.names.filter { $0 != "status" }))
         #expect(center.statistics.dropped == 0)
     }
 
     @Test("another process's group values are listed by the tool and the API; an unset or reset one is not")
-    func valuesAcrossProcesses() throws {
+    func valuesAcrossProcesses() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
-        #expect(try list("value", container) == ([], 0))
+        #expect(try await list("value", container) == ([], 0))
         #expect(try center.groupValueNames().isEmpty)
         for (index, name) in Self.names.enumerated() {
             let setter = try Peer("wormhole", ["value", "--container", container.path, "--name", name, "--set", "\(index)"])
-            #expect(try setter.waitForExit() == 0, "\(setter.errorOutput)")
+            #expect(try await setter.awaitExit() == 0, "\(setter.errorOutput)")
         }
         let reset = try Peer("wormhole", ["value", "--container", container.path, "--name", "status", "--reset"])
-        #expect(try reset.waitForExit() == 0)
+        #expect(try await reset.awaitExit() == 0)
         // Read but never set: makes nothing.
         let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "never"])
-        #expect(try reader.waitForExit() == 0)
+        #expect(try await reader.awaitExit() == 0)
         let set = sorted(Self.names.filter { $0 != "status" })
-        #expect(try list("value", container) == (set, 0))
+        #expect(try await list("value", container) == (set, 0))
         #expect(try center.groupValueNames() == set)
         for (index, name) in Self.names.enumerated() where name != "status" {
             #expect(GroupValue(name, default: -1, in: center).value == index, "\(name)")
         }
         try GroupValue("status", default: 0, in: center).set(1)
-        #expect(try list("value", container).names == sorted(Self.names))
+        #expect(try await list("value", container).names == sorted(Self.names))
         // Values are not retained notifications, nor the other way round.
         #expect(try center.retainedNotificationNames().isEmpty)
         #expect(center.statistics.dropped == 0)
     }
 
     @Test("FIFOs, links, huge, damaged, misnamed and garbage files among retained ones are skipped and counted, never read")
-    func retainedAmongPlanted() throws {
+    func retainedAmongPlanted() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         for name in ["kept", Self.long] {
@@ -109,14 +109,14 @@ struct ContainerContentsTests {
         let names = try finishes(within: 20, "listing") { try center.retainedNotificationNames() }
         #expect(names.map(\.rawValue) == expected)
         #expect(center.statistics.dropped == planted)
-        #expect(try list("retained", container) == (expected, planted))
+        #expect(try await list("retained", container) == (expected, planted))
         // Left where they are, and reads of the real ones unchanged.
         #expect(FileManager.default.fileExists(atPath: file("garbage")) && FileManager.default.fileExists(atPath: folder + "notes.txt"))
         #expect(center.retainedNotification(named: .init(Self.long))?.userInfo?["n"] as? Int == 1)
     }
 
     @Test("folders and files planted in values/ are skipped and counted; a value with a damaged newest version still lists")
-    func valuesAmongPlanted() throws {
+    func valuesAmongPlanted() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         for name in ["kept", Self.long, "damaged-newest"] { try GroupValue(name, default: 0, in: center).set(7) }
@@ -143,7 +143,7 @@ struct ContainerContentsTests {
         let expected = sorted(["damaged-newest", "kept", Self.long])
         #expect(try finishes(within: 20, "listing") { try center.groupValueNames() } == expected)
         #expect(center.statistics.dropped == planted)
-        #expect(try list("value", container) == (expected, planted))
+        #expect(try await list("value", container) == (expected, planted))
         #expect(GroupValue("damaged-newest", default: 0, in: center).value == 7)
     }
 }

@@ -3,7 +3,7 @@ import Synchronization
 import Testing
 @testable import Wormhole
 
-@Suite("Containers: checked like ssh checks its keys")
+@Suite("Containers: checked like ssh checks its keys", .throttled)
 struct ContainerTests {
     private func code(_ body: () throws -> Void) -> WormholeError.Code? {
         do {
@@ -70,43 +70,43 @@ struct ContainerTests {
     }
 
     @Test("the default container follows WORMHOLE_CONTAINER_ROOT, then XDG_RUNTIME_DIR")
-    func defaultContainer() throws {
+    func defaultContainer() async throws {
         let root = TemporaryContainer()
         let listener = try Peer("wormhole", ["listen", "--group", "group.test", "--create", "--count", "1"], environment: ["WORMHOLE_CONTAINER_ROOT": root.path])
-        try listener.waitForError(containing: "listening")
+        try await listener.awaitError(containing: "listening")
         #expect(FileManager.default.fileExists(atPath: root.path + "/group.test/registry"))
         let runtime = TemporaryContainer()
         let poster = try Peer("wormhole", ["post", "--group", "group.test", "--create", "--name", "x"], environment: ["XDG_RUNTIME_DIR": runtime.path])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         #expect(FileManager.default.fileExists(atPath: runtime.path + "/wormhole/group.test"))
         listener.signal(SIGKILL)
     }
 
     @Test("a container path longer than sun_path allows still works across processes")
-    func longPath() throws {
+    func longPath() async throws {
         let parent = TemporaryContainer()
         var path = parent.path
         while path.utf8.count < 200 { path += "/a-rather-long-folder-name" }
         try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", path, "--name", "long", "--count", "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: path))
         let report = try center.postReporting(name: .init("long"), object: nil, userInfo: ["i": 1])
         #expect(report.delivered == 1)
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
     }
 
     @Test("posting re-reads the registry only when it changed")
-    func registryCache() throws {
+    func registryCache() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "c"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         for i in 0..<200 { try center.postReporting(name: .init("c"), object: nil, userInfo: ["i": i]) }
         let parses = center.endpoint.registry.parses.load(ordering: .relaxed)
         #expect(parses == 1)
         let second = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "c"])
-        try second.waitForLines(1)
+        try await second.awaitLines(1)
         let report = try center.postReporting(name: .init("c"), object: nil, userInfo: ["i": 0])
         // About 270 small messages fill a socket buffer, so a busy first listener may take it from its spool.
         #expect(report.delivered + report.spooled == 2)

@@ -3,20 +3,20 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Crash consistency, collection of the dead, limits and who may talk")
+@Suite("Crash consistency, collection of the dead, limits and who may talk", .throttled)
 struct CrashConsistencyTests {
     @Test("a registry writer killed at any moment leaves entries the next reader reads whole")
-    func registryWriterKilled() throws {
+    func registryWriterKilled() async throws {
         let container = TemporaryContainer()
         var generator = SeededGenerator(seed: 99)
         var checked = 0
         for _ in 0..<40 {
             // The chaos receiver rewrites the registry all the time: it adds and removes observers in a loop.
             let writer = try Peer("wormhole-chaos", ["receiver", "--container", container.path])
-            try writer.waitForLines(1)
+            try await writer.awaitLines(1)
             usleep(UInt32.random(in: 1_000...60_000, using: &generator))
             writer.signal(SIGKILL)
-            _ = try? writer.waitForExit()
+            _ = try? await writer.awaitExit()
             let folder = container.path + "/registry/"
             for name in try FileManager.default.contentsOfDirectory(atPath: folder) where !name.hasPrefix(".") {
                 let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + name)))
@@ -53,17 +53,17 @@ struct CrashConsistencyTests {
     }
 
     @Test("the container does not grow: 2,000 listener lifetimes and 30 killed processes leave only the living")
-    func noGrowth() throws {
+    func noGrowth() async throws {
         let container = TemporaryContainer()
         for _ in 0..<2000 {
             let center = try GroupNotificationCenter(containerURL: container.url)
             center.addObserver(forName: .init("g"), object: nil, queue: nil) { _ in }
         }
         let killed = try (0..<30).map { _ in try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "g"]) }
-        for peer in killed { try peer.waitForLines(1) }
+        for peer in killed { try await peer.awaitLines(1) }
         for peer in killed {
             peer.signal(SIGKILL)
-            _ = try? peer.waitForExit()
+            _ = try? await peer.awaitExit()
         }
         let survivor = try GroupNotificationCenter(containerURL: container.url)
         survivor.addObserver(forName: .init("g"), object: nil, queue: nil) { _ in }
@@ -77,10 +77,10 @@ struct CrashConsistencyTests {
     }
 
     @Test("a spool that would pass its limit refuses the post for that listener, reported and counted")
-    func spoolFull() throws {
+    func spoolFull() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "full"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let blob = Data(count: 15 << 20)
@@ -121,23 +121,23 @@ struct CrashConsistencyTests {
     }
 
     @Test("another user can neither post into nor listen in a container, nor reach its sockets")
-    func otherUser() throws {
+    func otherUser() async throws {
         try #require(geteuid() == 0, "needs root to run a process as another user; skipped otherwise")
         let tool = Peer.productsDirectory.appendingPathComponent("wormhole").path
         try #require(access("/usr/bin/setpriv", X_OK) == 0, "needs setpriv to change user; skipped otherwise")
         // The tool must be reachable by the other user; a build folder under a private home is not.
         let reachable = try Peer("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", tool, "help"], absolute: true)
-        try #require(try reachable.waitForExit() == 0, "the build folder is not readable by another user; skipped")
+        try #require(try await reachable.awaitExit() == 0, "the build folder is not readable by another user; skipped")
 
         let container = TemporaryContainer()
         let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "x"])
-        try listener.waitForError(containing: "listening")
+        try await listener.awaitError(containing: "listening")
         for command in [["post", "--name", "x"], ["listen", "--name", "x", "--count", "1"], ["status"]] {
             let intruder = try Peer(
                 "/usr/bin/setpriv",
                 ["--reuid=65534", "--regid=65534", "--clear-groups", tool] + command + ["--container", container.path],
                 absolute: true)
-            #expect(try intruder.waitForExit() == 1, "\(command)")
+            #expect(try await intruder.awaitExit() == 1, "\(command)")
             #expect(intruder.errorOutput.contains { $0.contains("container") })
         }
         listener.signal(SIGKILL)

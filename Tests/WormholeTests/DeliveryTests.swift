@@ -2,7 +2,7 @@ import Foundation
 import Testing
 import Wormhole
 
-@Suite("Delivery across processes")
+@Suite("Delivery across processes", .throttled)
 struct DeliveryTests {
     @Test("userInfo from another process bridges to Swift types")
     func payloadBridges() async throws {
@@ -12,7 +12,7 @@ struct DeliveryTests {
         center.addObserver(forName: .init("typed"), object: nil, queue: nil, using: recorder.block)
 
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "typed", "--object", "tag", "--types"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let note = try #require(try await recorder.wait(for: 1).first)
         #expect(note.object == "tag")
         let info = try #require(note.userInfo)
@@ -34,7 +34,7 @@ struct DeliveryTests {
         center.addObserver(forName: .init("burst"), object: nil, queue: nil, using: recorder.block)
 
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "burst", "--count", "1000"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         // A duplicate or a gap would show here: the 1000th arrival ends the wait.
         let received = try await recorder.wait(for: 1000)
         #expect(received.compactMap(\.number) == Array(0..<1000))
@@ -47,7 +47,7 @@ struct DeliveryTests {
         let recorder = Recorder()
         center.addObserver(forName: .init("threads"), object: nil, queue: nil, using: recorder.block)
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "threads", "--count", "4000"])
-        try listener.waitForLines(1)  // {"ready": pid}
+        try await listener.awaitLines(1)  // {"ready": pid}
         // Eight threads share one center, its registry cache and its links.
         DispatchQueue.concurrentPerform(iterations: 8) { thread in
             for i in 0..<500 { center.post(name: .init("threads"), object: nil, userInfo: ["i": thread * 500 + i]) }
@@ -55,21 +55,21 @@ struct DeliveryTests {
         let received = try await recorder.wait(for: 4000)
         #expect(Set(received.compactMap(\.number)) == Set(0..<4000))
         #expect(received.count == 4000)
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int }.sorted() == Array(0..<4000))
     }
 
     @Test("every listening process gets each notification exactly once")
-    func fanOut() throws {
+    func fanOut() async throws {
         let container = TemporaryContainer()
         let listeners = try (0..<3).map { _ in
             try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "fan", "--count", "20"])
         }
-        for listener in listeners { try listener.waitForLines(1) }
+        for listener in listeners { try await listener.awaitLines(1) }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "fan", "--count", "20"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         for listener in listeners {
-            #expect(try listener.waitForExit() == 0)
+            #expect(try await listener.awaitExit() == 0)
             let numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
             #expect(numbers == Array(0..<20))
         }
@@ -80,17 +80,17 @@ struct DeliveryTests {
     }
 
     @Test("name and object filters hold across processes")
-    func filters() throws {
+    func filters() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "wanted", "--object", "A"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url)
         try center.postReporting(name: .init("wanted"), object: "B", userInfo: ["i": 1])
         try center.postReporting(name: .init("other"), object: "A", userInfo: ["i": 2])
         try center.postReporting(name: .init("wanted"), object: nil, userInfo: ["i": 3])
         let report = try center.postReporting(name: .init("wanted"), object: "A", userInfo: ["i": 4])
         #expect(report.delivered == 1)
-        let lines = try listener.waitForLines(2)
+        let lines = try await listener.awaitLines(2)
         #expect(lines.count == 2)
         #expect(listener.jsonLines().last?["i"] as? Int == 4)
     }
@@ -102,9 +102,9 @@ struct DeliveryTests {
         let recorder = Recorder()
         center.addObserver(forName: nil, object: nil, queue: nil, using: recorder.block)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "one", "--count", "2"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let other = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "two", "--object", "x"])
-        #expect(try other.waitForExit() == 0)
+        #expect(try await other.awaitExit() == 0)
         let received = try await recorder.wait(for: 3)
         #expect(received.map(\.name) == ["one", "one", "two"])
         #expect(received.last?.object == "x")
@@ -135,7 +135,7 @@ struct DeliveryTests {
         second.addObserver(forName: .init("both"), object: nil, queue: nil, using: b.block)
         #expect(first.listenerStatus().count == 1)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "both", "--count", "5"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         #expect(try await a.wait(for: 5).compactMap(\.number) == Array(0..<5))
         #expect(try await b.wait(for: 5).compactMap(\.number) == Array(0..<5))
     }
@@ -162,6 +162,6 @@ struct DeliveryTests {
         numbers = await collected.value
         timeout.cancel()
         #expect(numbers == Array(0..<10))
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
     }
 }

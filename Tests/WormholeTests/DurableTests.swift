@@ -2,15 +2,15 @@ import Foundation
 import Testing
 import Wormhole
 
-@Suite("Durable listeners")
+@Suite("Durable listeners", .throttled)
 struct DurableTests {
     @Test("a durable listener that is down for 1,000 posts gets all 1,000, in order, when it runs again")
     func downForAThousand() async throws {
         let container = TemporaryContainer()
         let first = try Peer("wormhole", ["listen", "--container", container.path, "--client", "widget", "--name", "d"])
-        try first.waitForError(containing: "listening")
+        try await first.awaitError(containing: "listening")
         first.signal(SIGKILL)
-        _ = try? first.waitForExit()
+        _ = try? await first.awaitExit()
 
         let center = try GroupNotificationCenter(containerURL: container.url)
         for i in 0..<1000 {
@@ -26,18 +26,17 @@ struct DurableTests {
         #expect(try await second.awaitExit(timeout: 60) == 0)
         let numbers = second.jsonLines().compactMap { ($0["userInfo"] as? [String: Any])?["i"] as? Int }
         #expect(numbers == Array(0..<1000))
-        let deadline = Date().addingTimeInterval(20)
-        while center.listenerStatus().first?.spooledNotifications != 0 && Date() < deadline { usleep(20_000) }
+        try await pollUntil("the spool emptied") { center.listenerStatus().first?.spooledNotifications == 0 }
         #expect(center.listenerStatus().first?.spooledNotifications == 0, "delivered once: the spool is empty")
     }
 
     @Test("a second live process claiming the same identity gets a clear error")
-    func identityInUse() throws {
+    func identityInUse() async throws {
         let container = TemporaryContainer()
         let first = try Peer("wormhole", ["listen", "--container", container.path, "--client", "app-widget"])
-        try first.waitForError(containing: "listening")
+        try await first.awaitError(containing: "listening")
         let second = try Peer("wormhole", ["listen", "--container", container.path, "--client", "app-widget"])
-        #expect(try second.waitForExit() == 1)
+        #expect(try await second.awaitExit() == 1)
         #expect(second.errorOutput.contains { $0.contains("identity in use") })
         #expect { _ = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "app-widget") } throws: {
             ($0 as? WormholeError)?.code == .identityInUse
@@ -56,9 +55,9 @@ struct DurableTests {
         let watcher = try GroupNotificationCenter(containerURL: container.url)
         #expect(watcher.listenerStatus().first?.observing.compactMap(\.name) == ["a", "b"], "a durable run's subscriptions stay")
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "3"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let other = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "b", "--count", "2", "--start", "10"])
-        #expect(try other.waitForExit() == 0)
+        #expect(try await other.awaitExit() == 0)
         #expect(watcher.listenerStatus().first?.spooledNotifications == 5)
 
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
@@ -87,18 +86,18 @@ struct DurableTests {
             let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
             #expect(durable.listenerStatus().first { $0.clientIdentifier == "w" }?.state == .alive)
             let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "5"])
-            #expect(try await onDispatchThread { try poster.waitForExit() } == 0)
+            #expect(try await poster.awaitExit() == 0)
             #expect(poster.jsonLines().first?["delivered"] as? Int == 5, "sent to the running listener's socket")
             // Released: the listener reads its socket as it ends, and keeps what nothing observed.
         }
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "3", "--start", "5"])
-        #expect(try await onDispatchThread { try poster.waitForExit() } == 0)
+        #expect(try await poster.awaitExit() == 0)
         let recorder = Recorder()
         durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
         #expect(try await recorder.wait(for: 8).compactMap(\.number) == Array(0..<8))
         let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "1", "--start", "8"])
-        #expect(try await onDispatchThread { try later.waitForExit() } == 0)
+        #expect(try await later.awaitExit() == 0)
         #expect(try await recorder.wait(for: 9).compactMap(\.number) == Array(0..<9), "once each")
     }
 
@@ -111,22 +110,22 @@ struct DurableTests {
         let listen = ["listen-forms", "--container", container.path, "--client", "w"]
         // The identity's first run registers the name, and is killed.
         let first = try Peer("wormhole-test-peer", listen + ["--until", "0"])
-        try await onDispatchThread { try first.waitForLines(1) }
+        try await first.awaitLines(1)
         first.signal(SIGKILL)
-        _ = try? await onDispatchThread { try first.waitForExit() }
+        _ = try? await first.awaitExit()
 
         let offline = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "200", "--message"])
-        #expect(try await onDispatchThread { try offline.waitForExit() } == 0)
+        #expect(try await offline.awaitExit() == 0)
         #expect(offline.jsonLines().first?["spooled"] as? Int == 200)
 
         // Every form is added at start-up, one after another, with 20 ms of other start-up work between two (a
         // hand-over that began with the first would be over before the second); then ten more are posted at once.
         let second = try Peer(
             "wormhole-test-peer", listen + ["--until", "209", "--between", "20"] + (deliverNow ? ["--deliver-now"] : []))
-        try await onDispatchThread { try second.waitForLines(1) }
+        try await second.awaitLines(1)
         let meanwhile = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "10", "--start", "200", "--message"])
-        #expect(try await onDispatchThread { try meanwhile.waitForExit() } == 0)
+        #expect(try await meanwhile.awaitExit() == 0)
         // The ready line, one line for each of the eight forms, and the late observer's.
         try await second.awaitLines(10, timeout: 60)
         let forms = second.jsonLines().filter { $0["form"] != nil }
@@ -138,8 +137,8 @@ struct DurableTests {
         // An observer added after the hand-over gets what is posted from then on.
         let later = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--count", "1", "--start", "210", "--message"])
-        #expect(try await onDispatchThread { try later.waitForExit() } == 0)
-        try await onDispatchThread { try second.waitForLines(11) }
+        #expect(try await later.awaitExit() == 0)
+        try await second.awaitLines(11)
         #expect(second.jsonLines().compactMap { $0["late"] as? Int } == [210])
         second.signal(SIGKILL)
     }

@@ -3,7 +3,7 @@ import Testing
 import Synchronization
 @testable import Wormhole
 
-@Suite("What others sent is escaped before it reaches a log line or a terminal")
+@Suite("What others sent is escaped before it reaches a log line or a terminal", .throttled)
 struct EscapingTests {
     @Test("controls, separators and bidirectional overrides are escaped; printable text and JSON are not")
     func escaping() throws {
@@ -48,13 +48,13 @@ struct EscapingTests {
     }
 
     @Test("status prints a listener's hostile names escaped")
-    func status() throws {
+    func status() async throws {
         let container = TemporaryContainer()
         let hostile = "cart\u{1B}[2J\u{1B}]0;pwned\u{07}\nforged line\u{061C}"
         let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", hostile])
-        try listener.waitForError(containing: "listening")
+        try await listener.awaitError(containing: "listening")
         let status = try Peer("wormhole", ["status", "--container", container.path])
-        #expect(try status.waitForExit() == 0)
+        #expect(try await status.awaitExit() == 0)
         let text = status.output.joined(separator: "\n")
         #expect(text.contains("cart\\u001B[2J\\u001B]0;pwned\\u0007\\nforged line\\u061C"))
         #expect(!text.unicodeScalars.contains("\u{1B}") && !text.unicodeScalars.contains("\u{061C}") && !status.output.contains { $0.hasPrefix("forged") })

@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Fuzz corpus replay")
+@Suite("Fuzz corpus replay", .throttled)
 struct FuzzReplayTests {
     private let userClasses = AllowedClasses(FuzzNode.allowedClasses)
 

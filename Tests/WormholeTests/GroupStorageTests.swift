@@ -5,20 +5,20 @@ import Testing
 @testable import Wormhole
 @testable import WormholeUI
 
-@Suite("Group storage: a group value as a property, shared by every wrapper, never throwing", .serialized)
+@Suite("Group storage: a group value as a property, shared by every wrapper, never throwing", .serialized, .throttled)
 struct GroupStorageTests {
     @Test("reads what another process set, and sets what another process reads; each wrapper has its own default")
-    func acrossProcesses() throws {
+    func acrossProcesses() async throws {
         let container = TemporaryContainer()
         @GroupStorage("unread", container: container.url) var unread = 0
         @GroupStorage("unread", container: container.url) var badge = 5
         #expect(unread == 0 && badge == 5, "unset: each wrapper's own default")
         let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "unread", "--set", "7"])
-        #expect(try writer.waitForExit() == 0)
+        #expect(try await writer.awaitExit() == 0)
         #expect(unread == 7 && badge == 7)
         unread = 9
         let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "unread"])
-        #expect(try reader.waitForExit() == 0)
+        #expect(try await reader.awaitExit() == 0)
         #expect(reader.output == ["9"])
         // A process that uses the value through GroupValue shares it.
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -26,13 +26,13 @@ struct GroupStorageTests {
     }
 
     @Test("an optional value reads nil until set; setting nil unsets it")
-    func optional() throws {
+    func optional() async throws {
         let container = TemporaryContainer()
         @GroupStorage("title", container: container.url) var title: String?
         #expect(title == nil)
         title = "inbox"
         let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "title"])
-        #expect(try reader.waitForExit() == 0)
+        #expect(try await reader.awaitExit() == 0)
         #expect(reader.output == ["\"inbox\""])
         title = nil
         #expect(title == nil)

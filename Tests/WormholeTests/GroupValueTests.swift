@@ -4,14 +4,14 @@ import Synchronization
 import Testing
 @testable import Wormhole
 
-@Suite("Group values: read anywhere, updated atomically across processes, watched")
+@Suite("Group values: read anywhere, updated atomically across processes, watched", .throttled)
 struct GroupValueTests {
     private func value(of peer: Peer, _ key: String) -> Int? {
         peer.jsonLines().last { $0[key] != nil }?[key] as? Int
     }
 
     @Test("4 processes × 500 concurrent updates, one stopped a second inside its update, end at 2,000 everywhere",
-          .timeLimit(.minutes(5)))
+          .timeLimit(.minutes(10)))
     func concurrentUpdates() async throws {
         let container = TemporaryContainer()
         let arguments = ["value-add", "--container", container.path, "--name", "counter", "--count", "500", "--expect", "2000"]
@@ -33,7 +33,7 @@ struct GroupValueTests {
         #expect(stopped.isStopped)
         // Stopped a second at least, as the scenario goes.
         let remaining = 1 - Date().timeIntervalSince(since)
-        if remaining > 0 { usleep(UInt32(remaining * 1_000_000)) }
+        if remaining > 0 { try await Task.sleep(for: .seconds(remaining)) }
         stopped.signal(SIGCONT)
         for peer in others + [stopped] {
             #expect(try await peer.awaitExit(timeout: 120) == 0)
@@ -42,7 +42,7 @@ struct GroupValueTests {
         }
         // A process started afterwards, with every writer gone, reads it.
         let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "counter"])
-        #expect(try reader.waitForExit() == 0)
+        #expect(try await reader.awaitExit() == 0)
         #expect(reader.output == ["2000"])
     }
 
@@ -54,7 +54,7 @@ struct GroupValueTests {
         let others = try (0..<2).map { _ in try Peer("wormhole-test-peer", arguments) }
         _ = try await victim.awaitLines(100, timeout: 60)
         victim.signal(SIGKILL)
-        _ = try? victim.waitForExit()
+        _ = try? await victim.awaitExit()
         for peer in others { #expect(try await peer.awaitExit(timeout: 60) == 0) }
         let completed = 600 + victim.jsonLines().filter { $0["added"] != nil }.count
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -73,7 +73,7 @@ struct GroupValueTests {
         #expect(await iterator.next() == 0)
         for number in [5, 6] {
             let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "obs", "--set", "\(number)"])
-            #expect(try writer.waitForExit() == 0)
+            #expect(try await writer.awaitExit() == 0)
             #expect(await iterator.next() == number)
         }
         #expect(changed.wait(timeout: .now() + 20) == .success)
@@ -87,7 +87,7 @@ struct GroupValueTests {
         let recorder = Recorder()
         center.addObserver(forName: GroupValue<[Int]>.notificationName(for: "list"), object: nil, queue: nil, using: recorder.block)
         let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "list", "--set", "[1, 2]"])
-        #expect(try writer.waitForExit() == 0)
+        #expect(try await writer.awaitExit() == 0)
         let note = try #require(try await recorder.wait(for: 1).first)
         #expect(note.userInfo?["value"] as? [Int] == [1, 2])
         #expect(note.userInfo?["version"] as? Int == 1)
@@ -112,7 +112,7 @@ struct GroupValueTests {
     }
 
     @Test("a value set through its property in one process is seen in another; a failed set leaves it as it was")
-    func bindableSetter() throws {
+    func bindableSetter() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let unread = GroupValue("unread", default: 0, in: center)
@@ -121,7 +121,7 @@ struct GroupValueTests {
         unread.value = 9
         #expect(changed.wait(timeout: .now() + 20) == .success, "this process's observation is told")
         let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "unread"])
-        #expect(try reader.waitForExit() == 0)
+        #expect(try await reader.awaitExit() == 0)
         #expect(reader.output.last == "9")
         // A value of another type is not overwritten: the setter logs and counts, and throws nothing.
         let text = GroupValue("unread", default: "none", in: center)
@@ -131,10 +131,10 @@ struct GroupValueTests {
     }
 
     @Test("reading a value once makes the process no listener; tracking changes does")
-    func readOnce() throws {
+    func readOnce() async throws {
         let container = TemporaryContainer()
         let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "k", "--set", "4"])
-        #expect(try writer.waitForExit() == 0)
+        #expect(try await writer.awaitExit() == 0)
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(GroupValue("k", default: 0, in: center).value == 4)
         #expect(center.listenerStatus().isEmpty)
@@ -145,7 +145,7 @@ struct GroupValueTests {
     }
 
     @Test("values never steps back: this process and another update while two sequences read, checks running side by side",
-          .timeLimit(.minutes(5)))
+          .timeLimit(.minutes(10)))
     func valuesInOrder() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)

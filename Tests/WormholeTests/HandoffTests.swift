@@ -5,7 +5,7 @@ import Testing
 
 /// What waits in an observer's hand-off holds its place in the listener's backlog exactly once: given back when
 /// its block has run, or at once when the observer or sequence goes, however it goes.
-@Suite("Hand-off: what waits is given back once", .serialized)
+@Suite("Hand-off: what waits is given back once", .serialized, .throttled)
 struct HandoffTests {
     /// What the center's listener holds now.
     private func held(_ center: GroupNotificationCenter) -> (notifications: Int, bytes: Int) {

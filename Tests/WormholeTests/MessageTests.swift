@@ -10,14 +10,14 @@ struct CartChanged: GroupMessage, Equatable {
     var at: Date
 }
 
-@Suite("Typed messages")
+@Suite("Typed messages", .throttled)
 struct MessageTests {
     @Test("a typed message reaches typed and untyped observers, and another process's wormhole listen")
     func typedAndUntyped() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let listener = try Peer("wormhole", ["listen", "--container", container.path, "--name", "cart.changed", "--count", "1"])
-        try listener.waitForError(containing: "listening")
+        try await listener.awaitError(containing: "listening")
         let typed = Recorder()
         let received = MessageBox<CartChanged>()
         center.addObserver(for: CartChanged.self, queue: nil) { message in received.put(message) }
@@ -28,7 +28,7 @@ struct MessageTests {
         #expect(report.delivered == 2)
         #expect(try received.take() == message)
         #expect(try await typed.wait(for: 1).first?.userInfo?["itemIDs"] as? [Int] == [3, 4, 10])
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         let info = try #require(listener.jsonLines().first?["userInfo"] as? [String: Any])
         #expect(info["itemIDs"] as? [Int] == [3, 4, 10])
     }

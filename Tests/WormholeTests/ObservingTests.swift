@@ -3,13 +3,13 @@ import Synchronization
 import Testing
 import Wormhole
 
-@Suite("Adding and removing observers")
+@Suite("Adding and removing observers", .throttled)
 struct ObservingTests {
-    private func post(_ container: TemporaryContainer, _ name: String, object: String? = nil, count: Int = 1, start: Int = 0) throws {
+    private func post(_ container: TemporaryContainer, _ name: String, object: String? = nil, count: Int = 1, start: Int = 0) async throws {
         var arguments = ["post", "--container", container.path, "--name", name, "--count", "\(count)", "--start", "\(start)"]
         if let object { arguments += ["--object", object] }
         let poster = try Peer("wormhole-test-peer", arguments)
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
     }
 
     @Test("removing by token stops deliveries and drops the registration when it was the last")
@@ -21,8 +21,8 @@ struct ObservingTests {
         center.addObserver(forName: .init("u"), object: nil, queue: nil, using: kept.block)
         center.removeObserver(token)
         #expect(center.listenerStatus().first?.observing.map(\.name) == ["u"])
-        try post(container, "t")
-        try post(container, "u", start: 1)
+        try await post(container, "t")
+        try await post(container, "u", start: 1)
         #expect(try await kept.wait(for: 1).first?.number == 1)
         #expect(removed.all.isEmpty)
     }
@@ -35,14 +35,14 @@ struct ObservingTests {
         let token = center.addObserver(forName: .init("n"), object: "a", queue: nil, using: recorder.block)
         center.removeObserver(token, name: .init("other"), object: nil)
         center.removeObserver(token, name: nil, object: "b")
-        try post(container, "n", object: "a", start: 1)
+        try await post(container, "n", object: "a", start: 1)
         #expect(try await recorder.wait(for: 1).first?.number == 1)
         center.removeObserver(token, name: .init("n"), object: "a")
         #expect(center.listenerStatus().first?.observing.isEmpty == true)
-        try post(container, "n", object: "a", start: 2)
+        try await post(container, "n", object: "a", start: 2)
         let marker = Recorder()
         center.addObserver(forName: .init("end"), object: nil, queue: nil, using: marker.block)
-        try post(container, "end")
+        try await post(container, "end")
         try await marker.wait(for: 1)
         #expect(recorder.all.count == 1)
     }
@@ -56,7 +56,7 @@ struct ObservingTests {
             center.addObserver(forName: .init("second"), object: nil, queue: nil, using: second.block)
             center.post(name: .init("second"), object: nil, userInfo: ["i": 2])
         }
-        try post(container, "first")
+        try await post(container, "first")
         #expect(try await second.wait(for: 1).first?.number == 2)
     }
 
@@ -73,7 +73,7 @@ struct ObservingTests {
             busy.withLock { $0 = false }
         }
         center.addObserver(forName: .init("q"), object: nil, queue: nil, using: recorder.block)
-        try post(container, "q", count: 300)
+        try await post(container, "q", count: 300)
         let received = try await recorder.wait(for: 600)
         #expect(overlapped.withLock { $0 } == false)
         let numbers = received.compactMap(\.number)
@@ -93,7 +93,7 @@ struct ObservingTests {
     }
 }
 
-@Suite("Observers without a queue")
+@Suite("Observers without a queue", .throttled)
 struct ReceiveThreadTests {
     /// Records, per call, the thread it ran on and whether another call was running at the same time.
     final class ThreadLog: Sendable {
@@ -125,7 +125,7 @@ struct ReceiveThreadTests {
         center.addObserver(forName: .init("t"), object: nil, queue: nil, using: log.block)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "200"])
         let posterThread = postFromThisThread(200, on: center)
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         try await log.recorder.wait(for: 400)
         #expect(Set(log.threads).count == 1)
         #expect(log.threads.first != posterThread)
@@ -146,19 +146,19 @@ struct ReceiveThreadTests {
             }
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "1"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         try await released.wait(for: 1)
         // The listener is gone: a new center in this process can listen in the same container again.
         let again = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
         again.addObserver(forName: .init("u"), object: nil, queue: nil, using: recorder.block)
         let second = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "u", "--count", "1"])
-        #expect(try second.waitForExit() == 0)
+        #expect(try await second.awaitExit() == 0)
         try await recorder.wait(for: 1)
     }
 
     @Test("releasing a center never waits for an observer's block on the receive thread, which ends and cleans up on its own")
-    func releaseDoesNotWaitForABlock() throws {
+    func releaseDoesNotWaitForABlock() async throws {
         let container = TemporaryContainer()
         let holder = Mutex<GroupNotificationCenter?>(try GroupNotificationCenter(containerURL: container.url))
         let entered = DispatchSemaphore(value: 0), goOn = DispatchSemaphore(value: 0), ended = Atomic<Bool>(false)
@@ -174,7 +174,7 @@ struct ReceiveThreadTests {
         let spools = try FileManager.default.contentsOfDirectory(atPath: container.path + "/spool")
         #expect(spools.count == 1)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "t", "--count", "1"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         #expect(entered.wait(timeout: .now() + 20) == .success)
         do {
             let center = holder.withLock { current in defer { current = nil }; return current }
@@ -186,8 +186,7 @@ struct ReceiveThreadTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/listeners").filter { $0.hasSuffix(".socket") }.isEmpty)
         goOn.signal()
         // Once the block returns, the thread ends and takes its spool with it.
-        let deadline = Date().addingTimeInterval(20)
-        while FileManager.default.fileExists(atPath: container.path + "/spool/" + spools[0]) && Date() < deadline { usleep(10_000) }
+        try await pollUntil("the spool removed") { !FileManager.default.fileExists(atPath: container.path + "/spool/" + spools[0]) }
         let endedAfter = ended.load(ordering: .acquiring)
         #expect(endedAfter)
         #expect(!FileManager.default.fileExists(atPath: container.path + "/spool/" + spools[0]))

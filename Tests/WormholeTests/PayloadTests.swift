@@ -4,13 +4,13 @@ import Testing
 import Wormhole
 import WormholeTestSupport
 
-@Suite("Payloads and allowed classes")
+@Suite("Payloads and allowed classes", .throttled)
 struct PayloadTests {
     @Test("an 8 MiB userInfo arrives intact in another process")
     func eightMebibytes() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let size = 8 << 20
         let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ 5) })
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -72,30 +72,30 @@ struct PayloadTests {
     }
 
     @Test("a class outside allowedClasses reaches the observer with userInfo nil; allowing it delivers it")
-    func customClass() throws {
+    func customClass() async throws {
         let container = TemporaryContainer()
         let strict = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "pt", "--count", "1"])
         let open = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "pt", "--count", "1", "--allow-custom"])
-        try strict.waitForLines(1)
-        try open.waitForLines(1)
+        try await strict.awaitLines(1)
+        try await open.awaitLines(1)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "pt", "--start", "4", "--custom"])
-        #expect(try poster.waitForExit() == 0)
-        #expect(try strict.waitForExit() == 0)
-        #expect(try open.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
+        #expect(try await strict.awaitExit() == 0)
+        #expect(try await open.awaitExit() == 0)
         #expect(strict.jsonLines().last?["userInfo"] is NSNull)
         #expect(open.jsonLines().last?["point"] as? String == "4,-4")
     }
 
     @Test("a class of the poster's own sent to an observer that does not allow it: userInfo nil, the receiver lives on")
-    func disallowedClass() throws {
+    func disallowedClass() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d", "--count", "2"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let dated = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--custom"])
-        #expect(try dated.waitForExit() == 0)
+        #expect(try await dated.awaitExit() == 0)
         let plain = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--start", "9"])
-        #expect(try plain.waitForExit() == 0)
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await plain.awaitExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         let lines = listener.jsonLines().filter { $0["name"] != nil }
         #expect(lines.count == 2)
         #expect(lines.first?["userInfo"] is NSNull)
@@ -104,40 +104,40 @@ struct PayloadTests {
     }
 
     @Test("allowedClasses adds to the value classes: a class of the user's own inside a dictionary arrives with only that class listed")
-    func allowedClassesAdd() throws {
+    func allowedClassesAdd() async throws {
         let container = TemporaryContainer()
         let open = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "pt", "--count", "1", "--allow-custom"])
-        try open.waitForLines(1)
+        try await open.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url)
         let report = try center.postReporting(
             name: .init("pt"), object: nil, userInfo: ["i": 3, "point": TestPoint(x: 3, y: -3), "when": Date(timeIntervalSince1970: 1)])
         #expect(report.delivered == 1)
-        #expect(try open.waitForExit() == 0)
+        #expect(try await open.awaitExit() == 0)
         let line = try #require(open.jsonLines().last)
         #expect(line["point"] as? String == "3,-3")
         #expect((line["keys"] as? [String]) == ["i", "point", "when"])
     }
 
     @Test("NSNull, a URL, a UUID and a set reach an observer that names no classes, and `wormhole listen`")
-    func everyValueKind() throws {
+    func everyValueKind() async throws {
         let container = TemporaryContainer()
         let plain = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "v", "--count", "1"])
-        try plain.waitForLines(1)
+        try await plain.awaitLines(1)
         let tool = try Peer("wormhole", ["listen", "--container", container.path, "--name", "v", "--count", "1"])
-        try tool.waitForError(containing: "listening")
+        try await tool.awaitError(containing: "listening")
         let center = try GroupNotificationCenter(containerURL: container.url)
         let uuid = UUID()
         let report = try center.postReporting(name: .init("v"), object: nil, userInfo: [
             "null": NSNull(), "url": URL(string: "https://example.com/a?b=1")!, "uuid": uuid, "set": Set([3, 1, 2]),
         ])
         #expect(report.delivered == 2 && report.failures.isEmpty)
-        #expect(try plain.waitForExit() == 0)
+        #expect(try await plain.awaitExit() == 0)
         let line = try #require(plain.jsonLines().last)
         #expect(line["null"] as? Bool == true)
         #expect(line["url"] as? String == "https://example.com/a?b=1")
         #expect(line["uuid"] as? String == uuid.uuidString)
         #expect(line["set"] as? [Int] == [1, 2, 3])
-        #expect(try tool.waitForExit() == 0)
+        #expect(try await tool.awaitExit() == 0)
         let printed = try #require(tool.jsonLines().last?["userInfo"] as? [String: Any])
         #expect(printed["null"] is NSNull)
         #expect(printed["url"] as? String == "https://example.com/a?b=1")
@@ -175,7 +175,7 @@ struct PayloadTests {
         center.addObserver(forName: .init("same"), object: nil, queue: nil, using: noPoints.block)
         let poster = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", "same", "--count", "40", "--same", "--custom"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         posted.signal()
         let dated = try await everything.wait(for: 40)
         #expect(dated.allSatisfy { ($0.userInfo?["point"] as? TestPoint)?.x == 0 })

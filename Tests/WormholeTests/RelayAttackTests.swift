@@ -4,9 +4,9 @@ import Wormhole
 import WormholeTestSupport
 
 /// Hostile or damaged files in a running relay's folder, across processes: the relay neither wedges nor stops.
-@Suite("Relay attacks", .serialized)
+@Suite("Relay attacks", .serialized, .throttled)
 struct RelayAttackTests {
-    @Test("A FIFO planted as the posted log after the relay started does not wedge it", .timeLimit(.minutes(2)))
+    @Test("A FIFO planted as the posted log after the relay started does not wedge it", .timeLimit(.minutes(10)))
     func fifoPostedLogWhileRunning() async throws {
         let pair = RelayPair(routes: ["notifications:n"])
         let observer = try await pair.startObserver(.watch, name: "n")
@@ -22,7 +22,7 @@ struct RelayAttackTests {
         _ = (phoneRelay, watchRelay)
     }
 
-    @Test("A directory in place of the state file does not keep the relay from starting", .timeLimit(.minutes(2)))
+    @Test("A directory in place of the state file does not keep the relay from starting", .timeLimit(.minutes(10)))
     func directoryAsState() async throws {
         let pair = RelayPair(routes: ["notifications:n"])
         let folder = pair.phone.url.appendingPathComponent("relay/wormhole.relay")
@@ -41,7 +41,7 @@ struct RelayAttackTests {
         _ = watchRelay
     }
 
-    @Test("A damaged state while the outbox holds items does not stop what follows from crossing", .timeLimit(.minutes(3)))
+    @Test("A damaged state while the outbox holds items does not stop what follows from crossing", .timeLimit(.minutes(10)))
     func damagedStateWithOutbox() async throws {
         let pair = RelayPair(routes: ["notifications:n"])
         let observer = try await pair.startObserver(.watch, name: "n")

@@ -7,7 +7,7 @@ import WormholeTestSupport
 /// app not running), reachability flapping, posters in several processes on both sides, group values updated on
 /// both at once, a retained notification posted on either. Nothing may be lost or doubled, each poster's order
 /// holds, and both sides end with the same values.
-@Suite("Relay chaos", .serialized)
+@Suite("Relay chaos", .serialized, .throttled)
 struct RelayChaosTests {
     @Test("Relays killed, the other app away, reachability flapping: 0 lost, 0 doubled, in order, values equal")
     func chaos() async throws {

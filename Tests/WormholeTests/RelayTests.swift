@@ -5,7 +5,7 @@ import WormholeTestSupport
 
 /// The relay between two groups, across processes, through the stand-in for WatchConnectivity: each test runs
 /// relays, posters and observers as processes of their own on each side.
-@Suite("Relay to another device", .serialized)
+@Suite("Relay to another device", .serialized, .throttled)
 struct RelayTests {
     /// Waits until `observer` printed `count` notifications (its ready line aside), and returns them per poster.
     private func awaitReceived(_ observer: Peer, _ count: Int, timeout: Double = 60) async throws -> [Int: [Int]] {
@@ -131,7 +131,7 @@ struct RelayTests {
 
 /// The faults WatchConnectivity names, each through the stand-in: what waits crosses once the fault clears, and
 /// the relay's status says what went wrong.
-@Suite("Relay faults", .serialized)
+@Suite("Relay faults", .serialized, .throttled)
 struct RelayFaultTests {
     /// Waits until the relay printed a status for which `condition` holds.
     private func awaitStatus(_ relay: Peer, _ what: String, _ condition: @escaping ([String: Any]) -> Bool) async throws {

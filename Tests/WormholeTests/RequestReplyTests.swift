@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Wormhole
 
-@Suite("Requests and replies")
+@Suite("Requests and replies", .throttled)
 struct RequestReplyTests {
     @Test("a request is answered by a responder in another process")
     func answeredByAnotherProcess() async throws {
@@ -174,17 +174,17 @@ struct RequestReplyTests {
     }
 
     @Test("wormhole request refuses a bad timeout or a reserved name as a mistake in the command line, exit 2")
-    func requestCommandLine() throws {
+    func requestCommandLine() async throws {
         let container = TemporaryContainer()
         let registered = try Peer("wormhole", ["respond", "--container", container.path, "--name", "ask", "--count", "0"])
-        #expect(try registered.waitForExit() == 0)
+        #expect(try await registered.awaitExit() == 0)
         for (arguments, says) in [
             (["--name", "ask", "--timeout", "0"], "--timeout"), (["--name", "ask", "--timeout", "-1"], "--timeout"),
             (["--name", "ask", "--timeout", "90000"], "--timeout"), (["--name", "ask", "--timeout", "soon"], "--timeout"),
             (["--name", "wormhole.reply.x"], "reserved"), (["--timeout", "1"], "needs --name"),
         ] {
             let asker = try Peer("wormhole", ["request", "--container", container.path] + arguments)
-            #expect(try asker.waitForExit() == 2, "\(arguments)")
+            #expect(try await asker.awaitExit() == 2, "\(arguments)")
             #expect(asker.errorOutput.first?.contains(says) == true, "\(arguments): \(asker.errorOutput)")
         }
     }

@@ -3,21 +3,21 @@ import Testing
 import Wormhole
 import WormholeTestSupport
 
-@Suite("Retained notifications and the MMWormhole vocabulary")
+@Suite("Retained notifications and the MMWormhole vocabulary", .throttled)
 struct RetainedTests {
     @Test("a retained notification outlives its poster and is read by a new process")
-    func outlivesPoster() throws {
+    func outlivesPoster() async throws {
         let container = TemporaryContainer()
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "state", "--retain",
                                             "--user-info", #"{"value": "first"}"#])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(center.retainedNotification(named: .init("state"))?.userInfo?["value"] as? String == "first")
         let reader = try Peer("wormhole", ["retained", "--container", container.path, "--name", "state"])
-        #expect(try reader.waitForExit() == 0)
+        #expect(try await reader.awaitExit() == 0)
         #expect((reader.jsonLines().first?["userInfo"] as? [String: Any])?["value"] as? String == "first")
         let missing = try Peer("wormhole", ["retained", "--container", container.path, "--name", "nothing"])
-        #expect(try missing.waitForExit() == 1)
+        #expect(try await missing.awaitExit() == 1)
     }
 
     @Test("an observer can start with the current value, then hear every change, from other processes")
@@ -30,7 +30,7 @@ struct RetainedTests {
         #expect(try await recorder.wait(for: 1).first?.userInfo?["value"] as? Int == 1)
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
                                             "--user-info", #"{"value": 2}"#])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         #expect(try await recorder.wait(for: 2).last?.userInfo?["value"] as? Int == 2)
         // An observer filtering on another object is not handed the retained value.
         let other = Recorder()
@@ -51,30 +51,30 @@ struct RetainedTests {
         // Retained, and spooled for the durable identity while it is down: the same post, twice over.
         let poster = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--retain",
                                             "--user-info", #"{"value": 1}"#])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "widget")
         let recorder = Recorder()
         durable.addObserver(forName: .init("level"), object: nil, includingRetained: true, queue: nil, using: recorder.block)
         durable.deliverSpooledNotifications()
         let next = try Peer("wormhole", ["post", "--container", container.path, "--name", "level", "--user-info", #"{"value": 2}"#])
-        #expect(try next.waitForExit() == 0)
+        #expect(try await next.awaitExit() == 0)
         let seen = try await recorder.wait(for: 2).map { $0.userInfo?["value"] as? Int }
         // The spool is handed over before the later post arrives: a duplicate would come between the two.
         #expect(seen == [1, 2])
     }
 
     @Test("a value retained while a reader is stopped is current when it resumes")
-    func stoppedReader() throws {
+    func stoppedReader() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         center.post(name: .init("w"), object: nil, userInfo: ["value": "old"], retain: true)
         let reader = try Peer("wormhole-test-peer", ["watch-retained", "--container", container.path, "--name", "w"])
-        try reader.waitForLines(2)
+        try await reader.awaitLines(2)
         try reader.suspend()
         center.post(name: .init("w"), object: nil, userInfo: ["value": "new"], retain: true)
         #expect(center.retainedNotification(named: .init("w"))?.userInfo?["value"] as? String == "new")
         reader.signal(SIGCONT)
-        try reader.waitForLines(3)
+        try await reader.awaitLines(3)
         let values = reader.jsonLines().compactMap { $0["value"] as? String }
         #expect(values == ["old", "new"])
     }
@@ -141,7 +141,7 @@ struct RetainedTests {
     }
 
     @Test("MMWormhole's calls: pass, read after the sender is gone, listen, stop, clear")
-    func mailbox() throws {
+    func mailbox() async throws {
         let container = TemporaryContainer()
         let wormhole = WormholeMailbox(try GroupNotificationCenter(containerURL: container.url))
         #expect { try wormhole.passMessage(["buttonNumber": 1], identifier: "") } throws: {
@@ -152,7 +152,7 @@ struct RetainedTests {
             "post", "--container", container.path, "--name", "wormhole.message.button", "--retain",
             "--user-info", #"{"message": {"buttonNumber": 1}}"#,
         ])
-        #expect(try sender.waitForExit() == 0)
+        #expect(try await sender.awaitExit() == 0)
         #expect((wormhole.message(withIdentifier: "button") as? [String: Int])?["buttonNumber"] == 1)
 
         let first = MessageBox<Int>(), second = MessageBox<Int>()

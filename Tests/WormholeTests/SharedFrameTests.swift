@@ -7,7 +7,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Large payloads passed as sealed memory files")
+@Suite("Large payloads passed as sealed memory files", .throttled)
 struct SharedFrameTests {
     /// The checksum the test peer's listener prints for the blob of post `i` of `size` bytes.
     private func blobSum(_ i: Int, size: Int) -> Int {
@@ -22,7 +22,7 @@ struct SharedFrameTests {
         let listeners = try (0..<2).map { _ in
             try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "4"])
         }
-        for listener in listeners { try listener.waitForLines(1) }
+        for listener in listeners { try await listener.awaitLines(1) }
         let size = 1 << 20
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "big",
                                                      "--payload", String(size), "--count", "4"])
@@ -47,7 +47,7 @@ struct SharedFrameTests {
         try #require(SharedFrame.isAvailable)
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", "45"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let blob = Data(count: 1 << 20)
@@ -270,12 +270,12 @@ struct SharedFrameTests {
     }
 
     @Test("descriptors passed to a listener that reads one message at a time (as on Apple platforms) are all closed")
-    func descriptorsToOneMessageReads() throws {
+    func descriptorsToOneMessageReads() async throws {
         let container = TemporaryContainer()
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "ok", "--count", "3"],
             environment: ["WORMHOLE_TRANSPORT": "datagram", "WORMHOLE_APPLE_PATHS": "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url)
         var pipeEnds: [Int32] = [-1, -1]
         try #require(pipe(&pipeEnds) == 0)
@@ -288,9 +288,9 @@ struct SharedFrameTests {
         let poster = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"],
             environment: ["WORMHOLE_TRANSPORT": "datagram"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         // Both posts arrive after the 300 stray messages, all dropped: the listener read past them. It still runs.
-        try listener.waitForLines(3)
+        try await listener.awaitLines(3)
         let pipeName = try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/\(pipeEnds[0])")
         let held = ((try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(listener.pid)/fd")) ?? []).filter {
             (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/\(listener.pid)/fd/" + $0)) == pipeName
@@ -298,8 +298,8 @@ struct SharedFrameTests {
         let last = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--start", "2"],
             environment: ["WORMHOLE_TRANSPORT": "datagram"])
-        #expect(try last.waitForExit() == 0)
-        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(try await last.awaitExit() == 0)
+        #expect(try await listener.awaitExit(timeout: 30) == 0)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [0, 1, 2])
         #expect(listener.errorOutput.filter { $0.contains("carried 1 descriptors") }.count >= 1)
         #expect(held.count <= Limits.maximumPendingCloses, "closed as they came, not kept")
@@ -349,7 +349,7 @@ struct SharedFrameTests {
             try await recorder.wait(for: 1)
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "ok", "--count", "2"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let received = try await recorder.wait(for: 3)
         #expect(received.count == 3)
         #expect(center.statistics.dropped == 13)

@@ -5,7 +5,7 @@ import Testing
 /// What waits for an async sequence's consumer or for the main actor counts in the listener's backlog by its
 /// frame's bytes, whatever the payload's shape: a consumer that falls behind makes the listener stop reading, and
 /// posters spool. Nothing is lost or reordered.
-@Suite("Slow consumers: sequences and the main actor cannot swell their listener", .serialized)
+@Suite("Slow consumers: sequences and the main actor cannot swell their listener", .serialized, .throttled)
 struct SlowConsumerTests {
     /// A form of observer, and the shape of the payload posted to it.
     struct Case: CustomTestStringConvertible, Sendable {
@@ -84,7 +84,7 @@ struct SlowConsumerTests {
         _ = try await lines(listener, 1)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "m", "--count", "3"])
         #expect(try await exitStatus(poster) == 0)
-        try await onDispatchThread { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 60) }
+        try await listener.awaitError(containing: "for the main actor, which runs nothing", timeout: 60)
         let warning = listener.errorOutput.filter { $0.contains("runs nothing") }
         #expect(warning.count == 1)
         #expect(warning.first?.contains("dispatchMain()") == true && warning.first?.contains("queue:") == true)
@@ -102,7 +102,7 @@ struct SlowConsumerTests {
         #expect(try await exitStatus(poster) == 0)
         let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "later"])
         #expect(try await exitStatus(later) == 0)
-        try await onDispatchThread { try listener.waitForError(containing: "for the main actor, which runs nothing", timeout: 30) }
+        try await listener.awaitError(containing: "for the main actor, which runs nothing", timeout: 30)
         #expect(listener.errorOutput.filter { $0.contains("runs nothing") }.count == 1)
         #expect(listener.jsonLines().count == 1, "no block ran: \(listener.output)")
     }
@@ -110,11 +110,11 @@ struct SlowConsumerTests {
 
 /// The exit status of `peer`, waited for off the caller's thread.
 private func exitStatus(_ peer: Peer, timeout: Double = 60) async throws -> Int32 {
-    try await onDispatchThread { try peer.waitForExit(timeout: timeout) }
+    try await peer.awaitExit(timeout: timeout)
 }
 
 /// The first `count` output lines of `peer` as JSON objects, waited for off the caller's thread.
 private func lines(_ peer: Peer, _ count: Int, timeout: Double = 20) async throws -> [[String: Any]] {
-    _ = try await onDispatchThread { try peer.waitForLines(count, timeout: timeout) }
+    _ = try await peer.awaitLines(count, timeout: timeout)
     return peer.jsonLines()
 }

@@ -7,7 +7,7 @@ import Testing
 /// spool for one stopped listener at once: each poster reserves room with a lease file before it measures, so of
 /// two posters admitted together at least one sees the other's lease. Leases of posters that died or were stopped
 /// expire, and never block the others (``SpoolLeaseTests`` has the leases of gone posters, and planted ones).
-@Suite("Spool cap: many posters at once, and leases that expire")
+@Suite("Spool cap: many posters at once, and leases that expire", .throttled)
 struct SpoolCapTests {
     /// A cap small enough to show the problem quickly.
     static let cap = 32 << 20
@@ -17,7 +17,7 @@ struct SpoolCapTests {
         let container = TemporaryContainer("spoolcap")
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"])
         defer { release(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         let folder = try spoolFolder(of: container)
 
@@ -52,7 +52,7 @@ struct SpoolCapTests {
         let container = TemporaryContainer("spoollease")
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"])
         defer { release(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         let folder = try spoolFolder(of: container)
         let arguments = [
@@ -143,5 +143,6 @@ func plantLease(_ path: String, holder: ProcessMark?, claim: Int, modified: Date
 private func release(_ listener: Peer) {
     listener.signal(SIGCONT)
     listener.signal(SIGKILL)
+    // Killed, it exits at once: a wait that can run in a defer.
     _ = try? listener.waitForExit(timeout: 10)
 }

@@ -7,7 +7,7 @@ import Testing
 /// segment, stops counting once its poster is gone, and a file under a lease's name that is not a lease a poster
 /// of this format wrote (a folder, a FIFO, a symbolic link, a file without a lease's header, one claiming more
 /// than the cap) is skipped and counted, never a reason to refuse a post.
-@Suite("Spool leases: what is reserved now, and planted ones")
+@Suite("Spool leases: what is reserved now, and planted ones", .throttled)
 struct SpoolLeaseTests {
     /// The paths Apple platforms take: no memory files, so a large post goes through the spool.
     static let applePaths = ["WORMHOLE_APPLE_PATHS": "1"]
@@ -19,7 +19,7 @@ struct SpoolLeaseTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
         defer { listener.signal(SIGKILL) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         // Each poster has its payload built and waits for a signal: the posts then follow each other as fast as
         // the listener takes them, well within the 5 s a lease counts for. Each poster stays alive after its post,
         // so its lease counts for what it still claims.
@@ -70,7 +70,7 @@ struct SpoolLeaseTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
         defer { stop(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         // Stopped: its spool keeps what is posted, and every post goes through it.
         try listener.suspend()
         let folder = try spoolFolder(of: container)
@@ -138,10 +138,10 @@ struct SpoolLeaseTests {
     }
 
     @Test("a file planted under a poster's own lease name never fails its posts, and a linked file is not cut")
-    func plantedUnderTheOwnName() throws {
+    func plantedUnderTheOwnName() async throws {
         // A folder with a file in it, which cannot be removed: the poster spools unreserved, and says so once.
         let blocked = TemporaryContainer("leasesown")
-        try postPlanted(in: blocked) { path in
+        try await postPlanted(in: blocked) { path in
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
             try #require(FileManager.default.createFile(atPath: path + "/inside", contents: Data([1])))
         } check: { center, path in
@@ -154,7 +154,7 @@ struct SpoolLeaseTests {
         let precious = elsewhere.path + "/precious"
         let contents = Data((0..<4096).map { UInt8(truncatingIfNeeded: $0) })
         try #require(FileManager.default.createFile(atPath: precious, contents: contents))
-        try postPlanted(in: linked) { path in
+        try await postPlanted(in: linked) { path in
             try #require(link(precious, path) == 0)
         } check: { center, path in
             #expect(center.statistics.dropped == 0)
@@ -169,10 +169,10 @@ struct SpoolLeaseTests {
     private func postPlanted(
         in container: TemporaryContainer, plant: (String) throws -> Void,
         check: (GroupNotificationCenter, String) throws -> Void
-    ) throws {
+    ) async throws {
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "own"])
         defer { stop(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let path = try spoolFolder(of: container) + SpoolLease.name(poster: center.endpoint.poster)
@@ -198,7 +198,7 @@ struct SpoolLeaseTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
         defer { stop(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let folder = try spoolFolder(of: container)
         let arguments = [
             "post", "--container", container.path, "--name", "big", "--payload", "\(Self.payload)", "--spool-limit", "\(cap)",
@@ -230,7 +230,7 @@ struct SpoolLeaseTests {
         #expect(refusal["spoolFull"] as? Int == 1, "\(refusal) \(refused.errorOutput)")
 
         stopped.signal(SIGKILL)
-        _ = try stopped.waitForExit(timeout: 20)
+        _ = try await stopped.awaitExit(timeout: 20)
         let admitted = try Peer("wormhole-test-peer", arguments + ["--start", "2"], environment: Self.applePaths)
         #expect(try await admitted.awaitExit(timeout: 60) == 0)
         let report = admitted.jsonLines().first ?? [:]
@@ -250,7 +250,7 @@ extension SpoolLeaseTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
         defer { stop(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         // Stopped: every 1 MB post goes to its spool, which takes eight at most.
         try listener.suspend()
         // Two posts open the spool, its segment and the lease; then the poster takes every descriptor left, and
@@ -288,7 +288,7 @@ extension SpoolLeaseTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
         defer { stop(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         // FIFOs: not regular files, so never taken for stale leases and removed; each is damage.
         let folder = try spoolFolder(of: container)
@@ -318,12 +318,12 @@ extension SpoolLeaseTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "big"], environment: Self.applePaths)
         defer { stop(listener) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         // Linux shows such a process as a zombie in /proc/<pid>/stat, with more than one thread.
         let holder = try Peer("wormhole-test-peer", ["main-thread-exits", "--container", container.path])
         defer { holder.signal(SIGKILL) }
-        let ready = try #require(try holder.waitForLines(1).first)
+        let ready = try #require(try await holder.awaitLines(1).first)
         // Its main thread exits just after it says it is ready: seen once /proc says zombie.
         let deadline = Date().addingTimeInterval(10)
         func state() -> String? {
@@ -353,5 +353,6 @@ extension SpoolLeaseTests {
 private func stop(_ listener: Peer) {
     listener.signal(SIGCONT)
     listener.signal(SIGKILL)
+    // Killed, it exits at once: a wait that can run in a defer.
     _ = try? listener.waitForExit(timeout: 10)
 }

@@ -7,7 +7,7 @@ import WormholeTestSupport
 /// suspends extensions at any instant. These tests stop processes as iOS would, at random instants and at every
 /// named point of the write and drain paths, and read `/proc/locks`: no stopped process may hold a lock on a
 /// container file, and every other process's posts must complete meanwhile.
-@Suite("Stopped at any instant: no file lock held, nobody kept waiting", .serialized)
+@Suite("Stopped at any instant: no file lock held, nobody kept waiting", .serialized, .throttled)
 struct StopTests {
     /// The files and folders under `path`, as `/proc/locks` names them: `MAJOR:MINOR:INODE`, the device in hex.
     private func lockNames(under path: String) -> Set<String> {
@@ -55,21 +55,21 @@ struct StopTests {
     }
 
     @Test("the lock check sees a lock when one is held: a stopped process holding flock on a container file")
-    func positiveControl() throws {
+    func positiveControl() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         center.addObserver(forName: .init("c"), object: nil, queue: nil) { _ in }
         let holder = try Peer("wormhole-test-peer", ["hold-lock", "--file", container.path + "/registry.changes"])
-        try holder.waitForLines(1)
+        try await holder.awaitLines(1)
         try holder.suspend()
         #expect(try pidsHoldingLocks(under: container.path) == [holder.pid])
         holder.signal(SIGKILL)
-        _ = try? holder.waitForExit()
+        _ = try? await holder.awaitExit()
         #expect(try pidsHoldingLocks(under: container.path).isEmpty)
     }
 
     @Test("2,000 stops at random instants under load: no stopped process holds a lock, every post completes",
-          .timeLimit(.minutes(5)))
+          .timeLimit(.minutes(10)))
     func randomStops() async throws {
         // Minutes of blocking waits: on a thread of their own, so that Swift's pool (two threads here) stays free
         // for the tests beside this one.
@@ -176,7 +176,7 @@ struct StopTests {
     }
 
     @Test("a process stopped at each named point of the write and drain paths holds no lock and keeps nobody waiting",
-          .timeLimit(.minutes(3)))
+          .timeLimit(.minutes(10)))
     func namedPoints() async throws {
         // Minutes of blocking waits: on a thread of their own, so that Swift's pool (two threads here) stays free
         // for the tests beside this one.
@@ -209,31 +209,31 @@ struct StopTests {
 
     /// Starts `executable` so that it stops itself at `point`, waits until it has, and kills it there.
     private func killProcess(_ executable: String, _ arguments: [String], at point: String,
-                             environment: [String: String] = [:]) throws {
+                             environment: [String: String] = [:]) async throws {
         let process = try Peer(executable, arguments, environment: environment.merging(["WORMHOLE_STOP_AT": point]) { $1 })
         try process.waitUntilStopped(timeout: 20)
         process.signal(SIGKILL)
-        _ = try? process.waitForExit()
+        _ = try? await process.awaitExit()
     }
 
     @Test("a durable listener killed between keeping held frames and removing what it took loses nothing, and gets each once")
-    func killedWhileKeeping() throws {
+    func killedWhileKeeping() async throws {
         let container = TemporaryContainer()
         let path = container.path
         // Its last run observed x and y; while it is down, both are posted.
         let first = try Peer("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x", "--also", "y"])
-        try first.waitForLines(1)
+        try await first.awaitLines(1)
         first.signal(SIGKILL)
-        _ = try? first.waitForExit()
+        _ = try? await first.awaitExit()
         let center = try GroupNotificationCenter(containerURL: container.url)
         for i in 0..<50 {
             let report = try center.postReporting(name: .init(i % 2 == 0 ? "x" : "y"), object: nil, userInfo: ["i": i])
             #expect(report.spooled == 1)
         }
         // The next run keeps everything (nothing observes yet) and is killed before it removes what it took.
-        try killProcess("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x"], at: "spool.hold")
+        try await killProcess("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x"], at: "spool.hold")
         let third = try Peer("wormhole-test-peer", ["listen", "--container", path, "--client", "w", "--name", "x", "--also", "y"])
-        let lines = try third.waitForLines(51)
+        let lines = try await third.awaitLines(51)
         let numbers = third.jsonLines().compactMap { $0["i"] as? Int }
         #expect(lines.count == 51)
         #expect(numbers.sorted() == Array(0..<50), "each once")
@@ -241,11 +241,11 @@ struct StopTests {
     }
 
     @Test("a retained value's writer killed between writing and renaming leaves the old value whole")
-    func killedWhileRetaining() throws {
+    func killedWhileRetaining() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         try center.postReporting(name: .init("r"), object: "old", userInfo: ["v": 1], retain: true)
-        try killProcess("wormhole", ["post", "--container", container.path, "--name", "r", "--object", "new", "--retain"], at: "file.replace")
+        try await killProcess("wormhole", ["post", "--container", container.path, "--name", "r", "--object", "new", "--retain"], at: "file.replace")
         let kept = try #require(center.retainedNotification(named: .init("r")))
         #expect(kept.object as? String == "old")
         #expect(kept.userInfo?["v"] as? Int == 1)
@@ -254,43 +254,43 @@ struct StopTests {
     }
 
     @Test("a process killed right after claiming an identity leaves it claimable by the next")
-    func killedWhileClaiming() throws {
+    func killedWhileClaiming() async throws {
         let container = TemporaryContainer()
-        try killProcess("wormhole", ["listen", "--container", container.path, "--client", "w"], at: "identity.claim")
+        try await killProcess("wormhole", ["listen", "--container", container.path, "--client", "w"], at: "identity.claim")
         let next = try Peer("wormhole", ["listen", "--container", container.path, "--client", "w"])
-        try next.waitForError(containing: "listening")
+        try await next.awaitError(containing: "listening")
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(center.listenerStatus().contains { $0.clientIdentifier == "w" && $0.pid == next.pid })
         next.signal(SIGKILL)
     }
 
     @Test("a listener killed while writing its registry entry leaves entries that read whole, and posts go on")
-    func killedWhileRegistering() throws {
+    func killedWhileRegistering() async throws {
         let container = TemporaryContainer()
         let bystander = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k"])
-        try bystander.waitForLines(1)
-        try killProcess("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k"], at: "file.replace")
+        try await bystander.awaitLines(1)
+        try await killProcess("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k"], at: "file.replace")
         let folder = container.path + "/registry/"
         for name in try FileManager.default.contentsOfDirectory(atPath: folder) where !name.hasPrefix(".") {
             let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: folder + name)))
             #expect(throws: Never.self) { _ = try RegistryFormat.decodeEntry(bytes) }
         }
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "k", "--count", "3"])
-        #expect(try poster.waitForExit() == 0)
-        #expect(try bystander.waitForLines(4).count == 4)
+        #expect(try await poster.awaitExit() == 0)
+        #expect(try await bystander.awaitLines(4).count == 4)
         bystander.signal(SIGKILL)
     }
 
     @Test("a poster killed before naming its new segment: nothing of it arrives, later posts do, and its file waits unread")
-    func killedBeforeNaming() throws {
+    func killedBeforeNaming() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "a"])
-        try listener.waitForLines(1)
-        try killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"],
+        try await listener.awaitLines(1)
+        try await killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"],
                         at: "spool.name", environment: Self.noMemoryFile)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
-        #expect(try poster.waitForExit() == 0)
-        let numbers = try Self.numbers(printedBy: listener) { $0.count >= 5 }
+        #expect(try await poster.awaitExit() == 0)
+        let numbers = try await Self.numbers(printedBy: listener) { $0.count >= 5 }
         #expect(numbers == Array(1...5), "the killed poster's record was never named, so never read")
         let files = FileManager.default.enumerator(atPath: container.path + "/spool")?.allObjects as? [String] ?? []
         #expect(files.filter { $0.hasSuffix(SpoolFolder.unnamedSuffix) }.count == 1, "its file is left for a minute: \(files)")
@@ -298,16 +298,16 @@ struct StopTests {
     }
 
     @Test("a poster killed right after appending to a spool: the listener reads the spool whole, and later posts arrive")
-    func killedWhileSpooling() throws {
+    func killedWhileSpooling() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "a"])
-        try listener.waitForLines(1)
-        try killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"],
+        try await listener.awaitLines(1)
+        try await killProcess("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--payload", "200000"],
                         at: "spool.append", environment: Self.noMemoryFile)
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "a", "--count", "5", "--start", "1"])
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         // The killed poster's record was written whole before it stopped: it may arrive (it was posted); nothing else.
-        let numbers = try Self.numbers(printedBy: listener) { Set($0).isSuperset(of: Set(1...5)) }
+        let numbers = try await Self.numbers(printedBy: listener) { Set($0).isSuperset(of: Set(1...5)) }
         #expect(Set(numbers).isSuperset(of: Set(1...5)))
         #expect(Set(numbers).isSubset(of: Set(0...5)) && numbers.count == Set(numbers).count)
         listener.signal(SIGKILL)
@@ -315,11 +315,11 @@ struct StopTests {
 
     /// The `"i"` of each notification `listener` has printed, read again as lines come until `enough` holds or
     /// 20 seconds pass.
-    private static func numbers(printedBy listener: Peer, until enough: ([Int]) -> Bool) throws -> [Int] {
+    private static func numbers(printedBy listener: Peer, until enough: ([Int]) -> Bool) async throws -> [Int] {
         let deadline = Date().addingTimeInterval(20)
         var numbers: [Int] = []
         repeat {
-            _ = try listener.waitForLines(numbers.count + 2)
+            _ = try await listener.awaitLines(numbers.count + 2)
             numbers = listener.jsonLines().compactMap { $0["i"] as? Int }
         } while !enough(numbers) && Date() < deadline
         return numbers

@@ -5,7 +5,7 @@ import Testing
 
 /// Damaged, hostile and missing files in a container: each is an error or a counted drop, never a hang, a crash,
 /// a forged delivery or a write outside the container.
-@Suite("Storage faults: damaged, hostile and missing files")
+@Suite("Storage faults: damaged, hostile and missing files", .throttled)
 struct StorageFaultTests {
     // MARK: Spool segments
 
@@ -30,7 +30,7 @@ struct StorageFaultTests {
 
         #expect(try await recorder.wait(for: 1).map(\.object) == ["first"])
         // A forged record would have been handed over with the first one; a later post marks the end.
-        try postFromPeer(container, "marker", object: "marker")
+        try await postFromPeer(container, "marker", object: "marker")
         let received = try await recorder.wait(for: 2)
         #expect(received.map(\.object) == ["first", "marker"])
         #expect(!received.contains { $0.object == "forged" })
@@ -57,8 +57,8 @@ struct StorageFaultTests {
         try FileManager.default.setAttributes([.modificationDate: longAgo], ofItemAtPath: folder + old)
         center.endpoint.listenerSpool?.bell.touch()
 
-        try waitUntil("the old unnamed segment to be removed") { !FileManager.default.fileExists(atPath: folder + old) }
-        try postFromPeer(container, "marker", object: "marker")
+        try await pollUntil("the old unnamed segment to be removed") { !FileManager.default.fileExists(atPath: folder + old) }
+        try await postFromPeer(container, "marker", object: "marker")
         #expect(try await recorder.wait(for: 1).map(\.object) == ["marker"])
         #expect(FileManager.default.fileExists(atPath: folder + fresh), "a fresh one may still be named by its poster")
     }
@@ -79,10 +79,10 @@ struct StorageFaultTests {
         try plantSegment(segment, named: name, for: center, in: container)
         center.endpoint.listenerSpool?.bell.touch()
 
-        try waitUntil("the damaged segment to be counted and removed") {
+        try await pollUntil("the damaged segment to be counted and removed") {
             center.statistics.dropped >= 1 && !spoolHoldsSegments(of: center, in: container)
         }
-        try postFromPeer(container, "later", start: 5)
+        try await postFromPeer(container, "later", start: 5)
         #expect(try await recorder.wait(for: 1).compactMap(\.number) == [5])
         // Counted once, as one damaged segment: not once per bad header.
         #expect(center.statistics.dropped == 1)
@@ -105,25 +105,25 @@ struct StorageFaultTests {
         try #require(rename(staging, target) == 0)
         center.endpoint.listenerSpool?.bell.touch()
 
-        try waitUntil("the sparse segment to be counted and removed") {
+        try await pollUntil("the sparse segment to be counted and removed") {
             center.statistics.dropped >= 1 && !spoolHoldsSegments(of: center, in: container)
         }
         #expect(center.statistics.dropped == 1)
-        try postFromPeer(container, "after.sparse", start: 3, count: 2)
+        try await postFromPeer(container, "after.sparse", start: 3, count: 2)
         #expect(try await recorder.wait(for: 2).compactMap(\.number) == [3, 4])
     }
 
     // MARK: Numbers planted in names and times
 
     @Test("the largest number every numbered file kind allows, and times past what nanoseconds hold: every reader and writer lives on")
-    func plantedMaximalNumbers() throws {
+    func plantedMaximalNumbers() async throws {
         let container = TemporaryContainer()
         let root = container.path
         // A durable identity, so that its spool (and what it holds back) outlives its process.
         let first = try Peer("wormhole", ["listen", "--container", root, "--client", "w", "--name", "d"])
-        try first.waitForError(containing: "listening")
+        try await first.awaitError(containing: "listening")
         first.signal(SIGKILL)
-        _ = try? first.waitForExit()
+        _ = try? await first.awaitExit()
         let value = GroupValue("count", default: 0, in: try GroupNotificationCenter(containerURL: container.url))
         try value.set(41)
 
@@ -156,24 +156,24 @@ struct StorageFaultTests {
 
         // The durable identity starts, takes its spool (holding back what nobody observes) and receives.
         let durable = try Peer("wormhole", ["listen", "--container", root, "--client", "w", "--name", "d"])
-        try durable.waitForError(containing: "listening")
-        try postFromPeer(container, "d", start: 7)
-        _ = try durable.waitForLines(1)
+        try await durable.awaitError(containing: "listening")
+        try await postFromPeer(container, "d", start: 7)
+        _ = try await durable.awaitLines(1)
         #expect(durable.jsonLines().compactMap { ($0["userInfo"] as? [String: Any])?["i"] as? Int } == [7],
             "durable listener: \(durable.errorOutput)")
         // Writers of the group value claim past the planted version, in another process and this one.
         let adder = try Peer("wormhole-test-peer", ["value-add", "--container", root, "--name", "count", "--count", "2"])
-        #expect(try adder.waitForExit() == 0, "value-add: \(adder.errorOutput)")
+        #expect(try await adder.awaitExit() == 0, "value-add: \(adder.errorOutput)")
         #expect(value.value == 43)
         try value.reset()
         #expect(value.value == 0)
         let status = try Peer("wormhole", ["status", "--container", root])
-        #expect(try status.waitForExit() == 0, "status: \(status.errorOutput)")
+        #expect(try await status.awaitExit() == 0, "status: \(status.errorOutput)")
         // A new process registers (removing orphans by their times) and posts.
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", root, "--name", "e", "--count", "1"])
-        try listener.waitForLines(1)
-        try postFromPeer(container, "e", start: 3)
-        #expect(try listener.waitForExit() == 0)
+        try await listener.awaitLines(1)
+        try await postFromPeer(container, "e", start: 3)
+        #expect(try await listener.awaitExit() == 0)
         durable.signal(SIGTERM)
         // The durable listener removed the planted held file unread; what it held back it keeps in one of its own.
         let names = try FileManager.default.contentsOfDirectory(atPath: durableSpool)
@@ -183,7 +183,7 @@ struct StorageFaultTests {
 
     @Test("a group value whose newest version is emptied, cut short, a FIFO, a folder, sparse or foreign: set, update and reset write past it, across processes",
         arguments: ["empty", "truncated", "fifo", "folder", "sparse-terabyte", "sparse", "foreign"])
-    func damagedNewestVersion(damage: String) throws {
+    func damagedNewestVersion(damage: String) async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)
         let value = GroupValue("count", default: 0, in: center)
@@ -207,7 +207,7 @@ struct StorageFaultTests {
         #expect(try finishes(within: 20, "reading") { value.value } == 5)
         // Another process updates past it.
         let adder = try Peer("wormhole-test-peer", ["value-add", "--container", container.path, "--name", "count", "--count", "1"])
-        #expect(try adder.waitForExit() == 0, "value-add: \(adder.errorOutput)")
+        #expect(try await adder.awaitExit() == 0, "value-add: \(adder.errorOutput)")
         #expect(value.value == 6)
         #expect(FileManager.default.fileExists(atPath: versions + ValueStore.fileName(3)))
         try finishes(within: 20, "set") { try value.set(10) }
@@ -229,24 +229,24 @@ struct StorageFaultTests {
         try #require(FileManager.default.fileExists(atPath: changes))
 
         try #require(truncate(changes, 0) == 0)
-        try postFromPeer(container, "c", start: 0)
+        try await postFromPeer(container, "c", start: 0)
         #expect(try await recorder.wait(for: 1).compactMap(\.number) == [0])
 
         try #require(unlink(changes) == 0)
         try #require(mkfifo(changes, 0o600) == 0)
-        try postFromPeer(container, "c", start: 1)
+        try await postFromPeer(container, "c", start: 1)
         #expect(try await recorder.wait(for: 2).compactMap(\.number) == [0, 1])
 
         // A process that registers now writes the mark, and this one posts to it, reading it.
         try #require(unlink(changes) == 0 || errno == ENOENT)
         try #require(mkfifo(changes, 0o600) == 0)
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "c2", "--count", "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let report = try finishes(within: 10, "a post with a FIFO for registry.changes") {
             try center.postReporting(name: .init("c2"), object: nil, userInfo: ["i": 2])
         }
         #expect(report.delivered == 1)
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         #expect(listener.jsonLines().last?["i"] as? Int == 2)
     }
 
@@ -297,18 +297,18 @@ struct StorageFaultTests {
             directoryPath: center.endpoint.container.listenersPath, name: RegistryEntry.socketName(linked))
 
         // A post from another process completes, and its notification arrives.
-        try postFromPeer(container, "e", start: 1)
+        try await postFromPeer(container, "e", start: 1)
         #expect(try await recorder.wait(for: 1).compactMap(\.number) == [1])
         // A listener in another process registers; this process posts to it.
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "e2", "--count", "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let peerIdentifier = listedIdentifier(listener, container)
         let report = try finishes(within: 10, "a post past hostile registry entries") {
             try center.postReporting(name: .init("e2"), object: nil, userInfo: ["i": 2])
         }
         #expect(report.delivered == 1)
         #expect(report.failures.isEmpty)
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         #expect(center.statistics.dropped >= 3)
         let listed = Set(try finishes(within: 10, "listenerStatus") { center.listenerStatus().map(\.identifier) })
         #expect(listed.isSubset(of: [FileName.hex(own), peerIdentifier]), "\(listed)")
@@ -345,15 +345,15 @@ struct StorageFaultTests {
         // Another process registers, meeting the link.
         try plantChanges()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "h2", "--count", "1"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         // Another process spools (a frame over the socket's limit) and rings the bell.
-        try postFromPeer(container, "h", start: 1, extra: ["--payload", "140000"])
+        try await postFromPeer(container, "h", start: 1, extra: ["--payload", "140000"])
         #expect(try await recorder.wait(for: 1).compactMap(\.number) == [1])
         // This process registers again, and posts.
         try plantChanges()
         center.addObserver(forName: .init("h3"), object: nil, queue: nil) { _ in }
         try center.postReporting(name: .init("h2"), object: nil, userInfo: ["i": 2])
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         center.endpoint.listenerSpool?.bell.touch()
 
         #expect(try Data(contentsOf: URL(fileURLWithPath: changesOutside)) == changesContent)
@@ -376,20 +376,20 @@ struct StorageFaultTests {
         let own = try #require(center.listenerStatus().first { $0.pid == getpid() })
         #expect(own.subscriptions == [Subscription(name: nil, object: nil)])
         let other = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "other", "--count", "1"])
-        try other.waitForLines(1)
+        try await other.awaitLines(1)
 
-        let report = try postFromPeer(container, names[123], object: objects[123], start: 7)
+        let report = try await postFromPeer(container, names[123], object: objects[123], start: 7)
         #expect(report["delivered"] as? Int == 1)
         let received = try await recorder.wait(for: 1)
         #expect(received.map(\.name) == [names[123]])
         #expect(received.compactMap(\.number) == [7])
         // The other listener's routing is untouched; the big one receives "other" too, but observes none of it.
-        try postFromPeer(container, "other", start: 8)
-        #expect(try other.waitForExit() == 0)
+        try await postFromPeer(container, "other", start: 8)
+        #expect(try await other.awaitExit() == 0)
         #expect(other.jsonLines().last?["i"] as? Int == 8)
         // Another process's post of an observed name with another object reaches nobody here.
-        try postFromPeer(container, names[139], object: "not observed", start: 9)
-        try postFromPeer(container, names[139], object: objects[139], start: 10)
+        try await postFromPeer(container, names[139], object: "not observed", start: 9)
+        try await postFromPeer(container, names[139], object: objects[139], start: 10)
         #expect(try await recorder.wait(for: 2).compactMap(\.number) == [7, 10])
         #expect(recorder.all.count == 2)
     }
@@ -404,11 +404,11 @@ struct StorageFaultTests {
         center.addObserver(forName: .init("s"), object: nil, queue: nil, using: recorder.block)
         let own = try #require(center.listenerStatus().first { $0.pid == getpid() })
         try #require(unlink(own.socketPath) == 0)
-        try waitUntil("the socket file to be back") {
+        try await pollUntil("the socket file to be back") {
             var status = stat()
             return lstat(own.socketPath, &status) == 0 && status.st_mode & S_IFMT == S_IFSOCK
         }
-        try postFromPeer(container, "s", start: 4)
+        try await postFromPeer(container, "s", start: 4)
         #expect(try await recorder.wait(for: 1).compactMap(\.number) == [4])
     }
 
@@ -441,7 +441,7 @@ struct StorageFaultTests {
         let fresh = try GroupNotificationCenter(containerURL: container.url)
         let recorder = Recorder()
         fresh.addObserver(forName: .init("after.move"), object: nil, queue: nil, using: recorder.block)
-        try postFromPeer(container, "after.move", start: 6)
+        try await postFromPeer(container, "after.move", start: 6)
         #expect(try await recorder.wait(for: 1).compactMap(\.number) == [6])
         #expect(throws: Never.self) { try fresh.postReporting(name: .init("m"), object: nil) }
     }
@@ -475,12 +475,12 @@ struct StorageFaultTests {
     // MARK: Limits
 
     @Test("the container-wide spool cap refuses posts past it, reported and counted, across three stopped listeners")
-    func containerSpoolCap() throws {
+    func containerSpoolCap() async throws {
         let container = TemporaryContainer()
         let listeners = try (0..<3).map { _ in
             try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "cap"])
         }
-        for listener in listeners { try listener.waitForLines(1) }
+        for listener in listeners { try await listener.awaitLines(1) }
         for listener in listeners { try listener.suspend() }
         let limit = 2 << 20
         let center = try GroupNotificationCenter(
@@ -535,19 +535,19 @@ struct StorageFaultTests {
     // MARK: Containers the tool or a center must not touch
 
     @Test("status and retained of a missing or empty container create nothing and are refused as a mistake in the command line")
-    func readOnlyCommandsCreateNothing() throws {
+    func readOnlyCommandsCreateNothing() async throws {
         let scratch = TemporaryContainer("cwd")
         let missing = scratch.path + "/absent"
         let tool = Peer.productsDirectory.appendingPathComponent("wormhole").path
         for arguments in [["status", "--container", missing], ["retained", "--name", "x", "--container", missing]] {
             let command = try runInFolder(scratch.path, tool, arguments)
-            #expect(try command.waitForExit() == 2, "\(arguments)")
+            #expect(try await command.awaitExit() == 2, "\(arguments)")
             #expect(command.errorOutput.contains { $0.contains("container") }, "\(arguments): \(command.errorOutput)")
             #expect(!FileManager.default.fileExists(atPath: missing), "\(arguments)")
         }
         for arguments in [["status", "--container", ""], ["retained", "--name", "x", "--container", ""]] {
             let command = try runInFolder(scratch.path, tool, arguments)
-            #expect(try command.waitForExit() != 0, "\(arguments)")
+            #expect(try await command.awaitExit() != 0, "\(arguments)")
             #expect(command.errorOutput.contains { $0.contains("container") }, "\(arguments): \(command.errorOutput)")
             #expect(try FileManager.default.contentsOfDirectory(atPath: scratch.path).isEmpty, "\(arguments)")
         }
@@ -605,26 +605,12 @@ private func spoolHoldsSegments(of center: GroupNotificationCenter, in container
 private func postFromPeer(
     _ container: TemporaryContainer, _ name: String, object: String? = nil, start: Int = 0, count: Int = 1,
     extra: [String] = [], sourceLocation: SourceLocation = #_sourceLocation
-) throws -> [String: Any] {
+) async throws -> [String: Any] {
     var arguments = ["post", "--container", container.path, "--name", name, "--start", "\(start)", "--count", "\(count)"]
     if let object { arguments += ["--object", object] }
     let poster = try Peer("wormhole-test-peer", arguments + extra)
-    #expect(try poster.waitForExit(sourceLocation: sourceLocation) == 0, "poster: \(poster.errorOutput)", sourceLocation: sourceLocation)
+    #expect(try await poster.awaitExit(sourceLocation: sourceLocation) == 0, "poster: \(poster.errorOutput)", sourceLocation: sourceLocation)
     return poster.jsonLines().first ?? [:]
-}
-
-/// Polls `condition` until it holds, or fails the test after `seconds`: for what nothing signals.
-private func waitUntil(
-    _ what: String, timeout seconds: Double = 10, sourceLocation: SourceLocation = #_sourceLocation, _ condition: () -> Bool
-) throws {
-    let deadline = Date().addingTimeInterval(seconds)
-    while !condition() {
-        guard Date() < deadline else {
-            Issue.record("timed out after \(seconds) s waiting for \(what)", sourceLocation: sourceLocation)
-            throw Peer.Timeout(description: what)
-        }
-        Thread.sleep(forTimeInterval: 0.02)
-    }
 }
 
 /// Runs `body` on a thread of its own and fails the test if it has not returned after `seconds` (the thread is

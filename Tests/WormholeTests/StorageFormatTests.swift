@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import Wormhole
 
-@Suite("Storage formats: registry entries and spool segments")
+@Suite("Storage formats: registry entries and spool segments", .throttled)
 struct StorageFormatTests {
     private let samples = [
         RegistryEntry(listener: 1, pid: 10, subscriptions: []),

@@ -2,13 +2,13 @@ import Foundation
 import Testing
 @testable import Wormhole
 
-@Suite("Stopped and killed listeners")
+@Suite("Stopped and killed listeners", .throttled)
 struct SuspensionTests {
     @Test("a stopped listener gets everything, in order, after it resumes; posting never waits for it")
-    func stoppedListener() throws {
+    func stoppedListener() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "stop", "--count", "3000"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
 
         let center = try GroupNotificationCenter(containerURL: container.url)
@@ -28,16 +28,16 @@ struct SuspensionTests {
         #expect(status.spooledNotifications == spooled)
 
         listener.signal(SIGCONT)
-        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(try await listener.awaitExit(timeout: 30) == 0)
         let numbers = listener.jsonLines().compactMap { $0["i"] as? Int }.filter { $0 >= 0 }
         #expect(numbers == Array(0..<3000), "everything arrives once, in posting order, across socket and spool")
     }
 
     @Test("a stopped listener gets payloads over the socket's limit (shared memory files or the spool) in order with small ones")
-    func largeAndSmallInterleaved() throws {
+    func largeAndSmallInterleaved() async throws {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "mix", "--count", "40"])
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         try listener.suspend()
         let center = try GroupNotificationCenter(containerURL: container.url)
         for i in 0..<40 {
@@ -46,25 +46,25 @@ struct SuspensionTests {
             try center.postReporting(name: .init("mix"), object: nil, userInfo: info)
         }
         listener.signal(SIGCONT)
-        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(try await listener.awaitExit(timeout: 30) == 0)
         let lines = listener.jsonLines().filter { $0["i"] != nil }
         #expect(lines.compactMap { $0["i"] as? Int } == Array(0..<40))
         #expect(lines.filter { $0["blobBytes"] as? Int == 200_000 }.count == 8)
     }
 
     @Test("a killed listener is removed by the next post that finds it dead; others are undisturbed")
-    func killedListener() throws {
+    func killedListener() async throws {
         let container = TemporaryContainer()
         let doomed = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k"])
         let survivor = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "k", "--count", "1"])
-        try doomed.waitForLines(1)
-        try survivor.waitForLines(1)
+        try await doomed.awaitLines(1)
+        try await survivor.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(center.listenerStatus().count == 2)
         let doomedEntry = try #require(center.listenerStatus().first { $0.pid == doomed.pid })
 
         doomed.signal(SIGKILL)
-        _ = try? doomed.waitForExit()
+        _ = try? await doomed.awaitExit()
         #expect(center.listenerStatus().first { $0.pid == doomed.pid }?.state == .dead)
 
         let report = try center.postReporting(name: .init("k"), object: nil, userInfo: ["i": 1])
@@ -74,20 +74,20 @@ struct SuspensionTests {
         #expect(center.listenerStatus().map(\.pid) == [survivor.pid])
         #expect(!FileManager.default.fileExists(atPath: doomedEntry.socketPath))
         #expect(!FileManager.default.fileExists(atPath: container.path + "/spool/\(doomedEntry.identifier).spool"))
-        #expect(try survivor.waitForExit() == 0)
+        #expect(try await survivor.awaitExit() == 0)
         #expect(center.statistics.listenersRemoved == 1)
     }
 
     @Test("a new listener collects the entries of dead ones when it registers")
-    func registrationCollectsDead() throws {
+    func registrationCollectsDead() async throws {
         let container = TemporaryContainer()
         let peers = try (0..<3).map { _ in
             try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "gc"])
         }
-        for peer in peers { try peer.waitForLines(1) }
+        for peer in peers { try await peer.awaitLines(1) }
         for peer in peers {
             peer.signal(SIGKILL)
-            _ = try? peer.waitForExit()
+            _ = try? await peer.awaitExit()
         }
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(center.listenerStatus().map(\.state) == [.dead, .dead, .dead])

@@ -9,7 +9,7 @@ import Testing
 
 /// The two transports: every other test runs on the process's transport, and the first test here runs all of
 /// them again on the other one.
-@Suite("Transports: sequenced packets and datagrams")
+@Suite("Transports: sequenced packets and datagrams", .throttled)
 struct TransportTests {
     typealias Transport = GroupNotificationCenter.Transport
 
@@ -48,7 +48,7 @@ struct TransportTests {
                 "wormhole-test-peer", ["listen", "--container", container.path, "--name", "mix", "--count", "600"],
                 environment: ["WORMHOLE_TRANSPORT": transport.rawValue])
         }
-        for listener in listeners { try listener.waitForLines(1) }
+        for listener in listeners { try await listener.awaitLines(1) }
         // Posters of either transport, and one of each kind at once.
         let posters = try Transport.allCases.enumerated().map { index, transport in
             try Peer(
@@ -83,21 +83,21 @@ struct TransportTests {
         center.addObserver(forName: .init("in"), object: nil, queue: nil, using: recorder.block)
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", path, "--name", "out", "--count", "50"], environment: environment)
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         for i in 0..<50 { try center.postReporting(name: .init("out"), object: nil, userInfo: ["i": i]) }
         let poster = try Peer(
             "wormhole-test-peer", ["post", "--container", path, "--name", "in", "--count", "50"], environment: environment)
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         #expect(try await recorder.wait(for: 50).compactMap(\.number) == Array(0..<50))
-        #expect(try listener.waitForExit() == 0)
+        #expect(try await listener.awaitExit() == 0)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<50))
     }
 
     @Test(
         "send errors Linux never returns (Darwin's ENOBUFS on a full datagram socket, EINVAL on a socket gone bad) and peers closing mid-send lose nothing",
         arguments: Transport.allCases, ["ENOBUFS/3", "EMSGSIZE/5", "ECONNRESET/4", "EDESTADDRREQ/6", "EPROTOTYPE/7", "EINVAL/3"])
-    func injectedSendErrors(transport: Transport, fault: String) throws {
-        let (_, summary) = try postThroughFault(transport, count: 500, posterFaults: ["WORMHOLE_INJECT_SEND": fault])
+    func injectedSendErrors(transport: Transport, fault: String) async throws {
+        let (_, summary) = try await postThroughFault(transport, count: 500, posterFaults: ["WORMHOLE_INJECT_SEND": fault])
         #expect((summary["delivered"] as? Int ?? 0) + (summary["spooled"] as? Int ?? 0) == 500)
         if PeerState(errno: Self.errno(named: fault)) != .gone {
             #expect(summary["spooled"] as? Int ?? 0 > 0, "a send the listener cannot take now goes to the spool")
@@ -105,9 +105,9 @@ struct TransportTests {
     }
 
     @Test("a send buffer smaller than asked lowers the largest direct frame, said once, and loses nothing", arguments: Transport.allCases)
-    func smallSendBuffer(transport: Transport) throws {
+    func smallSendBuffer(transport: Transport) async throws {
         // 16 KiB asked: Linux grants twice that, far under a 60 KiB frame.
-        let (run, _) = try postThroughFault(
+        let (run, _) = try await postThroughFault(
             transport, count: 40, posterFaults: ["WORMHOLE_INJECT_SEND_BUFFER": "16384"], posterArguments: ["--payload", "60000"])
         let warnings = run.poster.errorOutput.filter { $0.contains("send buffer of") && $0.contains("granted") }
         #expect(warnings.count == 1, "\(run.poster.errorOutput)")
@@ -125,21 +125,21 @@ struct TransportTests {
     private func postThroughFault(
         _ transport: Transport, count: Int, listenerFaults: [String: String] = [:], posterFaults: [String: String] = [:],
         posterArguments: [String] = []
-    ) throws -> (FaultRun, [String: Any]) {
+    ) async throws -> (FaultRun, [String: Any]) {
         let container = TemporaryContainer()
         let environment = ["WORMHOLE_TRANSPORT": transport.rawValue]
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "f", "--count", "\(count)"],
             environment: listenerFaults.merging(environment) { $1 })
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let poster = try Peer(
             "wormhole-test-peer", ["post", "--container", container.path, "--name", "f", "--count", "\(count)"] + posterArguments,
             environment: posterFaults.merging(environment) { $1 })
-        #expect(try poster.waitForExit() == 0)
+        #expect(try await poster.awaitExit() == 0)
         let summary = try #require(poster.jsonLines().first)
         #expect(summary["failed"] as? Int == 0)
         #expect(summary["removedDeadListeners"] as? Int ?? 0 == 0)
-        #expect(try listener.waitForExit(timeout: 30) == 0)
+        #expect(try await listener.awaitExit(timeout: 30) == 0)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<count), "each once, in order")
         return (FaultRun(listener: listener, poster: poster), summary)
     }
@@ -147,9 +147,9 @@ struct TransportTests {
     @Test(
         "a socket whose reads (datagrams) or accepts (sequenced packets) keep failing is bound again, once a second, without spinning; nothing is lost",
         arguments: Transport.allCases)
-    func failingSocketIsBoundAgain(transport: Transport) throws {
+    func failingSocketIsBoundAgain(transport: Transport) async throws {
         // The failure lasts through the first rebind, on the socket bound then too.
-        let listener = try postThroughFault(transport, count: 300, listenerFaults: ["WORMHOLE_INJECT_RECEIVE": "EINVAL/2"]).0.listener
+        let listener = try await postThroughFault(transport, count: 300, listenerFaults: ["WORMHOLE_INJECT_RECEIVE": "EINVAL/2"]).0.listener
         // One line per rebind (the second socket fails only if it is read or accepted on before the posts end):
         // a receive thread that spun on a failed socket would say far more.
         let rebinds = listener.errorOutput.filter { $0.contains("binding it again") }
@@ -158,20 +158,20 @@ struct TransportTests {
     }
 
     @Test("a socket bound anew leaves none of the old ones open, and what posters sent across the rebinds arrives in order", arguments: Transport.allCases)
-    func reboundSocketsAreClosed(transport: Transport) throws {
+    func reboundSocketsAreClosed(transport: Transport) async throws {
         let container = TemporaryContainer()
         let environment = ["WORMHOLE_TRANSPORT": transport.rawValue]
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "r"],
             environment: environment.merging(["WORMHOLE_INJECT_RECEIVE": "EINVAL/3"]) { $1 })
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: transport))
         // The socket fails as it is first read (by a batch, or by the listener's look at it each second), and is
         // bound anew: three rebinds, then none. Each batch goes to whichever socket is bound then.
         for batch in 0..<4 {
             for i in batch * 50..<(batch + 1) * 50 { try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": i]) }
-            try listener.waitForLines(1 + (batch + 1) * 50, timeout: 30)
-            if batch < 3 { try listener.waitForError(containing: "binding it again", count: batch + 1, timeout: 30) }
+            try await listener.awaitLines(1 + (batch + 1) * 50, timeout: 30)
+            if batch < 3 { try await listener.awaitError(containing: "binding it again", count: batch + 1, timeout: 30) }
         }
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == Array(0..<200), "each once, in order")
         #expect(listener.errorOutput.count { $0.contains("binding it again") } == 3)
@@ -196,8 +196,8 @@ struct TransportTests {
     }
 
     @Test("a wait for the sockets that fails is counted and said, paused on, and then the listener goes on", arguments: Transport.allCases)
-    func failingWait(transport: Transport) throws {
-        let listener = try postThroughFault(transport, count: 50, listenerFaults: ["WORMHOLE_INJECT_POLL": "ENOMEM/20"]).0.listener
+    func failingWait(transport: Transport) async throws {
+        let listener = try await postThroughFault(transport, count: 50, listenerFaults: ["WORMHOLE_INJECT_POLL": "ENOMEM/20"]).0.listener
         let said = listener.errorOutput.filter { $0.contains("failed: ") && $0.contains("poll (injected)") }
         // Twenty failures, 10 ms apart: said at most once a second.
         #expect((1...2).contains(said.count), "\(listener.errorOutput.suffix(5))")
@@ -212,7 +212,7 @@ struct TransportTests {
         let listener = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "d", "--exhaust-descriptors"],
             environment: environment)
-        try listener.waitForLines(2)
+        try await listener.awaitLines(2)
         let exhausted = try #require(listener.jsonLines().first { $0["exhausted"] != nil })
         try #require(exhausted["errno"] as? Int == Int(EMFILE), "the listener is out of descriptors: \(exhausted)")
         let saidBefore = listener.errorOutput.count
@@ -266,7 +266,7 @@ struct TransportTests {
         let container = TemporaryContainer()
         let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "d"])
         defer { listener.signal(SIGKILL) }
-        try listener.waitForLines(1)
+        try await listener.awaitLines(1)
         // Out of descriptors before its first post: it cannot list the registry to learn who listens.
         let poster = try Peer(
             "wormhole-test-peer",
@@ -282,7 +282,7 @@ struct TransportTests {
         // A post with descriptors to spare reaches the listener: the three were not taken for posts to nobody.
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": 7]).delivered == 1)
-        let lines = try listener.waitForLines(2, timeout: 20)
+        let lines = try await listener.awaitLines(2, timeout: 20)
         #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [7], "\(lines)")
     }
 
@@ -329,10 +329,10 @@ struct TransportTests {
         let second = try Peer(
             "wormhole-test-peer", ["listen", "--container", container.path, "--client", "w", "--name", "d", "--count", "200"],
             environment: ["WORMHOLE_TRANSPORT": Transport.sequencedPacket.rawValue])
-        try second.waitForLines(1)
+        try await second.awaitLines(1)
         #expect(center.listenerStatus().first?.transport == .sequencedPacket)
         try post(200..<300)
-        #expect(try second.waitForExit(timeout: 30) == 0)
+        #expect(try await second.awaitExit(timeout: 30) == 0)
         #expect(second.jsonLines().compactMap { $0["i"] as? Int } == Array(100..<300))
     }
 

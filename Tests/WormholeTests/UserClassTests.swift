@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 import WormholeTestSupport
 
-@Suite("Classes of the user's own: Wormhole's coders, both ways, and Foundation's archives")
+@Suite("Classes of the user's own: Wormhole's coders, both ways, and Foundation's archives", .throttled)
 struct UserClassTests {
     private let shapeClasses: [AnyClass] = [
         NSDictionary.self, NSString.self, TestShape.self, TestPoint.self, NSArray.self, NSURL.self, NSUUID.self, NSSet.self,

@@ -4,7 +4,7 @@ import Testing
 import Wormhole
 @testable import WormholeUI
 
-@Suite("Widget reloads: chosen changes from any process, at most one reload per interval")
+@Suite("Widget reloads: chosen changes from any process, at most one reload per interval", .throttled)
 struct WidgetReloaderTests {
     @Test("the throttle: a lone change at once, a burst folded into one reload at the interval's end")
     func throttle() {
@@ -57,7 +57,7 @@ struct WidgetReloaderTests {
     }
 
     @Test("changes posted by other processes reload every kind: a burst twice, an interval apart; others not at all",
-          .timeLimit(.minutes(2)))
+          .timeLimit(.minutes(10)))
     func acrossProcesses() async throws {
         let container = TemporaryContainer()
         let center = try GroupNotificationCenter(containerURL: container.url)

@@ -10,10 +10,12 @@ extension Peer {
     }
 
     /// ``waitForError(containing:count:timeout:sourceLocation:)`` for async tests, on a thread of its own.
-    func awaitError(containing text: String, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation)
-        async throws
-    {
-        try await onDispatchThread { try self.waitForError(containing: text, timeout: seconds, sourceLocation: sourceLocation) }
+    func awaitError(
+        containing text: String, count: Int = 1, timeout seconds: Double = 20, sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try await onDispatchThread {
+            try self.waitForError(containing: text, count: count, timeout: seconds, sourceLocation: sourceLocation)
+        }
     }
 
     /// ``waitForLines(_:timeout:sourceLocation:)`` for async tests, on a thread of its own.
