@@ -130,7 +130,8 @@ final class RelayEngine: @unchecked Sendable {
                 }
                 deadline = GroupNotificationCenter.uptimeNanoseconds + remaining
             }
-            guard state.sent.advance(poster: note.poster, sequence: note.sequence) else { return }
+            // Handed over again (a durable hand-over after a kill): it is in the outbox already.
+            guard state.sent.isPast(poster: note.poster, sequence: note.sequence) else { return }
             guard outbox.count < Outbox.capacity else {
                 count { $0.dropped += 1 }
                 Self.log("relay outbox holds \(Outbox.capacity) notifications; \(note.name) dropped")
@@ -144,6 +145,8 @@ final class RelayEngine: @unchecked Sendable {
                 // the state is saved before an acknowledged item is removed.
                 try outbox.add(item)
                 state.nextLink += 1
+                // Only once it is kept: one not kept is taken again if it is handed over again.
+                _ = state.sent.advance(poster: note.poster, sequence: note.sequence)
             } catch {
                 count { $0.dropped += 1 }
                 Self.log("\(note.name) not kept for the other device: \(error)")

@@ -6,7 +6,7 @@ import Testing
 
 /// What the core does for a relay: the mark on its posts, everything through its spool, and copies of its
 /// posts dropped by poster and sequence.
-@Suite("Relay marks")
+@Suite("Relay marks", .throttled)
 struct RelayMarkTests {
     @Test("A relay's folder is its identifier when plain, else the identifier's bytes in hex")
     func folderNames() {
@@ -62,5 +62,37 @@ struct RelayMarkTests {
         try await listener.awaitLines(7)
         let received = listener.jsonLines().compactMap { $0["i"] as? Int }
         #expect(received == [1, 2, 3, 3 + Int(Limits.relayCopyWindow) * 2, 4, 100])
+    }
+
+    @Test("A relay's posts that went to a listener's spool, then to its socket once the spool was taken, arrive whole and in order")
+    func spooledThenDirect() async throws {
+        let container = TemporaryContainer()
+        let listen = ["listen", "--container", container.path, "--client", "w", "--name", "n"]
+        // A durable listener that is not running: what the relay posts waits in its spool.
+        let first = try Peer("wormhole-test-peer", listen + ["--count", "1"])
+        try await first.awaitLines(1)
+        first.signal(SIGKILL)
+        _ = try? await first.awaitExit()
+        let relay = try GroupNotificationCenter(containerURL: container.url)
+        func post(_ range: Range<Int>) throws -> PostReport {
+            var report = PostReport()
+            for i in range {
+                let archive = try UserInfoCodec.encode(["i": i, "pid": 7], maximumSize: 1 << 20)
+                let one = try relay.postRelayed(name: "n", object: nil, userInfo: archive, retain: false, stablePoster: 99, sequence: UInt64(i + 1))
+                report.delivered += one.delivered
+                report.spooled += one.spooled
+            }
+            return report
+        }
+        #expect(try post(0..<20).spooled == 20)
+        // Its next run stops itself right after it took the spool, before it reads its socket: what is posted
+        // meanwhile goes to the socket, and is read in the same drain as what was taken.
+        let second = try Peer("wormhole-test-peer", listen + ["--count", "30"], environment: ["WORMHOLE_STOP_AT": "spool.take"])
+        try second.waitUntilStopped(timeout: 20)
+        #expect(try post(20..<30).delivered == 10)
+        second.signal(SIGCONT)
+        #expect(try await second.awaitExit(timeout: 30) == 0, "\(second.errorOutput)")
+        let received = second.jsonLines().compactMap { $0["i"] as? Int }
+        #expect(received == Array(0..<30), "the relay's spooled posts before those that followed them in the socket")
     }
 }

@@ -74,6 +74,16 @@ struct SpoolReader: ~Copyable {
             else { continue }
             firstSpooled[poster] = sequence
         }
+        // A relay posts under stable posters of its own besides the one its segments are named for: where such a
+        // poster's frames came from a connection, where its spooled ones begin is read from the records.
+        let relayed = Set(direct.lazy.map(\.poster).filter { firstSpooled[$0] == nil && RelayMark.isRelayed($0) })
+        if !relayed.isEmpty {
+            for name in taken.names {
+                for (poster, sequence) in folder.firstSequences(of: relayed, in: name) {
+                    firstSpooled[poster] = min(firstSpooled[poster] ?? sequence, sequence)
+                }
+            }
+        }
         var early: [Frame] = []
         var late: [Frame] = []
         for frame in direct {

@@ -68,6 +68,11 @@ struct PosterMarks: Codable, Sendable {
         var seen: UInt64
     }
 
+    /// Whether `sequence` of `poster` is past what was seen.
+    func isPast(poster: UInt64, sequence: UInt64) -> Bool {
+        marks[poster].map { $0.sequence < sequence } ?? true
+    }
+
     /// Whether `sequence` of `poster` is past what was seen; if so, remembers it.
     mutating func advance(poster: UInt64, sequence: UInt64) -> Bool {
         if let mark = marks[poster], mark.sequence >= sequence { return false }
