@@ -126,8 +126,15 @@ final class Endpoint: Sendable {
     /// added, and hands the spool over once start-up code had the time to add the observers that follow
     /// (``Limits/handOverSettle``), so that each gets the whole backlog, then what was posted meanwhile.
     func add(_ observer: Observer) {
+        add([observer])
+    }
+
+    /// Adds `observers` together: posters see their subscriptions in one change of the registry, never a part of
+    /// them (``add(_:)``).
+    func add(_ observers: [Observer]) {
+        guard let first = observers.first else { return }
         reception.observerAdding()
-        _ = delivery.add(observer)
+        for observer in observers { _ = delivery.add(observer) }
         do throws(WormholeError) {
             try reception.listen(observed: true)
             // Also when this subscription is not new: another thread adding it may still be writing it, and
@@ -136,7 +143,7 @@ final class Endpoint: Sendable {
             // Posters read the registry's mark only so often: returns once each has to read it again.
             registry.settle()
         } catch {
-            Log.warning("observer of \(observer.subscription.name ?? "any name") is not registered in \(container.path): \(error); it sees only this process's posts")
+            Log.warning("observer of \(first.subscription.name ?? "any name") is not registered in \(container.path): \(error); it sees only this process's posts")
         }
         reception.observerAdded()
     }

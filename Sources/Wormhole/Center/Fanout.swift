@@ -16,6 +16,10 @@ final class Fanout: Sendable {
     private let container: Container
     /// When a post last made sure the container is still at its path, in uptime nanoseconds.
     private let containerChecked = Atomic<UInt64>(0)
+    /// Whether every new link starts by spooling: a relay's, which posts as stable posters that an earlier run of
+    /// it posted as too. What that run left unread in a listener's socket must come before what this one sends,
+    /// and a listener orders frames of another connection only against what was spooled.
+    private let linksStartSpooling: Bool
 
     /// The links of this process, and the listeners whose link was closed while it may have had frames in flight.
     private struct Links {
@@ -30,6 +34,7 @@ final class Fanout: Sendable {
         skippedLease: @escaping @Sendable () -> Void
     ) {
         let poster = RelayMark.poster(relayed: configuration.marksPostsAsRelayed)
+        linksStartSpooling = configuration.marksPostsAsRelayed
         self.poster = poster
         self.container = container
         nudge = Frame.nudge(from: poster).encoded()
@@ -111,7 +116,7 @@ final class Fanout: Sendable {
             // Frames of a closed link's connection may be unread: a new link spools until the listener drains.
             let link = PeerLink(
                 listener: entry.listener, transport: entry.transport, durable: entry.isDurable, context: linkContext,
-                startsSpooling: links.closed.remove(entry.listener) != nil, spoolsAlways: entry.keepsSpooled)
+                startsSpooling: links.closed.remove(entry.listener) != nil || linksStartSpooling, spoolsAlways: entry.keepsSpooled)
             link.lastUse.store(links.uses, ordering: .relaxed)
             links.open[entry.listener] = link
             return link
