@@ -43,28 +43,53 @@ package struct RelayedValue: Sendable {
 /// What a relay needs of a center that is not public: its posts marked, frames as they came, and the stores
 /// read and written as archives.
 extension GroupNotificationCenter {
-    /// A durable center whose posts carry the relay's mark, and for which every process spools what it posts
-    /// (``ReservedNames/keepsSpooled``): a relay killed before it kept a notification gets it again from its
-    /// spool when it restarts, where what waited in its socket would be lost.
+    /// A durable center whose posts carry the relay's mark. Until its observers are added, its registry entry
+    /// keeps the subscriptions of its identity's last run, so posters go on spooling for it.
     package convenience init(relayContainerURL containerURL: URL, clientIdentifier: String) throws {
         var configuration = Configuration()
         configuration.marksPostsAsRelayed = true
         try self.init(containerURL: containerURL, clientIdentifier: clientIdentifier, configuration: configuration)
-        _ = addRelayObserver(forName: ReservedNames.keepsSpooled) { _ in }
     }
 
-    /// Adds an observer whose block gets each notification as it came, on the receive thread: its poster,
-    /// sequence and undecoded userInfo. Names reserved for requests and replies are seen only when named.
+    /// A relay's observer: its name, and its block, which gets each notification as it came (its poster,
+    /// sequence and undecoded userInfo), on the receive thread.
+    package typealias RelayObserver = (name: String?, block: @Sendable (RelayedNotification) -> Void)
+
+    /// Adds a relay's observers together, with the mark that has every process spool what it posts for this
+    /// center (``ReservedNames/keepsSpooled``): a relay killed before it kept a notification gets it again from
+    /// its spool when it restarts, where what waited in its socket would be lost. Posters see them all in one
+    /// change of the registry: one added alone would, for a moment, leave the others' names out of an entry that
+    /// held them since the last run, and what was posted under them then would not be sent to this center.
+    /// Returns their tokens, the mark's first when it is added. Names reserved for requests and replies are seen
+    /// only when named.
+    package func addRelayObservers(_ list: [RelayObserver], keepingSpooled: Bool = true) -> [any NSObjectProtocol] {
+        let ignore: @Sendable (RelayedNotification) -> Void = { _ in }
+        let mark: [RelayObserver] = keepingSpooled ? [(ReservedNames.keepsSpooled, ignore)] : []
+        let observers = (mark + list).map { observer in
+            let block = observer.block
+            return Observer(
+                id: endpoint.makeObserverID(), center: ObjectIdentifier(self), subscription: Subscription(name: observer.name, object: nil)
+            ) { frame in
+                block(RelayedNotification(frame))
+            }
+        }
+        endpoint.add(observers)
+        return observers
+    }
+
+    /// Removes a relay's observers, and keeps their names in its registry entry: posters go on spooling for the
+    /// relay, which gets what they post when its observers are added again.
+    package func removeRelayObservers(_ tokens: [any NSObjectProtocol]) {
+        let observers = tokens.compactMap { $0 as? Observer }
+        endpoint.remove(publish: false) { candidate in observers.contains { $0 === candidate } }
+    }
+
+    /// Adds one relay observer, without the mark (``addRelayObservers(_:keepingSpooled:)``): for what a relay
+    /// takes besides its routes (the replies to requests it carried).
     package func addRelayObserver(
         forName name: String?, using block: @escaping @Sendable (RelayedNotification) -> Void
     ) -> any NSObjectProtocol {
-        let observer = Observer(
-            id: endpoint.makeObserverID(), center: ObjectIdentifier(self), subscription: Subscription(name: name, object: nil)
-        ) { frame in
-            block(RelayedNotification(frame))
-        }
-        endpoint.add(observer)
-        return observer
+        addRelayObservers([(name, block)], keepingSpooled: false)[0]
     }
 
     /// Posts what a relay received from another device into this group, with this center's mark; with

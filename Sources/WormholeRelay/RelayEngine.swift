@@ -118,7 +118,8 @@ final class RelayEngine: @unchecked Sendable {
         let isReply = GroupNotificationCenter.isReplyName(note.name)
         guard isReply || routes.sends(notification: note.name) else { return }
         queue.sync {
-            guard !closed else { return }
+            // Also once closed: a block that began before its observer was removed may end after, and what the
+            // center handed over here is gone from its spool. The next start sends it.
             // A reply goes back only for a request this side carried, while its time lasts.
             if isReply, replyRoutes[note.name] == nil { return }
             var deadline: Int64? = nil

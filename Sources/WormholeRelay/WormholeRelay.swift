@@ -77,13 +77,16 @@ public final class WormholeRelay: Sendable {
         let started = tokens.withLock { tokens -> Bool in
             guard tokens.isEmpty else { return false }
             let engine = self.engine
+            var observers: [GroupNotificationCenter.RelayObserver] = []
             for name in engine.routes.observedNames {
-                tokens.append(center.addRelayObserver(forName: name) { engine.taken($0) })
+                observers.append((name, { engine.taken($0) }))
             }
             for (entry, direction) in engine.routes.synced where direction.sends {
                 let name = entry.kind == .value ? GroupNotificationCenter.valueNotificationName(for: entry.name) : entry.name
-                tokens.append(center.addRelayObserver(forName: name) { _ in engine.scanSoon() })
+                observers.append((name, { _ in engine.scanSoon() }))
             }
+            // Together: posters never see a part of the relay's names, and spool for it all along.
+            tokens = center.addRelayObservers(observers)
             return true
         }
         guard started else { return }
@@ -100,7 +103,8 @@ public final class WormholeRelay: Sendable {
             defer { tokens = [] }
             return tokens
         }
-        for token in removed { center.removeObserver(token) }
+        // Its names stay registered: what is posted until the next start waits in its spool.
+        center.removeRelayObservers(removed)
         engine.close()
     }
 

@@ -31,7 +31,7 @@ struct RelayMarkTests {
         let container = TemporaryContainer()
         let relay = try GroupNotificationCenter(relayContainerURL: container.url, clientIdentifier: "relay")
         let seen = Mutex<[RelayedNotification]>([])
-        _ = relay.addRelayObserver(forName: "n") { note in seen.withLock { $0.append(note) } }
+        _ = relay.addRelayObservers([("n", { note in seen.withLock { $0.append(note) } })])
         relay.deliverSpooledNotifications()
         let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "n", "--count", "20"])
         #expect(try await poster.awaitExit() == 0)
@@ -94,5 +94,22 @@ struct RelayMarkTests {
         #expect(try await second.awaitExit(timeout: 30) == 0, "\(second.errorOutput)")
         let received = second.jsonLines().compactMap { $0["i"] as? Int }
         #expect(received == Array(0..<30), "the relay's spooled posts before those that followed them in the socket")
+    }
+
+    @Test("A relay's center opened again keeps its names registered until its observers are back: posts meanwhile wait for it")
+    func namesKeptAcrossRuns() async throws {
+        let pair = RelayPair(routes: ["notifications:n"])
+        let first = try await pair.startRelay(.phone)
+        first.signal(SIGKILL)
+        _ = try? await first.awaitExit()
+        // Its next run, before it adds its observers.
+        let relay = try GroupNotificationCenter(relayContainerURL: pair.phone.url, clientIdentifier: "wormhole.relay")
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", pair.phone.path, "--name", "n"])
+        #expect(try await poster.awaitExit() == 0)
+        #expect(poster.jsonLines().last?["spooled"] as? Int == 1, "\(poster.output)")
+        let seen = Mutex<[RelayedNotification]>([])
+        _ = relay.addRelayObservers([("n", { note in seen.withLock { $0.append(note) } })])
+        relay.deliverSpooledNotifications()
+        try await pollUntil("the relay's observer got it") { seen.withLock { $0.count } == 1 }
     }
 }
