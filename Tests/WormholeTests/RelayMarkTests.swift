@@ -112,4 +112,21 @@ struct RelayMarkTests {
         relay.deliverSpooledNotifications()
         try await pollUntil("the relay's observer got it") { seen.withLock { $0.count } == 1 }
     }
+
+    @Test("A relay's observers removed as it closes leave its names registered: posts meanwhile wait for its next start")
+    func namesKeptWhenClosed() async throws {
+        let container = TemporaryContainer()
+        let relay = try GroupNotificationCenter(relayContainerURL: container.url, clientIdentifier: "relay")
+        let seen = Mutex<[Int]>([])
+        let record: GroupNotificationCenter.RelayObserver = ("n", { note in seen.withLock { $0.append(Int(note.sequence)) } })
+        relay.removeRelayObservers(relay.addRelayObservers([record]))
+        let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "n", "--count", "3"])
+        #expect(try await poster.awaitExit() == 0)
+        #expect(poster.jsonLines().last?["spooled"] as? Int == 3, "\(poster.output)")
+        #expect(seen.withLock { $0 }.isEmpty)
+        _ = relay.addRelayObservers([record])
+        relay.deliverSpooledNotifications()
+        try await pollUntil("the relay's observer got them") { seen.withLock { $0.count } == 3 }
+        #expect(seen.withLock { $0 } == [1, 2, 3])
+    }
 }
