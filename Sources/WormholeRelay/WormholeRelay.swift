@@ -72,8 +72,10 @@ public final class WormholeRelay: Sendable {
     }
 
     /// Activates the link, and starts taking what this group posts and posting what the other device sends.
-    /// Calling it again does nothing.
+    /// Calling it again, or after ``close()``, does nothing: a closed relay is not started again (make a new one
+    /// for the same container; it goes on from where this one stopped).
     public func start() {
+        guard !engine.isClosed else { return }
         let started = tokens.withLock { tokens -> Bool in
             guard tokens.isEmpty else { return false }
             let engine = self.engine
@@ -96,7 +98,8 @@ public final class WormholeRelay: Sendable {
         timer.source.setEventHandler { engine.tick() }
     }
 
-    /// Stops taking and posting. What waits stays in the container for the next start.
+    /// Stops taking and posting. What waits stays in the container for the next start, and so does what this
+    /// group posts under the relay's names meanwhile.
     public func close() {
         timer.source.cancel()
         let removed = tokens.withLock { tokens in
