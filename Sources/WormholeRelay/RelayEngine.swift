@@ -82,9 +82,6 @@ final class RelayEngine: @unchecked Sendable {
         queue.async { self.scan() }
     }
 
-    /// Whether ``close()`` was called.
-    var isClosed: Bool { queue.sync { closed } }
-
     func close() {
         queue.sync { closed = true }
         watchers.withLock { watchers in

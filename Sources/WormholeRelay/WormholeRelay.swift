@@ -32,7 +32,11 @@ public final class WormholeRelay: Sendable {
 
     private let engine: RelayEngine
     private let center: GroupNotificationCenter
+    /// The relay's observers while it runs.
     private let tokens = Mutex<[any NSObjectProtocol]>([])
+    /// Whether it was closed; changed and read under the lock of `tokens`, so that `start()` and `close()` never
+    /// see the other half done.
+    private let closed = Atomic<Bool>(false)
     private let timer: RelayTimer
 
     /// A relay between `containerURL`'s group and the other device's, over `link`. Nothing moves until
@@ -75,9 +79,8 @@ public final class WormholeRelay: Sendable {
     /// Calling it again, or after ``close()``, does nothing: a closed relay is not started again (make a new one
     /// for the same container; it goes on from where this one stopped).
     public func start() {
-        guard !engine.isClosed else { return }
-        let started = tokens.withLock { tokens -> Bool in
-            guard tokens.isEmpty else { return false }
+        tokens.withLock { tokens in
+            guard tokens.isEmpty, !closed.load(ordering: .relaxed) else { return }
             let engine = self.engine
             var observers: [GroupNotificationCenter.RelayObserver] = []
             for name in engine.routes.observedNames {
@@ -89,13 +92,10 @@ public final class WormholeRelay: Sendable {
             }
             // Together: posters never see a part of the relay's names, and spool for it all along.
             tokens = center.addRelayObservers(observers)
-            return true
+            center.deliverSpooledNotifications()
+            engine.activate()
+            timer.source.setEventHandler { engine.tick() }
         }
-        guard started else { return }
-        center.deliverSpooledNotifications()
-        engine.activate()
-        let engine = self.engine
-        timer.source.setEventHandler { engine.tick() }
     }
 
     /// Stops taking and posting. What waits stays in the container for the next start, and so does what this
@@ -103,6 +103,7 @@ public final class WormholeRelay: Sendable {
     public func close() {
         timer.source.cancel()
         let removed = tokens.withLock { tokens in
+            closed.store(true, ordering: .relaxed)
             defer { tokens = [] }
             return tokens
         }

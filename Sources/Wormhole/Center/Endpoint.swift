@@ -154,10 +154,12 @@ final class Endpoint: Sendable {
     }
 
     /// Removes the observers `shouldRemove` picks, and stops their pending deliveries. With `publish` false
-    /// (a durable center going away), the registry keeps their subscriptions, so posters keep spooling for them.
+    /// (a durable center going away, a relay closing), the registry keeps their subscriptions, so posters keep
+    /// spooling for them, until an observer is added again.
     func remove(publish: Bool = true, where shouldRemove: (Observer) -> Bool) {
         let changed = delivery.remove(where: shouldRemove)
-        if changed && publish { try? publishSubscriptions() }
+        guard changed else { return }
+        if publish { try? publishSubscriptions() } else { reception.keepRegistration() }
     }
 
     /// Writes this process's subscriptions into its registry entry when they changed.

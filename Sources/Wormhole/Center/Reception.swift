@@ -47,6 +47,12 @@ final class Reception: ListenerSink {
         if observed { adopted.store(true, ordering: .relaxed) }
     }
 
+    /// Keeps the registry entry as it is until an observer is added again: the housekeeping does not mend it to
+    /// the observers there are now (observers removed without publishing, ``Endpoint/remove(publish:where:)``).
+    func keepRegistration() {
+        adopted.store(false, ordering: .relaxed)
+    }
+
     /// Starts a durable identity's listener and records the identity as running, keeping the subscriptions of its
     /// last run until an observer is added in this one.
     func claimIdentity() throws(WormholeError) {

@@ -218,14 +218,13 @@ final class SpoolFolder: Sendable {
         return bytes.withUnsafeBytes { Frame.Header(UnsafeRawBufferPointer(rebasing: $0[offset...]))?.sequence }
     }
 
-    /// The first sequence of each of `posters` among the frames of the segment `name`, read record by record:
-    /// for a process that posts under posters besides the one its segments are named for (a relay, ``RelayMark``).
-    func firstSequences(of posters: Set<UInt64>, in name: String) -> [UInt64: UInt64] {
+    /// The first sequence of each poster among the frames of the segment `name`, read record by record: for a
+    /// process that posts under posters besides the one its segments are named for (a relay, ``RelayMark``).
+    func firstSequences(in name: String) -> [UInt64: UInt64] {
         var found: [UInt64: UInt64] = [:]
         _ = readSegment(name) { bytes in
-            guard found.count < posters.count else { return }
             bytes.withUnsafeBytes { raw in
-                guard let header = Frame.Header(raw), posters.contains(header.poster), found[header.poster] == nil else { return }
+                guard let header = Frame.Header(raw), found[header.poster] == nil else { return }
                 found[header.poster] = header.sequence
             }
         }

@@ -68,20 +68,18 @@ struct SpoolReader: ~Copyable {
             return
         }
         var firstSpooled: [UInt64: UInt64] = [:]
+        // A relay's segments hold its stable posters' frames besides its own (``RelayMark``): where each one's
+        // spooled frames begin is read from the records, when a relay's frames came from a connection too.
+        let relayedDirect = direct.contains { RelayMark.isRelayed($0.poster) }
         for name in taken.names {
-            guard let poster = SpoolFolder.poster(ofSegment: name), firstSpooled[poster] == nil,
-                let sequence = folder.firstSequence(of: name)
-            else { continue }
-            firstSpooled[poster] = sequence
-        }
-        // A relay posts under stable posters of its own besides the one its segments are named for: where such a
-        // poster's frames came from a connection, where its spooled ones begin is read from the records.
-        let relayed = Set(direct.lazy.map(\.poster).filter { firstSpooled[$0] == nil && RelayMark.isRelayed($0) })
-        if !relayed.isEmpty {
-            for name in taken.names {
-                for (poster, sequence) in folder.firstSequences(of: relayed, in: name) {
+            guard let poster = SpoolFolder.poster(ofSegment: name) else { continue }
+            if RelayMark.isRelayed(poster) {
+                guard relayedDirect else { continue }
+                for (poster, sequence) in folder.firstSequences(in: name) {
                     firstSpooled[poster] = min(firstSpooled[poster] ?? sequence, sequence)
                 }
+            } else if firstSpooled[poster] == nil, let sequence = folder.firstSequence(of: name) {
+                firstSpooled[poster] = sequence
             }
         }
         var early: [Frame] = []
