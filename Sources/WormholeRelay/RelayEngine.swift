@@ -496,6 +496,10 @@ final class RelayEngine: @unchecked Sendable {
                 state.entries[entry.key] = .init(stamp: known.stamp, mark: local.mark)
             } else if local.relayed {
                 state.entries[entry.key] = .init(stamp: known?.stamp ?? .zero, mark: local.mark)
+            } else if known == nil, !local.content.present {
+                // Nothing written here that this relay saw: no write, and never one that wins over the other
+                // device's (a relay that scans late would otherwise undo a value set there meanwhile).
+                state.entries[entry.key] = .init(stamp: .zero, mark: local.mark)
             } else {
                 let now = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
                 let after = known?.stamp.time ?? 0
@@ -558,7 +562,9 @@ final class RelayEngine: @unchecked Sendable {
                 count { $0.dropped += 1 }
                 Self.log("\(incoming.entry.kind.rawValue) \(incoming.entry.name) from the other device not applied: \(error)")
             }
-            if let local = read(incoming.entry) {
+            // What the relay wrote, unless a write of this group came in between: that one stays unnoted, and the
+            // next scan stamps it as this group's.
+            if let local = read(incoming.entry), local.relayed || (!incoming.present && !local.content.present) {
                 state.entries[incoming.entry.key] = .init(stamp: incoming.stamp, mark: local.mark)
             }
             try? state.save(to: stateFile)
