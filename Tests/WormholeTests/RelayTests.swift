@@ -109,12 +109,7 @@ struct RelayTests {
         let phoneCount = GroupValue("count", default: 0, in: phoneCenter)
         let watchCount = GroupValue("count", default: 0, in: watchCenter)
         try phoneCount.set(5)
-        do { try await pollUntil("the watch reads 5") { watchCount.value == 5 } } catch {
-            print("DEBUG phone: \(phoneRelay.output) \(phoneRelay.errorOutput)\nDEBUG watch: \(watchRelay.output) \(watchRelay.errorOutput)")
-            print("DEBUG phone value \(phoneCount.value) files: \((try? FileManager.default.subpathsOfDirectory(atPath: pair.phone.path)) ?? [])")
-            print("DEBUG watch files: \((try? FileManager.default.subpathsOfDirectory(atPath: pair.watch.path)) ?? [])")
-            throw error
-        }
+        try await pollUntil("the watch reads 5") { watchCount.value == 5 }
         try watchCount.update { $0 += 10 }
         try await pollUntil("the phone reads 15") { phoneCount.value == 15 }
         phoneCenter.post(name: Notification.Name("now"), object: "song", userInfo: ["title": "one"], retain: true)
