@@ -496,7 +496,7 @@ final class RelayEngine: @unchecked Sendable {
                 state.entries[entry.key] = .init(stamp: known.stamp, mark: local.mark)
             } else if local.relayed {
                 state.entries[entry.key] = .init(stamp: known?.stamp ?? .zero, mark: local.mark)
-            } else if known == nil, !local.content.present {
+            } else if known == nil, !local.content.present, neverWritten(entry) {
                 // Nothing written here that this relay saw: no write, and never one that wins over the other
                 // device's (a relay that scans late would otherwise undo a value set there meanwhile).
                 state.entries[entry.key] = .init(stamp: .zero, mark: local.mark)
@@ -511,6 +511,15 @@ final class RelayEngine: @unchecked Sendable {
         if contextDirty {
             try? state.save(to: stateFile)
             updateContext()
+        }
+    }
+
+    /// Whether `entry` was never written in this container, as far as can be told: a value with no version at
+    /// all; a retained name with none now (a clear leaves nothing to tell it by).
+    private func neverWritten(_ entry: SyncedEntry) -> Bool {
+        switch entry.kind {
+        case .retained: return true
+        case .value: return (try? center.relayedValue(named: entry.name).newest) == 0
         }
     }
 
@@ -561,6 +570,10 @@ final class RelayEngine: @unchecked Sendable {
             } catch {
                 count { $0.dropped += 1 }
                 Self.log("\(incoming.entry.kind.rawValue) \(incoming.entry.name) from the other device not applied: \(error)")
+                // Not written: what this side held stays noted as it was, so that it is not taken for a newer write.
+                state.entries[incoming.entry.key] = known
+                try? state.save(to: stateFile)
+                continue
             }
             // What the relay wrote, unless a write of this group came in between: that one stays unnoted, and the
             // next scan stamps it as this group's.

@@ -127,6 +127,24 @@ struct RelayTests {
         try await pollUntil("the watch reads the default") { watchCount.value == 0 }
         _ = (phoneRelay, watchRelay)
     }
+
+    @Test("A value reset before its relay first ran is a write: it wins over an older one on the other device")
+    func resetBeforeFirstRun() async throws {
+        let pair = RelayPair(routes: ["value:count"])
+        let watchCenter = try GroupNotificationCenter(containerURL: pair.watch.url)
+        let watchCount = GroupValue("count", default: 0, in: watchCenter)
+        try watchCount.set(7)
+        let watchRelay = try await pair.startRelay(.watch)
+        // Set and reset on the iPhone after the Watch's relay saw its 7, before the iPhone's relay ever ran.
+        let phoneCenter = try GroupNotificationCenter(containerURL: pair.phone.url)
+        let phoneCount = GroupValue("count", default: 0, in: phoneCenter)
+        try phoneCount.set(1)
+        try phoneCount.reset()
+        let phoneRelay = try await pair.startRelay(.phone)
+        try await pollUntil("the watch reads the default") { watchCount.value == 0 }
+        #expect(phoneCount.value == 0)
+        _ = (phoneRelay, watchRelay)
+    }
 }
 
 /// The faults WatchConnectivity names, each through the stand-in: what waits crosses once the fault clears, and
