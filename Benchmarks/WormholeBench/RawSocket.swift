@@ -113,6 +113,33 @@ final class RawSocket: Mechanism {
         return stride(from: 0, to: message.count, by: pieceSize).map { Array(message[$0..<min(message.count, $0 + pieceSize)]) }
     }
 
+    /// One-way latencies as an app that waits for an answer sees them: the main thread sends the ping and waits on a
+    /// semaphore that a receive thread of this process signals when the pong came. Single-piece payloads only;
+    /// fewer than `rounds` if a pong did not come within 10 s.
+    func waitingPingPong(_ payload: Payload, rounds: Int) -> [UInt64] {
+        let pieces = Self.pieces(.ping, total: 0, stamp: 0, payload: payload.bytes)
+        guard pieces.count == 1 else { return [] }
+        let answered = DispatchSemaphore(value: 0)
+        let fd = fd
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: Self.pieceSize)
+            for _ in 0..<rounds {
+                guard buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) > 0 else { break }
+                answered.signal()
+            }
+        }
+        reader.start()
+        var samples: [UInt64] = []
+        samples.reserveCapacity(rounds)
+        for _ in 0..<rounds {
+            let start = monotonicNanoseconds()
+            transmit(pieces)
+            guard answered.wait(timeout: .now() + 10) == .success else { break }
+            samples.append((monotonicNanoseconds() - start) / 2)
+        }
+        return samples
+    }
+
     private func transmit(_ pieces: [[UInt8]]) {
         for piece in pieces { _ = piece.withUnsafeBytes { systemSend(fd, $0.baseAddress, $0.count, Self.noSignal) } }
     }

@@ -15,6 +15,8 @@ final class WormholeWay: Mechanism {
     private let pongs = Arrivals(), stamps = Arrivals(), floods = Arrivals()
     private var totals = (pongs: 0, stamps: 0, floods: 0)
     private let pongLoop = PingLoop.Slot()
+    /// What the pong's observer signals while ``waitingPingPong(_:rounds:)`` runs.
+    private let waiting = WaiterSlot()
 
     init(container: String, transport: Transport) throws {
         socketType = transport
@@ -22,7 +24,12 @@ final class WormholeWay: Mechanism {
         let ready = Arrivals()
         let (pongs, stamps, floods) = (pongs, stamps, floods)
         let pongLoop = pongLoop
+        let waiting = waiting
         center.addObserver(forName: .init("pong"), object: nil, queue: nil) { _ in
+            if let answered = waiting.current {
+                answered.signal()
+                return
+            }
             if pongLoop.current?.next() == true { pongs.add() }
         }
         center.addObserver(forName: .init("stamped"), object: nil, queue: nil) { stamps.add($0.userInfo) }
@@ -50,6 +57,24 @@ final class WormholeWay: Mechanism {
         _ = pongs.wait(until: totals.pongs, seconds: 10 + Double(rounds) / 100)
         pongLoop.current = nil
         return loop.samples
+    }
+
+    /// One-way latencies as an app that waits for an answer sees them: this thread posts the ping and waits on a
+    /// semaphore that the pong's observer signals, on the receive thread. Fewer than `rounds` if a pong did not
+    /// come within 10 s.
+    func waitingPingPong(_ payload: Payload, rounds: Int) -> [UInt64] {
+        let answered = DispatchSemaphore(value: 0)
+        waiting.current = answered
+        defer { waiting.current = nil }
+        var samples: [UInt64] = []
+        samples.reserveCapacity(rounds)
+        for _ in 0..<rounds {
+            let start = monotonicNanoseconds()
+            center.post(name: .init("ping"), object: nil, userInfo: payload.userInfo)
+            guard answered.wait(timeout: .now() + 10) == .success else { break }
+            samples.append((monotonicNanoseconds() - start) / 2)
+        }
+        return samples
     }
 
     func stamped(_ payload: Payload, count: Int, interval: UInt64) -> Percentiles? {
@@ -201,6 +226,15 @@ final class PingLoop: @unchecked Sendable {  // Unchecked because: only one thre
         start = monotonicNanoseconds()
         center.post(name: .init("ping"), object: nil, userInfo: payload.userInfo)
         return false
+    }
+}
+
+/// Where the pong's observer finds the poster waiting for it.
+final class WaiterSlot: Sendable {
+    private let semaphore = Mutex<DispatchSemaphore?>(nil)
+    var current: DispatchSemaphore? {
+        get { semaphore.withLock { $0 } }
+        set { semaphore.withLock { $0 = newValue } }
     }
 }
 

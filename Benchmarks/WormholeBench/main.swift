@@ -8,10 +8,14 @@
 // against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
-//         [--cpu N] [--spool-memory] [--observer-kinds] [--ping-pong ROUNDS --container DIR [--payload none|3-key]]
+//         [--cpu N] [--spool-memory] [--observer-kinds] [--waiting-poster]
+//         [--ping-pong ROUNDS --container DIR [--payload none|3-key]]
 //
 // `--ping-pong` runs that many ping-pong rounds on Wormhole alone and nothing else, for counting instructions
 // with callgrind (InstructionCount).
+//
+// `--waiting-poster` measures only the p50 latency of a poster that waits for its observer's answer each time,
+// as an app does, against the raw socket; run it with `--cpu 0` so that both processes share one CPU.
 //
 // `--spool-memory` measures only what a large post through the spool costs each side in memory (SpoolMemory).
 // `--observer-kinds` measures only the CPU time per notification of each kind of observer (ObserverCost); run it
@@ -96,6 +100,37 @@ func observerCostReport() -> [ObserverCost.Result] {
 }
 if CommandLine.arguments.contains("--observer-kinds") {
     _ = observerCostReport()
+    try? FileManager.default.removeItem(atPath: folder)
+    exit(0)
+}
+
+/// p50 one-way latency with the poster waiting for its observer's answer, as an app does, against the raw
+/// socket: blocking in its own receive, and woken by a receive thread of its own as Wormhole's poster is; beside
+/// it the ping-pong the main table measures, where the next ping is posted from the observer of the pong.
+func waitingPosterReport() throws {
+    let rounds = quick ? 2_000 : 20_000
+    print("p50 one-way latency µs, poster waiting for its observer's answer (\(rounds) round trips, best p50 of 3 runs)")
+    print("payload          raw blocking   raw + thread   Wormhole waiting   × raw   × raw+thread   Wormhole from observer   × raw")
+    let raw = try RawSocket(folder: folder, transport: .sequencedPacket)
+    let wormhole = try WormholeWay(container: folder + "/waiting", transport: .sequencedPacket)
+    for payload in Payload.all.prefix(3) {
+        var best = [Double](repeating: .infinity, count: 4)
+        for _ in 0..<3 {
+            let runs = [
+                raw.pingPong(payload, rounds: rounds), raw.waitingPingPong(payload, rounds: rounds),
+                wormhole.waitingPingPong(payload, rounds: rounds), wormhole.pingPong(payload, rounds: rounds),
+            ]
+            for (index, samples) in runs.enumerated() {
+                if let p50 = Percentiles(nanoseconds: samples)?.p50 { best[index] = min(best[index], p50) }
+            }
+        }
+        print(payload.label.padding(toLength: 16, withPad: " ", startingAt: 0)
+            + String(format: " %12.2f   %12.2f   %16.2f   %5.2f   %12.2f   %22.2f   %5.2f",
+                best[0], best[1], best[2], best[2] / best[0], best[2] / best[1], best[3], best[3] / best[0]))
+    }
+}
+if CommandLine.arguments.contains("--waiting-poster") {
+    try waitingPosterReport()
     try? FileManager.default.removeItem(atPath: folder)
     exit(0)
 }
