@@ -34,25 +34,42 @@ final class Delivery: Sendable {
         observers.withLock { $0.hasMatch(name: name, object: object) }
     }
 
-    /// Hands frames to the matching observers. Returns what those without a queue are to run, on the receive
-    /// thread; `caller` says whether that is the caller (``DeliveryBatch/dispatch(backlog:from:)``).
+    /// Hands frames read by the receive thread to the matching observers: those without a queue run on it, through
+    /// `runningObserverCode` (``DeliveryBatch/dispatch(backlog:runningObserverCode:)``).
+    ///
+    /// What goes to observers' queues, actors and sequences is held in `backlog` until those observers have run.
+    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, runningObserverCode: (() -> Void) -> Void) {
+        batch(of: frames).dispatch(backlog: backlog, runningObserverCode: runningObserverCode)
+    }
+
+    /// Hands frames of this process's own posts, from another thread than the receive thread, to the matching
+    /// observers. Returns what those without a queue are to run, on the receive thread
+    /// (``DeliveryBatch/dispatchFromAnotherThread(backlog:)``).
+    func deliverFromAnotherThread(_ frames: [Frame], backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
+        batch(of: frames).dispatchFromAnotherThread(backlog: backlog)
+    }
+
+    /// The deliveries of `frames` to the matching observers, counted.
     ///
     /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
     /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
-    ///
-    /// What goes to observers' queues, actors and sequences is held in `backlog` until those observers have run.
-    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, from caller: DeliveryBatch.Caller) -> (@Sendable () -> Void)? {
+    private func batch(of frames: [Frame]) -> DeliveryBatch {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
         var decoded = DecodedUserInfos()
+        // The observers as they are now, once for the batch: one removed meanwhile runs nothing (``Observer/call(_:)``,
+        // ``Handoff``).
+        let observers = self.observers.withLock { $0.observers }
         for frame in frames {
             if RelayMark.isRelayed(frame.poster), !isNew(relayed: frame) { continue }
-            let matches = observers.withLock { $0.matching(name: frame.name, object: frame.object) }
-            guard !matches.isEmpty else { continue }
-            received += 1
-            if let archive = frame.userInfo { decoded.use(archive) }
-            for observer in matches {
+            var matched = false
+            for observer in observers where observer.subscription.matches(name: frame.name, object: frame.object) {
+                if !matched {
+                    matched = true
+                    received += 1
+                    if let archive = frame.userInfo { decoded.use(archive) }
+                }
                 if observer.takesFrames {
                     batch.add(frameTaker: observer, frame: frame)
                     continue
@@ -77,7 +94,7 @@ final class Delivery: Sendable {
                 $0.userInfoRejected += rejected
             }
         }
-        return batch.dispatch(backlog: backlog, from: caller)
+        return batch
     }
 
     /// Whether `frame`, from a relay, comes after what was delivered of its poster; records it if so. A relay

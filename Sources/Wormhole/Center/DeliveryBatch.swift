@@ -2,87 +2,85 @@ import Foundation
 
 /// The deliveries of one batch of received frames, in order: each observer's handed over as one piece, so that
 /// its queue or actor wakes once per batch, not once per notification. Observers without a queue share one
-/// group, run on the receive thread.
+/// run on the receive thread, placed where the first of them came among the observers.
 struct DeliveryBatch {
-    /// One observer's deliveries, in order, each with its frame's bytes (`notes`); or, for the receive thread,
-    /// those of every observer that runs there, in order (`calls`).
-    fileprivate typealias Group = (
-        observer: ObjectIdentifier?, first: Observer, notes: [(note: SendableNotification, bytes: Int)],
-        calls: [(Observer, SendableNotification)]
-    )
+    /// One observer's deliveries, in order, each with its frame's bytes.
+    fileprivate typealias Group = (observer: Observer, notes: [(note: SendableNotification, bytes: Int)])
 
-    /// Who calls ``dispatch(backlog:from:)``.
-    enum Caller {
-        /// The receive thread, which runs the returned work at once.
-        case receiveThread
-        /// Another thread (a post of this process's own), which hands the returned work to the receive thread.
-        case other
-    }
-
+    /// The observers with a queue, an actor or a sequence, in the order they first came.
     private var groups: [Group] = []
+    /// How many of `groups` came before the first observer without a queue: those are handed theirs before the
+    /// receive thread runs its calls, the others after. nil while no observer runs on the receive thread.
+    private var groupsBeforeCalls: Int?
+    /// The calls of the observers that run on the receive thread, in order.
+    private var calls: [(Observer, SendableNotification)] = []
     /// The frames for relays' observers (``Observer/init(id:center:subscription:frames:)``), which run on the
     /// receive thread with the others, after them; apart, so that the common case carries no frame.
     private var frameCalls: [(Observer, Frame)] = []
-
-    var isEmpty: Bool { groups.isEmpty }
 
     mutating func add(_ observer: Observer, frame: Frame, userInfo: [AnyHashable: Any]?) {
         let note = SendableNotification(
             Notification(name: Notification.Name(frame.name), object: frame.object, userInfo: userInfo))
         if observer.hold(note, frame: FrameIdentity(frame), bytes: frame.byteCount) { return }
-        let onReceiveThread = observer.runsOnReceiveThread
-        let key = onReceiveThread ? nil : ObjectIdentifier(observer)
-        if let index = groups.firstIndex(where: { $0.observer == key }) {
-            if onReceiveThread {
-                groups[index].calls.append((observer, note))
-            } else {
-                groups[index].notes.append((note, frame.byteCount))
-            }
-        } else if onReceiveThread {
-            groups.append((key, observer, [], [(observer, note)]))
+        guard !observer.runsOnReceiveThread else {
+            if groupsBeforeCalls == nil { groupsBeforeCalls = groups.count }
+            calls.append((observer, note))
+            return
+        }
+        if let index = groups.firstIndex(where: { $0.observer === observer }) {
+            groups[index].notes.append((note, frame.byteCount))
         } else {
-            groups.append((key, observer, [(note, frame.byteCount)], []))
+            groups.append((observer, [(note, frame.byteCount)]))
         }
     }
 
     /// Adds `frame` as it is for an observer that takes frames; such an observer runs on the receive thread.
     mutating func add(frameTaker observer: Observer, frame: Frame) {
+        if groupsBeforeCalls == nil { groupsBeforeCalls = groups.count }
         frameCalls.append((observer, frame))
-        if !groups.contains(where: { $0.observer == nil }) { groups.append((nil, observer, [], [])) }
     }
 
-    /// Hands each observer its deliveries, in the order they were added, and returns those of observers without
-    /// a queue, to run on the receive thread. On the receive thread (`caller`), the observers added after those
-    /// get theirs from the returned work once it ran, as if it had run them in their place; from another thread,
-    /// every observer gets them at once. What is handed over is held in `backlog`, each notification by its
-    /// frame's bytes, until its block has run or its observer was removed.
-    func dispatch(backlog: DeliveryBacklog?, from caller: Caller) -> (@Sendable () -> Void)? {
-        guard let index = groups.firstIndex(where: { $0.first.runsOnReceiveThread }) else {
+    /// On the receive thread: hands each observer its deliveries, in the order they were added, and runs those of
+    /// observers without a queue through `runningObserverCode`; the observers added after those get theirs once
+    /// they ran, as if they had run in their place. What is handed over is held in `backlog`, each notification by
+    /// its frame's bytes, until its block has run or its observer was removed.
+    func dispatch(backlog: DeliveryBacklog?, runningObserverCode: (() -> Void) -> Void) {
+        guard let before = groupsBeforeCalls else {
             for group in groups { Self.handOver(group, backlog: backlog) }
-            return nil
+            return
         }
-        for group in groups[..<index] { Self.handOver(group, backlog: backlog) }
-        let items = DeliveryItems(items: groups[index].calls, frames: frameCalls)
-        let later = LaterGroups(groups: Array(groups[(index + 1)...]))
-        if caller == .other { for group in later.groups { Self.handOver(group, backlog: backlog) } }
-        return {
-            withAutoreleasePool {
-                for (observer, note) in items.items { observer.call(note) }
-                for (observer, frame) in items.frames { observer.call(frame) }
-            }
-            if caller == .receiveThread { for group in later.groups { Self.handOver(group, backlog: backlog) } }
+        for group in groups[..<before] { Self.handOver(group, backlog: backlog) }
+        runningObserverCode { Self.run(calls, frameCalls) }
+        for group in groups[before...] { Self.handOver(group, backlog: backlog) }
+    }
+
+    /// From another thread (a post of this process's own): hands every observer with a queue its deliveries at
+    /// once, and returns those of observers without one, for the receive thread to run.
+    func dispatchFromAnotherThread(backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
+        for group in groups { Self.handOver(group, backlog: backlog) }
+        guard groupsBeforeCalls != nil else { return nil }
+        let work = ReceiveThreadWork(calls: calls, frames: frameCalls)
+        return { Self.run(work.calls, work.frames) }
+    }
+
+    /// Runs the calls of observers without a queue, then the frames for relays' observers.
+    fileprivate static func run(_ calls: [(Observer, SendableNotification)], _ frames: [(Observer, Frame)]) {
+        withAutoreleasePool {
+            for (observer, note) in calls { observer.call(note) }
+            for (observer, frame) in frames { observer.call(frame) }
         }
     }
 
-    private static func handOver(_ group: Group, backlog: DeliveryBacklog?) {
-        group.first.handoff?.append(group.notes, backlog: backlog)
+    fileprivate static func handOver(_ group: Group, backlog: DeliveryBacklog?) {
+        group.observer.handoff?.append(group.notes, backlog: backlog)
     }
 }
 
-/// The observers of a batch that wait for its observers without a queue.
-/// Safe because the array is built before the work that reads it, and only read there.
-private struct LaterGroups: @unchecked Sendable {
-    let groups: [DeliveryBatch.Group]
+/// What a batch's observers without a queue run on the receive thread, handed there from another thread.
+/// Safe because the arrays are built before the work that runs them, and only read there.
+private struct ReceiveThreadWork: @unchecked Sendable {
+    let calls: [(Observer, SendableNotification)]
+    let frames: [(Observer, Frame)]
 }
 
 /// Which post a frame came from.
@@ -99,11 +97,4 @@ struct FrameIdentity: Hashable, Sendable {
         self.poster = poster
         self.sequence = sequence
     }
-}
-
-/// A batch's deliveries for the receive thread.
-/// Safe because the array is built before the work that runs it and only read there.
-struct DeliveryItems: @unchecked Sendable {
-    let items: [(Observer, SendableNotification)]
-    let frames: [(Observer, Frame)]
 }

@@ -90,27 +90,37 @@ final class Endpoint: Sendable {
     func post(
         name: String, object: String?, userInfo: [UInt8]?, retain: Bool = false, as identity: FrameIdentity? = nil
     ) throws(WormholeError) -> PostReport {
-        let frame = identity.map { Frame(poster: $0.poster, sequence: $0.sequence, name: name, object: object, userInfo: userInfo) }
-            ?? fanout.frame(name: name, object: object, userInfo: userInfo)
-        let outgoing = OutgoingFrame(frame)
+        // Made once and moved into the outgoing frame: every copy of a frame retains its strings and archive.
+        let made: Frame
+        if let identity {
+            made = Frame(poster: identity.poster, sequence: identity.sequence, name: name, object: object, userInfo: userInfo)
+        } else {
+            made = fanout.frame(name: name, object: object, userInfo: userInfo)
+        }
+        let outgoing = OutgoingFrame(consume made)
+        var report = PostReport()
+        // Counted once, as the post ends, however it ends.
+        defer {
+            counters.count {
+                $0.posted += 1
+                $0.delivered += report.delivered
+                $0.spooled += report.spooled
+                $0.failed += report.failures.count
+            }
+        }
         if retain { try retained.store(outgoing.bytes, name: name) }
-        counters.count { $0.posted += 1 }
         try fanout.checkContainerIsAtItsPath()
         let ownID = reception.listenerID
-        var (report, gone) = fanout.send(
+        let gone: [RegistryEntry]
+        (report, gone) = fanout.send(
             outgoing, to: try registry.read(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
-            reception.deliverOwn([frame])
+            reception.deliverOwn([outgoing.frame])
             report.delivered += 1
         }
         if !gone.isEmpty {
             membership.removeDeadListeners(gone.map(\.listener))
             report.removedDeadListeners = gone.count
-        }
-        counters.count {
-            $0.delivered += report.delivered
-            $0.spooled += report.spooled
-            $0.failed += report.failures.count
         }
         for failure in report.failures {
             Log.warning("notification \(name) did not reach pid \(failure.pid): \(failure.error)")

@@ -18,6 +18,8 @@ final class Observer: NSObject, Sendable {
     /// Where an observer that first receives the retained value holds live notifications until that value is
     /// handed over, and which post that value was.
     private let gate: Mutex<Gate>
+    /// Whether the observer began with its gate closed: only such an observer ever holds or takes anything there.
+    private let gated: Bool
 
     private struct Gate {
         /// While not nil, deliveries wait here.
@@ -37,6 +39,7 @@ final class Observer: NSObject, Sendable {
         self.block = nil
         self.frameBlock = nil
         self.gate = Mutex(Gate(held: gated ? [] : nil))
+        self.gated = gated
     }
 
     /// An observer whose block runs on the receive thread.
@@ -49,6 +52,7 @@ final class Observer: NSObject, Sendable {
         self.block = block
         self.frameBlock = nil
         self.gate = Mutex(Gate())
+        self.gated = false
     }
 
     /// A relay's observer: its block takes each frame as it came (its poster, sequence and userInfo archive
@@ -62,6 +66,7 @@ final class Observer: NSObject, Sendable {
         self.block = nil
         self.frameBlock = frames
         self.gate = Mutex(Gate())
+        self.gated = false
     }
 
     var takesFrames: Bool { frameBlock != nil }
@@ -72,7 +77,8 @@ final class Observer: NSObject, Sendable {
     /// (a post that was on its way while the observer read the retained value): returns whether it did either, so
     /// that the caller does not deliver `note`. A post's identity is its own: no other is taken for it.
     func hold(_ note: SendableNotification, frame: FrameIdentity, bytes: Int) -> Bool {
-        gate.withLock { gate in
+        guard gated else { return false }
+        return gate.withLock { gate in
             guard var waiting = gate.held else { return gate.first == frame }
             waiting.append((note, frame, bytes))
             gate.held = waiting

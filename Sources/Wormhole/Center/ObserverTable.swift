@@ -34,8 +34,4 @@ struct ObserverTable {
     func hasMatch(name: String, object: String?) -> Bool {
         observers.contains { $0.subscription.matches(name: name, object: object) }
     }
-
-    func matching(name: String, object: String?) -> [Observer] {
-        observers.filter { $0.subscription.matches(name: name, object: object) }
-    }
 }

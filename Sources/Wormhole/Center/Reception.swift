@@ -90,15 +90,15 @@ final class Reception: ListenerSink {
     /// thread, once it wakes.
     func deliverOwn(_ frames: [Frame]) {
         let listener = self.listener.withLock { $0 }
-        if let work = delivery.deliver(frames, backlog: listener?.backlog, from: .other), let listener {
+        if let work = delivery.deliverFromAnotherThread(frames, backlog: listener?.backlog), let listener {
             listener.perform(work)
         }
     }
 
     // MARK: What the listener hands up
 
-    func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)? {
-        delivery.deliver(frames, backlog: listener.backlog, from: .receiveThread)
+    func received(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) {
+        delivery.deliver(frames, backlog: listener.backlog, runningObserverCode: runningObserverCode)
     }
 
     func holdsBack(_ frame: Frame) -> Bool {

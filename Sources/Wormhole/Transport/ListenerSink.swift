@@ -1,10 +1,10 @@
 /// Where a listener's receive thread hands what it reads and says what happened: the one way up from the
 /// transport to the center (``Reception``). Every call comes on the listener's receive thread.
 protocol ListenerSink: AnyObject, Sendable {
-    /// Frames `listener` read, in the order each poster posted them, to hand to observers. Returns what the
-    /// receive thread is to run at once, as observers' code (which a stop does not wait for): the observers that
-    /// run on it, and what was to follow them.
-    func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)?
+    /// Frames `listener` read, in the order each poster posted them, to hand to observers. What the receive
+    /// thread is to run of them at once (the observers that run on it, and what was to follow them) goes through
+    /// `runningObserverCode`, as observers' code (which a stop does not wait for).
+    func received(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void)
     /// Whether a durable listener keeps `frame` in its spool for later: nothing in this process observes it yet.
     func holdsBack(_ frame: Frame) -> Bool
     /// Messages or frames dropped, and why: counted and logged.
@@ -29,7 +29,9 @@ final class SinkReference: @unchecked Sendable {
         self.sink = sink
     }
 
-    func received(_ frames: [Frame], by listener: Listener) -> (() -> Void)? { sink?.received(frames, by: listener) ?? nil }
+    func received(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) {
+        sink?.received(frames, by: listener, runningObserverCode: runningObserverCode)
+    }
 
     func holdsBack(_ frame: Frame) -> Bool { sink?.holdsBack(frame) ?? true }
 

@@ -19,6 +19,8 @@ extension Listener {
         /// When the socket was last bound anew because it failed, in uptime nanoseconds.
         var lastForcedRebind: UInt64 = 0
         var lastWaitWarning: UInt64 = 0
+        /// What a round read from the sockets: its storage is kept from round to round.
+        var received: [Frame] = []
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !thread.isStopping {
             let goesOn = withAutoreleasePool { () -> Bool in
@@ -53,9 +55,9 @@ extension Listener {
                 if thread.isStopping { return false }
 
                 if ready > 0 {
-                    var frames: [Frame] = []
-                    inbox.receiveReady(events.dropFirst(), into: &frames)
-                    if !drain.keepIfWaiting(frames) { hand(frames) }
+                    received.removeAll(keepingCapacity: true)
+                    inbox.receiveReady(events.dropFirst(), into: &received)
+                    if !drain.keepIfWaiting(received) { hand(received) }
                     if thread.isStopping { return false }
                 }
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -158,7 +160,7 @@ extension Listener {
     /// Hands frames to the sink, and runs on this thread what the observers that run here make of them.
     private func hand(_ frames: [Frame]) {
         guard !frames.isEmpty else { return }
-        if let work = sink.received(frames, by: self) { thread.runObserverCode(work) }
+        sink.received(frames, by: self) { work in thread.runObserverCode(work) }
     }
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`

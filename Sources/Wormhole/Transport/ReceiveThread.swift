@@ -2,7 +2,9 @@ import Foundation
 import Synchronization
 
 /// A listener's receive thread: the thread, the wake pipe through which other threads nudge it out of its wait,
-/// the work they hand it, and where it is in its life, all in one state under one lock.
+/// the work they hand it, and where it is in its life, in one state under one lock; the three flags the thread
+/// looks at every round (stopping, running observers' code, a recheck asked for) are atomics of their own, so that
+/// a round takes no lock when nothing was handed to it.
 ///
 /// Its life: ready, then running from ``start(named:_:)`` until its body returns, then ended. A stop may be asked
 /// for at any time (``requestStop()``); the body sees it (``isStopping``) and returns. The wake pipe closes as
@@ -11,12 +13,6 @@ final class ReceiveThread: Sendable {
     private struct State: ~Copyable {
         /// The thread, once it runs.
         var thread: ObjectIdentifier? = nil
-        var stopping = false
-        /// Set while the thread runs observers' code (the blocks of observers that run on it, work handed to it):
-        /// a stop never waits for that, which may be waiting for the caller.
-        var runsObserverCode = false
-        /// Set when an observer was added: frames a durable spool holds back may have one now.
-        var recheck = true
         /// Whether an observer was added in this process since the thread started: until then a durable
         /// listener reads nothing, so that what is sent to it waits for its observers in the socket and the spool.
         var observed = false
@@ -31,6 +27,12 @@ final class ReceiveThread: Sendable {
     }
 
     private let state: Mutex<State>
+    private let stopping = Atomic<Bool>(false)
+    /// Set while the thread runs observers' code (the blocks of observers that run on it, work handed to it):
+    /// a stop never waits for that, which may be waiting for the caller.
+    private let runsObserverCodeNow = Atomic<Bool>(false)
+    /// Set when an observer was added: frames a durable spool holds back may have one now.
+    private let recheck = Atomic<Bool>(true)
     /// The wake pipe's read end, which only the thread reads and polls, until it closes the pipe as it ends.
     private let wakeRead: CInt
     /// Entered from ``start(named:_:)`` until the thread ended, for those who wait for its end.
@@ -68,14 +70,11 @@ final class ReceiveThread: Sendable {
         return state.withLock { $0.thread == current }
     }
 
-    var isStopping: Bool { state.withLock { $0.stopping } }
+    var isStopping: Bool { stopping.load(ordering: .acquiring) }
 
     /// Asks the thread to end; returns whether this was the first to ask.
     func requestStop() -> Bool {
-        state.withLock { state in
-            defer { state.stopping = true }
-            return !state.stopping
-        }
+        !stopping.exchange(true, ordering: .acquiringAndReleasing)
     }
 
     /// Whether the thread ended, or never ran.
@@ -94,7 +93,7 @@ final class ReceiveThread: Sendable {
         wake()
         let deadline = DispatchTime.now() + .nanoseconds(Int(limit.nanoseconds))
         while running.wait(timeout: .now() + .nanoseconds(Int(Limits.stopPoll.nanoseconds))) == .timedOut {
-            if state.withLock({ $0.runsObserverCode }) || DispatchTime.now() >= deadline { return }
+            if runsObserverCodeNow.load(ordering: .acquiring) || DispatchTime.now() >= deadline { return }
         }
     }
 
@@ -139,7 +138,7 @@ final class ReceiveThread: Sendable {
             } else if settling {
                 state.settling = (now, now &+ Limits.handOverSettle.nanoseconds)
             } else if added {
-                state.recheck = true
+                recheck.store(true, ordering: .releasing)
             } else {
                 return false
             }
@@ -154,7 +153,7 @@ final class ReceiveThread: Sendable {
         let ended = state.withLock { state -> Bool in
             guard state.settling != nil else { return false }
             state.settling = nil
-            state.recheck = true
+            recheck.store(true, ordering: .releasing)
             return true
         }
         if ended { wake() }
@@ -170,7 +169,7 @@ final class ReceiveThread: Sendable {
             guard let settling = state.settling else { return nil }
             guard now < settling.ends else {
                 state.settling = nil
-                state.recheck = true
+                recheck.store(true, ordering: .releasing)
                 return nil
             }
             return settling.ends - now
@@ -180,21 +179,18 @@ final class ReceiveThread: Sendable {
     /// Has the thread offer held-back spooled frames again in a later round, at its usual pace: asked by the
     /// thread itself when it could not offer them now (woken at once, it would only fail again, and spin).
     func recheckLater() {
-        state.withLock { $0.recheck = true }
+        recheck.store(true, ordering: .releasing)
     }
 
     /// Whether a recheck was asked for since the last call.
     func takeRecheck() -> Bool {
-        state.withLock { state in
-            defer { state.recheck = false }
-            return state.recheck
-        }
+        recheck.exchange(false, ordering: .acquiringAndReleasing)
     }
 
     /// Runs observers' code (``waitForEnd(within:)`` does not wait for it).
     func runObserverCode(_ work: () -> Void) {
-        state.withLock { $0.runsObserverCode = true }
-        defer { state.withLock { $0.runsObserverCode = false } }
+        runsObserverCodeNow.store(true, ordering: .releasing)
+        defer { runsObserverCodeNow.store(false, ordering: .releasing) }
         work()
     }
 
@@ -212,7 +208,7 @@ final class ReceiveThread: Sendable {
         if ready > 0, set[0].isReady {
             emptyWakePipe()
             let work = state.withLock { state -> [@Sendable () -> Void] in
-                guard !state.stopping else { return [] }
+                guard !stopping.load(ordering: .acquiring) else { return [] }
                 defer { state.pending = [] }
                 return state.pending
             }

@@ -5,7 +5,7 @@ import Dispatch
 /// Used by its listener's receive thread alone; what each read touches goes without run-time exclusivity checks.
 final class SeqpacketInbox: Inbox {
 
-    /// One accepted connection, when it was last read, and how many messages its next read asks for.
+    /// One accepted connection, in which round it was last read, and how many messages its next read asks for.
     private struct Connection {
         let socket: HeldDescriptor
         var lastRead: UInt64
@@ -18,8 +18,10 @@ final class SeqpacketInbox: Inbox {
     @exclusivity(unchecked) private var connections: [Connection] = []
     private var listening: CInt { listeningSocket.rawValue }
     private let reader: MessageReader
-    /// While accept fails for want of descriptors, the listening socket is left alone until then.
+    /// While accept fails for want of descriptors, the listening socket is left alone until then (0: it is not).
     @exclusivity(unchecked) private var acceptPausedUntil: UInt64 = 0
+    /// The rounds of reads so far, which tell which connections were read least recently.
+    @exclusivity(unchecked) private var rounds: UInt64 = 0
     private var lastDescriptorWarning: UInt64 = 0
     private(set) var boundSocketFailure: String?
     /// Set by ``seal()``: a connection accepted from then on is shut for reading at once.
@@ -31,7 +33,7 @@ final class SeqpacketInbox: Inbox {
     }
 
     private var isAccepting: Bool {
-        boundSocketFailure == nil && DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil
+        boundSocketFailure == nil && (acceptPausedUntil == 0 || DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil)
     }
 
     var pollTimeout: Int32? { isAccepting ? nil : Limits.acceptPause.milliseconds }
@@ -50,7 +52,7 @@ final class SeqpacketInbox: Inbox {
         reader.beginRound()
         // Connections first, by the descriptors polled: accepting may close some and reorder the rest.
         var closed: [CInt] = []
-        let now = DispatchTime.now().uptimeNanoseconds
+        rounds += 1
         let paced = ReadPace.applies(to: events.dropFirst())
         for event in events.dropFirst() where event.isReady {
             guard let index = connections.firstIndex(where: { $0.fd == event.fd }) else { continue }
@@ -59,7 +61,7 @@ final class SeqpacketInbox: Inbox {
                 ? reader.read(event.fd, into: &frames, limit: Limits.readsPerRound, pace: &connections[index].pace)
                 : reader.read(event.fd, into: &frames, limit: Limits.readsPerRound)
             if !open { closed.append(event.fd) }
-            connections[index].lastRead = now
+            connections[index].lastRead = rounds
         }
         close(closed)
         if first.hasFailed && boundSocketFailure == nil {
@@ -128,10 +130,13 @@ final class SeqpacketInbox: Inbox {
                 if !rebinding { boundSocketFailure = "accept failed: \(error)" }
                 return false
             }
-            guard let connection = accepted else { return true }
+            guard let connection = accepted else {
+                acceptPausedUntil = 0
+                return true
+            }
             if sealed { Sys.shutdownReading(connection.rawValue) }
             if connections.count >= Limits.maximumConnections { closeLeastRecent(1, &frames) }
-            connections.append(Connection(socket: HeldDescriptor(connection), lastRead: DispatchTime.now().uptimeNanoseconds))
+            connections.append(Connection(socket: HeldDescriptor(connection), lastRead: rounds))
         }
     }
 

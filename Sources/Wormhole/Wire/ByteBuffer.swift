@@ -48,12 +48,10 @@ struct ByteReader {
     mutating func read<T: FixedWidthInteger>(_: T.Type, _ what: @autoclosure () -> String) throws(WormholeError) -> T {
         let size = MemoryLayout<T>.size
         guard remaining >= size else { throw truncated(what()) }
-        var value: UInt64 = 0
-        for index in offset..<(offset + size) {
-            value = value &<< 8 | UInt64(bytes[index])
-        }
+        // One load, checked above, rather than a bounds-checked read per byte.
+        let value = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) }
         offset += size
-        return T(truncatingIfNeeded: value)
+        return T(bigEndian: value)
     }
 
     mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws(WormholeError) -> ArraySlice<UInt8> {
@@ -80,8 +78,8 @@ struct ByteReader {
         let raw = try readField(what(), limit: limit)
         // Names are mostly ASCII, which is valid UTF-8 as it is: checked in one pass, then decoded without the
         // generic validating path (a third of a frame's decoding otherwise).
-        if raw.withUnsafeBufferPointer({ bytes in bytes.allSatisfy { $0 < 0x80 } }) {
-            return String(decoding: raw, as: UTF8.self)
+        if let ascii = raw.withUnsafeBufferPointer({ bytes in bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : nil }) {
+            return ascii
         }
         guard let string = String(validating: raw, as: UTF8.self) else {
             throw WormholeError(.corruptData, "\(what()) is not valid UTF-8")
