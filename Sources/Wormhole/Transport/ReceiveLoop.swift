@@ -7,123 +7,14 @@ extension Listener {
     func run() {
         guard let inbox = inbox.withLock({ $0.take() }) else { return }
         var drain = SpoolDrain(folder: spool, handlers: spoolHandlers())
-        var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
-        var lastBell: UInt64 = 0
-        var lastBellLook: UInt64 = 0
-        /// A look at the bell is owed within ``Limits/bellLook``: reads happened after the last look,
-        /// and a poster that found the socket full could not nudge.
-        var bellOwed = false
-        /// A look at the bell is owed at once: a nudge came after the last look.
-        var bellOwedNow = false
+        var schedule = ReceiveSchedule(now: DispatchTime.now().uptimeNanoseconds)
         var events = PollSet()
-        /// When the socket was last bound anew because it failed, in uptime nanoseconds.
-        var lastForcedRebind: UInt64 = 0
-        var lastWaitWarning: UInt64 = 0
         /// What a round read from the sockets: its storage is kept from round to round.
         var received: [Frame] = []
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !thread.isStopping {
-            let goesOn = withAutoreleasePool { () -> Bool in
-                // Observers' queues hold too much of what was read: read nothing more until they have worked it down
-                // (they wake this thread), and posters fill the sockets, then the spool. A durable listener reads
-                // nothing either until its first observer is added, nor while it waits for the observers that
-                // follow before it hands its spool over: what is posted meanwhile stays behind the spool's backlog.
-                let readingWait = identity.isDurable ? thread.readingWait() : nil
-                let paused = backlog.isOver || readingWait != nil
-                thread.prepare(&events)
-                if !paused { inbox.addPollDescriptors(to: &events) }
-                let pausedTimeout = readingWait.map { wait in
-                    min(Limits.housekeepingInterval.milliseconds, CInt(clamping: wait / 1_000_000 + 1))
-                } ?? Limits.housekeepingInterval.milliseconds
-                let fullTimeout = paused ? pausedTimeout : inbox.pollTimeout ?? Limits.housekeepingInterval.milliseconds
-                let timeout = paused ? fullTimeout
-                    : bellOwedNow ? 0 : bellOwed ? min(fullTimeout, Limits.bellLook.milliseconds) : fullTimeout
-                let ready: Int
-                do throws(WormholeError) {
-                    try InjectedFault.failPoll()
-                    // Work handed to this thread runs in the wait, when it wakes.
-                    ready = try thread.wait(&events, timeoutMilliseconds: timeout)
-                } catch {
-                    // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
-                    let now = DispatchTime.now().uptimeNanoseconds
-                    let says = now &- lastWaitWarning >= Limits.repeatedWarningInterval.nanoseconds
-                    if says { lastWaitWarning = now }
-                    sink.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
-                    Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
-                    return true
-                }
-                if thread.isStopping { return false }
-
-                if ready > 0 {
-                    received.removeAll(keepingCapacity: true)
-                    inbox.receiveReady(events.dropFirst(), into: &received)
-                    if !drain.keepIfWaiting(received) { hand(received) }
-                    if thread.isStopping { return false }
-                }
-                let now = DispatchTime.now().uptimeNanoseconds
-                // Once a second: a wait that ran out the whole interval, or the interval passed since. A shorter wait
-                // that ends (for the bell, the inbox's own pause while it is out of descriptors, or the end of a wait
-                // for observers) is no reason.
-                let housekeepingDue = (ready == 0 && timeout == Limits.housekeepingInterval.milliseconds)
-                    || now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds
-                // A wait for observers that ended in this round goes on to the drain below, with nothing read from
-                // the sockets before it: what they hold comes after the spool's backlog.
-                if backlog.isOver || (readingWait != nil && thread.readingWait() != nil) {
-                    // The spool waits too; it is looked at as soon as there is room, or the wait for observers ends.
-                    bellOwed = true
-                    if housekeepingDue {
-                        lastHousekeeping = now
-                        var frames: [Frame] = []
-                        _ = keepSocketFile(inbox, into: &frames)
-                        if !drain.keepIfWaiting(frames) { hand(frames) }
-                        sink.keepHouse(for: self)
-                    }
-                    return true
-                }
-                let recheckHeld = thread.takeRecheck()
-                // The bell costs a read of a file: looked at when something suggests a poster spooled, and otherwise
-                // at most ``Limits/bellLook`` after a wake-up that did not look (a poster whose socket was
-                // full could not nudge).
-                let looksAtBell = ready == 0 || bellOwedNow || housekeepingDue || recheckHeld || inbox.suggestsSpooling
-                    || drain.isWaiting || now &- lastBellLook >= Limits.bellLook.nanoseconds
-                bellOwed = !looksAtBell
-                bellOwedNow = false
-                if looksAtBell {
-                    lastBellLook = now
-                    let bell = spool.bell.value
-                    if bell != lastBell || recheckHeld || housekeepingDue || drain.isWaiting {
-                        // Not taken as seen while a failed socket keeps the drain from taking anything.
-                        if inbox.boundSocketFailure == nil || drain.isWaiting { lastBell = bell }
-                        // The drain reads the sockets after the bell: what it read there came after this look. A nudge
-                        // among it rang the bell after the look; a poster whose nudge found the socket full may have.
-                        // While taken segments wait, the next round tries again at its usual pace, not at once.
-                        let outcome = drain.drain(inbox, includingHeld: recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
-                        if outcome.heldNotOffered { thread.recheckLater() }
-                        if outcome.readMessages, !drain.isWaiting {
-                            bellOwedNow = inbox.suggestsSpooling
-                            bellOwed = !bellOwedNow
-                        }
-                    }
-                }
-                if thread.isStopping { return false }
-                // The socket posters reach failed (it is no longer polled): bound anew, at most once a second
-                // while the failure persists.
-                if let failure = inbox.boundSocketFailure, lastForcedRebind == 0 || now &- lastForcedRebind >= Limits.forcedRebindInterval.nanoseconds {
-                    lastForcedRebind = now
-                    sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
-                    var frames: [Frame] = []
-                    if keepSocketFile(inbox, force: true, into: &frames) { bellOwed = true }
-                    if !drain.keepIfWaiting(frames) { hand(frames) }
-                }
-                if housekeepingDue {
-                    lastHousekeeping = now
-                    // A rebind reads the old socket after this round's look: one more is owed.
-                    var frames: [Frame] = []
-                    if keepSocketFile(inbox, into: &frames) { bellOwed = true }
-                    if !drain.keepIfWaiting(frames) { hand(frames) }
-                    sink.keepHouse(for: self)
-                }
-                return true
+            let goesOn = withAutoreleasePool {
+                round(inbox, &drain, &schedule, &events, &received)
             }
             if !goesOn { break }
         }
@@ -141,6 +32,76 @@ extension Listener {
         }
         // Stopping while taken segments wait: what was read is handed over with them, rather than lost.
         drain.finish(last: last)
+    }
+
+    /// One round of the loop (``ReceiveSchedule``): waits, reads the sockets, looks at the spool, rebinds and
+    /// keeps house as due. Returns false once the thread is to stop.
+    private func round(
+        _ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule, _ events: inout PollSet,
+        _ received: inout [Frame]
+    ) -> Bool {
+        // Observers' queues hold too much of what was read: read nothing more until they have worked it down (they
+        // wake this thread), and posters fill the sockets, then the spool. A durable listener reads nothing either
+        // until its first observer is added, nor while it waits for the observers that follow before it hands its
+        // spool over: what is posted meanwhile stays behind the spool's backlog.
+        let readingWait = identity.isDurable ? thread.readingWait() : nil
+        let paused = backlog.isOver || readingWait != nil
+        thread.prepare(&events)
+        if !paused { inbox.addPollDescriptors(to: &events) }
+        let timeout = schedule.timeout(paused: paused, readingWait: readingWait, inboxTimeout: paused ? nil : inbox.pollTimeout)
+        let ready: Int
+        do throws(WormholeError) {
+            try InjectedFault.failPoll()
+            // Work handed to this thread runs in the wait, when it wakes.
+            ready = try thread.wait(&events, timeoutMilliseconds: timeout)
+        } catch {
+            // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
+            let says = schedule.waitFailed(at: DispatchTime.now().uptimeNanoseconds)
+            sink.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
+            Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
+            return true
+        }
+        if thread.isStopping { return false }
+        if ready > 0 {
+            received.removeAll(keepingCapacity: true)
+            inbox.receiveReady(events.dropFirst(), into: &received)
+            if !drain.keepIfWaiting(received) { hand(received) }
+            if thread.isStopping { return false }
+        }
+        let round = schedule.begin(at: DispatchTime.now().uptimeNanoseconds, ready: ready, timeout: timeout)
+        // A wait for observers that ended in this round goes on to the drain below, with nothing read from the
+        // sockets before it: what they hold comes after the spool's backlog.
+        if backlog.isOver || (readingWait != nil && thread.readingWait() != nil) {
+            schedule.paused()
+            if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
+            return true
+        }
+        var signs = ReceiveSchedule.SpoolSigns(
+            recheckHeld: thread.takeRecheck(), suggestsSpooling: inbox.suggestsSpooling, drainWaiting: drain.isWaiting,
+            socketFailed: inbox.boundSocketFailure != nil)
+        if schedule.looksAtBell(signs), schedule.drains(bell: spool.bell.value, signs) {
+            // The drain reads the sockets after the bell: what it read there came after this look.
+            let outcome = drain.drain(inbox, includingHeld: signs.recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
+            if outcome.heldNotOffered { thread.recheckLater() }
+            signs.suggestsSpooling = inbox.suggestsSpooling
+            schedule.drained(readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling)
+        }
+        if thread.isStopping { return false }
+        // The socket posters reach failed (it is no longer polled): bound anew, at most once a second while the
+        // failure persists.
+        if let failure = inbox.boundSocketFailure, schedule.rebindsFailedSocket() {
+            sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
+            keepSocketFile(inbox, force: true, &drain, &schedule)
+        }
+        if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
+        return true
+    }
+
+    /// Once a second: puts the socket file back if it was removed or replaced, and has the sink keep this
+    /// process's registry entry.
+    private func keepHouse(_ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
+        keepSocketFile(inbox, force: false, &drain, &schedule)
+        sink.keepHouse(for: self)
     }
 
     /// Where the spool drain hands frames: to the sink, waiting while the observers hold too much; a durable
@@ -165,13 +126,15 @@ extension Listener {
 
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
     /// replaces the socket because it failed: binds a new socket under the name, and keeps reading what posters
-    /// sent to the old one. Returns whether it bound anew.
-    private func keepSocketFile(_ inbox: any Inbox, force: Bool = false, into frames: inout [Frame]) -> Bool {
+    /// sent to the old one, which is handed over (or kept while taken segments wait). A rebind reads the old
+    /// socket after the round's look at the bell: one more is owed.
+    private func keepSocketFile(_ inbox: any Inbox, force: Bool, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
         let expected = socketFile.withLock { $0 }
-        guard force || currentSocketFile() != expected || expected == nil else { return false }
+        guard force || currentSocketFile() != expected || expected == nil else { return }
         // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
-        guard container.isAtItsPath else { return false }
+        guard container.isAtItsPath else { return }
         InjectedFault.rebound()
+        var frames: [Frame] = []
         do throws(WormholeError) {
             let fresh = force ? try bindAnew() : try Self.bind(id, identity: identity, transport: transport, in: container)
             inbox.rebind(fresh, into: &frames)
@@ -179,11 +142,11 @@ extension Listener {
             if !force {
                 sink.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }
-            return true
+            schedule.rebound()
         } catch {
             sink.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
-            return false
         }
+        if !drain.keepIfWaiting(frames) { hand(frames) }
     }
 
     /// Waits while the backlog is over its bound, in the middle of handing over a spool: nothing more is taken
