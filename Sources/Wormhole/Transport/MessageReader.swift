@@ -120,7 +120,8 @@ final class MessageReader {
                 throw WormholeError(.corruptData, "message carried \(message.descriptors.count) descriptors")
             }
             roundBytes += message.length
-            let frame = try Frame(decoding: Array(message.bytes))
+            // Decoded from the receive slot, which the next read reuses: only a userInfo is copied out.
+            let frame = try Frame(decoding: message.bytes)
             if frame.kind == .notification { frames.append(frame) } else { roundSawNudge = true }
         } catch {
             dropped(1, "message rejected: \(error)")

@@ -31,16 +31,37 @@ struct ByteWriter {
     }
 }
 
+/// Bytes a ``ByteReader`` reads: an array, whose slices a reader's caller may keep, or a buffer that is reused
+/// (a socket's receive slot), from which what is kept is copied.
+protocol ReadableBytes: RandomAccessCollection where Element == UInt8, Index == Int {
+    /// Calls `body` with the bytes in memory.
+    func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R
+    /// The bytes of `range`, which lies within, as an archive that outlives these bytes.
+    func keptArchive(_ range: Range<Int>) -> ArchiveBytes
+}
+
+extension Array: ReadableBytes where Element == UInt8 {
+    func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { withUnsafeBytes(body) }
+    /// A slice: the archive keeps the array alive instead of a copy.
+    func keptArchive(_ range: Range<Int>) -> ArchiveBytes { ArchiveBytes(self[range]) }
+}
+
+extension UnsafeRawBufferPointer: ReadableBytes {
+    func withReadableBytes<R>(_ body: (UnsafeRawBufferPointer) -> R) -> R { body(self) }
+    /// A copy: the buffer is reused.
+    func keptArchive(_ range: Range<Int>) -> ArchiveBytes { ArchiveBytes(Array(self[range])) }
+}
+
 /// Reads big-endian integers and length-prefixed fields with a bounds check on every read.
-struct ByteReader {
-    let bytes: [UInt8]
+struct ByteReader<Bytes: ReadableBytes> {
+    let bytes: Bytes
     private(set) var offset: Int
     let end: Int
 
-    init(_ bytes: [UInt8], from offset: Int = 0, to end: Int? = nil) {
+    init(_ bytes: Bytes, from offset: Int = 0, to end: Int? = nil) {
         self.bytes = bytes
-        self.offset = offset
-        self.end = min(end ?? bytes.count, bytes.count)
+        self.offset = bytes.startIndex + offset
+        self.end = min(end.map { bytes.startIndex + $0 } ?? bytes.endIndex, bytes.endIndex)
     }
 
     var remaining: Int { max(0, end - offset) }
@@ -49,25 +70,33 @@ struct ByteReader {
         let size = MemoryLayout<T>.size
         guard remaining >= size else { throw truncated(what()) }
         // One load, checked above, rather than a bounds-checked read per byte.
-        let value = bytes.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: offset, as: T.self) }
+        let at = offset - bytes.startIndex
+        let value = bytes.withReadableBytes { $0.loadUnaligned(fromByteOffset: at, as: T.self) }
         offset += size
         return T(bigEndian: value)
     }
 
-    mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws(WormholeError) -> ArraySlice<UInt8> {
+    mutating func readBytes(_ count: Int, _ what: @autoclosure () -> String) throws(WormholeError) -> Bytes.SubSequence {
         guard count >= 0, remaining >= count else { throw truncated(what()) }
         defer { offset += count }
         return bytes[offset..<(offset + count)]
     }
 
-    /// A `UInt32` count then that many bytes, refused above `limit`.
+    /// The next `count` bytes as an archive that outlives the bytes read (``ReadableBytes/keptArchive(_:)``).
+    mutating func readArchive(_ count: Int, _ what: @autoclosure () -> String) throws(WormholeError) -> ArchiveBytes {
+        guard count >= 0, remaining >= count else { throw truncated(what()) }
+        defer { offset += count }
+        return bytes.keptArchive(offset..<(offset + count))
+    }
+
     /// A `UInt32` length or count as another process wrote it, as an `Int`: `Int.max` where a 32-bit `Int` (watchOS)
     /// cannot hold it, which every caller's bound then refuses, rather than a trap on the conversion.
     mutating func readLength(_ what: @autoclosure () -> String) throws(WormholeError) -> Int {
         Int(exactly: try read(UInt32.self, what())) ?? .max
     }
 
-    mutating func readField(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> ArraySlice<UInt8> {
+    /// A `UInt32` count then that many bytes, refused above `limit`.
+    mutating func readField(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> Bytes.SubSequence {
         let count = try readLength(what())
         guard count <= limit else { throw WormholeError(.corruptData, "\(what()) claims \(count) bytes, over \(limit)") }
         return try readBytes(count, what())
@@ -75,20 +104,24 @@ struct ByteReader {
 
     /// A `UInt32` count then that many bytes of UTF-8, which must be valid.
     mutating func readString(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> String {
-        let raw = try readField(what(), limit: limit)
-        // Names are mostly ASCII, which is valid UTF-8 as it is: checked in one pass, then decoded without the
-        // generic validating path (a third of a frame's decoding otherwise).
-        if let ascii = raw.withUnsafeBufferPointer({ bytes in bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : nil }) {
-            return ascii
+        let count = try readLength(what())
+        guard count <= limit else { throw WormholeError(.corruptData, "\(what()) claims \(count) bytes, over \(limit)") }
+        guard remaining >= count else { throw truncated(what()) }
+        let at = offset - bytes.startIndex
+        offset += count
+        let string = bytes.withReadableBytes { raw -> String? in
+            let field = UnsafeRawBufferPointer(rebasing: raw[at..<(at + count)])
+            // Names are mostly ASCII, which is valid UTF-8 as it is: checked in one pass, then decoded without the
+            // generic validating path (a third of a frame's decoding otherwise).
+            if field.allSatisfy({ $0 < 0x80 }) { return String(decoding: field, as: UTF8.self) }
+            return String(validating: field, as: UTF8.self)
         }
-        guard let string = String(validating: raw, as: UTF8.self) else {
-            throw WormholeError(.corruptData, "\(what()) is not valid UTF-8")
-        }
+        guard let string else { throw WormholeError(.corruptData, "\(what()) is not valid UTF-8") }
         return string
     }
 
     private func truncated(_ what: String) -> WormholeError {
-        WormholeError(.corruptData, "\(what) is cut short at byte \(offset) of \(end)")
+        WormholeError(.corruptData, "\(what) is cut short at byte \(offset - bytes.startIndex) of \(end - bytes.startIndex)")
     }
 }
 

@@ -114,15 +114,16 @@ struct Frame: Sendable {
         return Self.headerSize
     }
 
-    /// Decodes a frame, checking every length against the bytes that are there.
+    /// Decodes a frame, checking every length against the bytes that are there. From an array (a spool record),
+    /// the frame keeps the array alive for its userInfo instead of a copy; from a buffer that is reused (a socket's
+    /// receive slot), only the userInfo is copied.
     /// - Throws: ``WormholeError/Code/corruptData`` saying what is wrong.
-    init(decoding bytes: [UInt8]) throws(WormholeError) {
+    init(decoding bytes: some ReadableBytes) throws(WormholeError) {
         var reader = ByteReader(bytes)
         try self.init(head: &reader)
         guard kind == .notification else { return }
-        let archive = try reader.readBytes(try Self.userInfoLength(&reader), "userInfo")
-        // Not copied: the frame keeps the bytes it was read from (a message, or a spool record) alive instead.
-        userInfo = archive.isEmpty ? nil : ArchiveBytes(archive)
+        let count = try Self.userInfoLength(&reader)
+        userInfo = count == 0 ? nil : try reader.readArchive(count, "userInfo")
         guard reader.remaining == 0 else {
             throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
         }
@@ -132,7 +133,7 @@ struct Frame: Sendable {
     static let maximumHeadSize = headerSize + 4 + maximumNameLength + 1 + 4 + maximumNameLength + 4
 
     /// Reads a frame's head: everything but the userInfo's length and bytes, which follow it.
-    init(head reader: inout ByteReader) throws(WormholeError) {
+    init(head reader: inout ByteReader<some ReadableBytes>) throws(WormholeError) {
         let bytes = reader.bytes
         guard reader.remaining >= Self.headerSize, bytes[reader.offset] == UInt8(ascii: "W"),
             bytes[reader.offset + 1] == UInt8(ascii: "H")
@@ -164,7 +165,7 @@ struct Frame: Sendable {
     }
 
     /// The length of the userInfo that follows a frame's head (``ByteReader/readLength(_:)``: the caller bounds it).
-    static func userInfoLength(_ reader: inout ByteReader) throws(WormholeError) -> Int {
+    static func userInfoLength(_ reader: inout ByteReader<some ReadableBytes>) throws(WormholeError) -> Int {
         try reader.readLength("userInfo length")
     }
 

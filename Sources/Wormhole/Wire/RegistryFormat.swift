@@ -99,7 +99,7 @@ enum RegistryFormat {
         writer.writeField(value)
     }
 
-    private static func readOptional(_ reader: inout ByteReader, _ what: String) throws(WormholeError) -> String? {
+    private static func readOptional(_ reader: inout ByteReader<[UInt8]>, _ what: String) throws(WormholeError) -> String? {
         switch try reader.read(UInt8.self, what) {
         case 0: return nil
         case 1: return try reader.readString(what, limit: Frame.maximumNameLength)
