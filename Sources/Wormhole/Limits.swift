@@ -127,8 +127,9 @@ package enum Limits {
     // MARK: The registry
 
     /// How long a reader trusts the snapshot it last checked against the mark without reading the mark again;
-    /// the time ``Registry/settle()`` waits after a change.
-    static let registryTrust: Interval = .microseconds(200)
+    /// the time ``Registry/settle()`` waits after a change. About what adding an observer costs anyway (its entry
+    /// written and renamed), so that a poster posting once a millisecond reads the mark once in several posts.
+    static let registryTrust: Interval = .milliseconds(1)
     /// How long a reader trusts an unchanged mark before it looks at the folder anyway.
     static let registryRecheck: Interval = .milliseconds(100)
     /// How long a reader trusts that the mark it reads is still the file at its name. A mark

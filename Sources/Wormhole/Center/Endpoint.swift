@@ -98,21 +98,11 @@ final class Endpoint: Sendable {
             made = fanout.frame(name: name, object: object, userInfo: userInfo)
         }
         let outgoing = OutgoingFrame(consume made)
-        var report = PostReport()
-        // Counted once, as the post ends, however it ends.
-        defer {
-            counters.count {
-                $0.posted += 1
-                $0.delivered += report.delivered
-                $0.spooled += report.spooled
-                $0.failed += report.failures.count
-            }
-        }
         if retain { try retained.store(outgoing.bytes, name: name) }
+        counters.count { $0.posted += 1 }
         try fanout.checkContainerIsAtItsPath()
         let ownID = reception.listenerID
-        let gone: [RegistryEntry]
-        (report, gone) = fanout.send(
+        var (report, gone) = fanout.send(
             outgoing, to: try registry.read(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
             reception.deliverOwn([outgoing.frame])
@@ -121,6 +111,11 @@ final class Endpoint: Sendable {
         if !gone.isEmpty {
             membership.removeDeadListeners(gone.map(\.listener))
             report.removedDeadListeners = gone.count
+        }
+        counters.count {
+            $0.delivered += report.delivered
+            $0.spooled += report.spooled
+            $0.failed += report.failures.count
         }
         for failure in report.failures {
             Log.warning("notification \(name) did not reach pid \(failure.pid): \(failure.error)")

@@ -63,9 +63,10 @@ extension Listener {
         }
         if thread.isStopping { return false }
         if ready > 0 {
-            received.removeAll(keepingCapacity: true)
             inbox.receiveReady(events.dropFirst(), into: &received)
             if !drain.keepIfWaiting(received) { hand(received) }
+            // Emptied at once: an idle listener keeps no frame alive (a shared frame's mapped userInfo).
+            received.removeAll(keepingCapacity: true)
             if thread.isStopping { return false }
         }
         let round = schedule.begin(at: DispatchTime.now().uptimeNanoseconds, ready: ready, timeout: timeout)

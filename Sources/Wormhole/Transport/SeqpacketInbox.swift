@@ -32,8 +32,14 @@ final class SeqpacketInbox: Inbox {
         self.reader = reader
     }
 
+    /// Whether the listening socket is polled and accepted from: not while it failed, nor during a pause for want
+    /// of descriptors, which ends here once its time passed (so that the clock is read only during a pause).
     private var isAccepting: Bool {
-        boundSocketFailure == nil && (acceptPausedUntil == 0 || DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil)
+        guard boundSocketFailure == nil else { return false }
+        guard acceptPausedUntil != 0 else { return true }
+        guard DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil else { return false }
+        acceptPausedUntil = 0
+        return true
     }
 
     var pollTimeout: Int32? { isAccepting ? nil : Limits.acceptPause.milliseconds }
@@ -130,10 +136,7 @@ final class SeqpacketInbox: Inbox {
                 if !rebinding { boundSocketFailure = "accept failed: \(error)" }
                 return false
             }
-            guard let connection = accepted else {
-                acceptPausedUntil = 0
-                return true
-            }
+            guard let connection = accepted else { return true }
             if sealed { Sys.shutdownReading(connection.rawValue) }
             if connections.count >= Limits.maximumConnections { closeLeastRecent(1, &frames) }
             connections.append(Connection(socket: HeldDescriptor(connection), lastRead: rounds))

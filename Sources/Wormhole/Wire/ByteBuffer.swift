@@ -60,8 +60,9 @@ struct ByteReader<Bytes: ReadableBytes> {
 
     init(_ bytes: Bytes, from offset: Int = 0, to end: Int? = nil) {
         self.bytes = bytes
-        self.offset = bytes.startIndex + offset
-        self.end = min(end.map { bytes.startIndex + $0 } ?? bytes.endIndex, bytes.endIndex)
+        // Clamped into the bytes: every read is checked against `remaining` alone.
+        self.offset = min(bytes.startIndex + max(0, offset), bytes.endIndex)
+        self.end = max(self.offset, min(end.map { bytes.startIndex + $0 } ?? bytes.endIndex, bytes.endIndex))
     }
 
     var remaining: Int { max(0, end - offset) }
