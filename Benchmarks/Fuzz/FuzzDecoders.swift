@@ -17,7 +17,8 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
     let body = Array(bytes.dropFirst())
     switch selector % 5 {
     case 0:
-        if let frame = try? Frame(decoding: body), let archive = frame.userInfo {
+        let frame = decodeBothWays(body)
+        if let archive = frame?.userInfo {
             _ = try? UserInfoCodec.decode(archive, allowed: .propertyList)
         }
     case 1:
@@ -38,6 +39,29 @@ public func fuzz(_ start: UnsafeRawPointer?, _ count: Int) -> CInt {
         }
     }
     return 0
+}
+
+/// Decodes `bytes` as a frame both ways a receiver does: from an array (a spool record), and from a buffer that
+/// is reused (a socket's receive slot), here overwritten once decoded. Both must give the same frame, or the same
+/// error, or the target traps.
+private func decodeBothWays(_ bytes: [UInt8]) -> Frame? {
+    let fromArray = Result { () throws(WormholeError) -> Frame in try Frame(decoding: bytes) }
+    var slot = bytes
+    let fromSlot = slot.withUnsafeMutableBytes { raw in
+        let result = Result { () throws(WormholeError) -> Frame in try Frame(decoding: UnsafeRawBufferPointer(raw)) }
+        raw.initializeMemory(as: UInt8.self, repeating: 0xA5)
+        return result
+    }
+    switch (fromArray, fromSlot) {
+    case (.success(let a), .success(let b)):
+        guard a.encoded() == b.encoded() else { fatalError("a frame decoded from a buffer differs from the array's") }
+        return a
+    case (.failure(let a), .failure(let b)):
+        guard a.detail == b.detail else { fatalError("a frame refused from a buffer for another reason than the array's") }
+        return nil
+    default:
+        fatalError("a frame decoded from a buffer and refused from the array, or the other way")
+    }
 }
 
 /// Reads `archive` as the receiver of a shared frame does: from a memory file, mapped, at an offset that is not

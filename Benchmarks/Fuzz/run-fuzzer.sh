@@ -9,7 +9,7 @@ seconds="${1:-60}"
 out=.build-fuzz
 mkdir -p "$out/corpus"
 find Tests/WormholeTests/Corpus -type f -exec cp {} "$out/corpus/" \;
-swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name WormholeTests -D WORMHOLE_FUZZING \
+swiftc -sanitize=fuzzer,address -parse-as-library -O -module-name WormholeTests -package-name wormhole -D WORMHOLE_FUZZING \
     $(find Sources/Wormhole -name '*.swift') Tests/WormholeTests/Support/FuzzNode.swift \
     Tests/WormholeTests/Support/ArchiveMutator.swift Benchmarks/Fuzz/FuzzDecoders.swift -o "$out/fuzz-decoders"
 "$out/fuzz-decoders" -max_total_time="$seconds" -max_len=16384 -timeout=1 -malloc_limit_mb=64 \
