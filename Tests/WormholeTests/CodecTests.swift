@@ -44,6 +44,13 @@ struct CodecTests {
         return userInfo
     }
 
+    @Test("the value classes and NSObject are named as Foundation names them, without asking it")
+    func classNames() {
+        for type in AllowedClasses.valueClasses + [NSObject.self] {
+            #expect(AllowedClasses.name(of: type) == NSStringFromClass(type))
+        }
+    }
+
     @Test("what Foundation's archiver writes, this decoder reads back equal (500 random values)")
     func foundationToOurs() throws {
         var generator = SeededGenerator(seed: 7)

@@ -120,6 +120,13 @@ struct AllowedClasses: Sendable {
 
     static func name(of type: AnyClass) -> String {
         let id = ObjectIdentifier(type)
+        // The value classes and NSObject by identity: on Linux the first `NSStringFromClass` of a process scans
+        // every protocol conformance the process has (about 70 million instructions), which every process that
+        // posts or observes a userInfo would pay as it starts.
+        if let index = valueClasses.firstIndex(where: { ObjectIdentifier($0) == id }), index < Canonical.allCases.count {
+            return Canonical.allCases[index].name
+        }
+        if id == ObjectIdentifier(NSObject.self) { return "NSObject" }
         if let name = knownNames.withLock({ $0[id] }) { return name }
         let name = NSStringFromClass(type)
         knownNames.withLock { $0[id] = name }
