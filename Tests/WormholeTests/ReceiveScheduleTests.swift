@@ -27,11 +27,19 @@ struct ReceiveScheduleTests {
     @Test("a quiet wait lasts until housekeeping; paused, until the end of a wait for observers")
     func waits() {
         let schedule = settled()
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: 250) == 250)
-        #expect(schedule.timeout(paused: true, readingWait: nil, inboxTimeout: nil) == housekeeping)
-        #expect(schedule.timeout(paused: true, readingWait: 500 * ms, inboxTimeout: nil) == 501)
-        #expect(schedule.timeout(paused: true, readingWait: .max, inboxTimeout: nil) == housekeeping)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: 250) == 250)
+        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
+        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: 500 * ms, inboxTimeout: nil) == 501)
+        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: .max, inboxTimeout: nil) == housekeeping)
+    }
+
+    @Test("a hand-over of the spool that goes on does not wait, even while a wait for observers lasts")
+    func handOverGoesOn() {
+        let schedule = settled()
+        #expect(schedule.timeout(paused: true, resumesHandOver: true, readingWait: nil, inboxTimeout: nil) == 0)
+        #expect(schedule.timeout(paused: true, resumesHandOver: true, readingWait: 500 * ms, inboxTimeout: nil) == 0)
+        #expect(schedule.timeout(paused: true, resumesHandOver: true, readingWait: .max, inboxTimeout: nil) == 0)
     }
 
     @Test("housekeeping is due once a second, or after a wait that ran out the whole interval")
@@ -52,21 +60,21 @@ struct ReceiveScheduleTests {
         // Something read, nothing suggesting a spool, 2 ms after the last look: not looked at, but owed.
         _ = schedule.begin(at: now + 2 * ms, ready: 1, timeout: housekeeping)
         #expect(!step(&schedule) { $0.looksAtBell(.init()) })
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == bellLook)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == bellLook)
         // A round that suggests a poster spooled looks at once.
         _ = schedule.begin(at: now + 3 * ms, ready: 1, timeout: bellLook)
         #expect(step(&schedule) { $0.looksAtBell(.init(suggestsSpooling: true)) })
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
         // A drain that read a nudge after its look owes the next look at once.
         #expect(step(&schedule) { $0.drains(bell: 2, .init()) })
         schedule.drained(readMessages: true, stillWaiting: false, suggestsSpooling: true)
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == 0)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == 0)
         _ = schedule.begin(at: now + 4 * ms, ready: 1, timeout: 0)
         #expect(step(&schedule) { $0.looksAtBell(.init()) })
         // One without a nudge owes one within a bell look.
         #expect(!step(&schedule) { $0.drains(bell: 2, .init()) })
         schedule.drained(readMessages: true, stillWaiting: false, suggestsSpooling: false)
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == bellLook)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == bellLook)
         // A bell look after the last, without any sign, looks anyway.
         _ = schedule.begin(at: now + 4 * ms + Limits.bellLook.nanoseconds, ready: 1, timeout: bellLook)
         #expect(step(&schedule) { $0.looksAtBell(.init()) })
@@ -77,8 +85,8 @@ struct ReceiveScheduleTests {
         var schedule = settled()
         _ = schedule.begin(at: 6 * second, ready: 1, timeout: housekeeping)
         schedule.paused()
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == bellLook)
-        #expect(schedule.timeout(paused: true, readingWait: nil, inboxTimeout: nil) == housekeeping)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == bellLook)
+        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
     }
 
     @Test("the spool is drained when the bell rang, held frames are to be offered, housekeeping is due or segments wait")
@@ -109,7 +117,7 @@ struct ReceiveScheduleTests {
         #expect(step(&schedule) { $0.rebindsFailedSocket() })
         #expect(step(&schedule) { $0.looksAtBell(.init()) })
         schedule.rebound()
-        #expect(schedule.timeout(paused: false, readingWait: nil, inboxTimeout: nil) == bellLook)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == bellLook)
     }
 
     @Test("a failing wait is said at most once a second")

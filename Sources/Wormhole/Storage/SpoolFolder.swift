@@ -249,20 +249,28 @@ final class SpoolFolder: Sendable {
         return (files.sorted { $0.0 < $1.0 }.map(\.1), planted)
     }
 
-    /// Reads the segment `name` record by record (``SpoolRecord/readRecords(_:_:)``), through a window of at most
-    /// 1 MiB (a larger record is read on its own): memory stays bounded however large the file, and a run of
-    /// small records costs one read. A missing file reads as a whole empty one.
+    /// Reads the segment `name` record by record (``SegmentReader``), handing each frame to `body` in order.
     func readSegment(_ name: String, _ body: ([UInt8]) -> Void) -> SpoolRecord.End {
-        let opened: OpenedFile
-        do throws(WormholeError) {
-            opened = try StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize)
-        } catch where error.systemErrno == .noSuchFile {
-            return .whole
-        } catch {
-            return .damaged("\(error)")
+        let reader = openSegment(name)
+        while true {
+            switch reader.next() {
+            case .frame(let frame): body(frame)
+            case .end(let end): return end
+            }
         }
-        var window = SegmentWindow(fd: opened.file.rawValue, size: opened.status.size)
-        return SpoolRecord.readRecords(&window, body)
+    }
+
+    /// The segment `name` open for reading record by record (``SpoolRecord/Records``), through a window of at
+    /// most 1 MiB (a larger record is read on its own): memory stays bounded however large the file, and a run
+    /// of small records costs one read. A missing file reads as a whole empty one.
+    func openSegment(_ name: String) -> SegmentReader {
+        do throws(WormholeError) {
+            return SegmentReader(try StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize))
+        } catch where error.systemErrno == .noSuchFile {
+            return SegmentReader(failed: .whole)
+        } catch {
+            return SegmentReader(failed: .damaged("\(error)"))
+        }
     }
 
     private func read(_ fd: CInt, into bytes: inout [UInt8], at offset: Int) -> Int {
@@ -304,6 +312,33 @@ struct SpoolSegment: ~Copyable {
     var offset = 0
     /// Set once a write failed: nothing more is written to it.
     var isBroken = false
+}
+
+/// A segment open for reading, and where its reader is in it (``SpoolFolder/openSegment(_:)``): a reader may
+/// stop between two records and go on later. Its descriptor closes as it goes.
+final class SegmentReader {
+    private let opened: OpenedFile?
+    private var window: SegmentWindow
+    private var records = SpoolRecord.Records()
+    private let failed: SpoolRecord.End?
+
+    fileprivate init(_ opened: consuming OpenedFile) {
+        window = SegmentWindow(fd: opened.file.rawValue, size: opened.status.size)
+        self.opened = .some(opened)
+        failed = nil
+    }
+
+    fileprivate init(failed: SpoolRecord.End) {
+        opened = nil
+        window = SegmentWindow(fd: -1, size: 0)
+        self.failed = failed
+    }
+
+    /// The next record's frame, or how the segment ended.
+    func next() -> SpoolRecord.Records.Step {
+        if let failed { return .end(failed) }
+        return records.next(in: &window)
+    }
 }
 
 /// A window onto a segment file: reads it a megabyte at a time.

@@ -2,6 +2,9 @@
 /// in order and in bounded chunks, drops copies it already had, and keeps what a durable listener must hold
 /// for later in held files of its own.
 ///
+/// A hand-over stops after a chunk when its handler says the observers hold too much, and goes on where it
+/// stopped (``resumeHandOver(_:pausing:)``): nothing is taken meanwhile, and nothing waits inside it.
+///
 /// Crash safety, with the listener killed between any two steps: a taken segment is removed only after its
 /// frames were handed over or written into a held file that replaced the old ones (by rename), so a record is
 /// never lost; at worst it is handed over again (a durable listener gets each at least once), and a copy read
@@ -9,7 +12,9 @@
 struct SpoolReader: ~Copyable {
     /// What to do with the frames of a drain.
     struct Handlers {
-        var deliver: ([Frame]) -> Void
+        /// Takes a chunk of frames; false when the observers hold too much for more now: the hand-over stops
+        /// until it is resumed.
+        var deliver: ([Frame]) -> Bool
         /// Whether a frame must stay in the spool because nothing observes it yet (durable listeners).
         var holdBack: (Frame) -> Bool
         /// Frames or records dropped, and why: counted and logged.
@@ -22,6 +27,8 @@ struct SpoolReader: ~Copyable {
     let folder: SpoolFolder
     private var recent: [UInt64: RecentRing<UInt64>] = [:]
     private var nextHeld: UInt64 = 0
+    /// The hand-over that stopped after a chunk, if one did.
+    private var pending: HandOver?
 
     init(folder: SpoolFolder) {
         self.folder = folder
@@ -58,13 +65,15 @@ struct SpoolReader: ~Copyable {
     /// come before its spooled ones, and the others after them. Held frames were taken by earlier drains, which
     /// read the sockets whole: they come first.
     mutating func handOver(_ taken: Taken, direct: [Frame], holdingDirect: Bool = false, _ handlers: Handlers) {
+        // One that stopped comes first, whole: it holds what was posted earlier.
+        resumeHandOver(handlers, pausing: false)
         let held = taken.held
         for name in taken.planted {
             folder.remove(name)
             handlers.dropped(1, "\(name) in the spool of listener \(FileName.hex(folder.listener)) is no held file of its; removed unread")
         }
         guard !taken.isEmpty || (holdingDirect && !direct.isEmpty) else {
-            if !direct.isEmpty { handlers.deliver(direct) }
+            if !direct.isEmpty { _ = handlers.deliver(direct) }
             return
         }
         var firstSpooled: [UInt64: UInt64] = [:]
@@ -87,57 +96,85 @@ struct SpoolReader: ~Copyable {
         for frame in direct {
             if let first = firstSpooled[frame.poster], frame.sequence > first { late.append(frame) } else { early.append(frame) }
         }
-        var chunk: [Frame] = []
-        var chunkBytes = 0
-        var keeper: HeldWriter? = nil
-        var keeperFailed = false
+        let parts: [HandOver.Part] = held.map { .segment($0, isHeld: true) } + [.frames(early, mayHold: holdingDirect)]
+            + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
+        pending = HandOver(parts: parts, removing: held + taken.names)
+        resumeHandOver(handlers)
+    }
 
-        func take(_ frame: Frame, size: Int, mayHold: Bool = true) {
+    /// Whether a hand-over stopped after a chunk and waits to be resumed.
+    var isHandingOver: Bool { pending != nil }
+
+    /// Goes on with the hand-over that stopped, if one did, until it is done or, `pausing`, until the handler
+    /// says again that the observers hold too much.
+    mutating func resumeHandOver(_ handlers: Handlers, pausing: Bool = true) {
+        guard let handing = pending else { return }
+        while let (frame, size, mayHold) = nextFrame(of: handing, handlers) {
             if mayHold && handlers.holdBack(frame) {
-                if keeper == nil && !keeperFailed {
-                    keeper = HeldWriter(folder: folder)
-                    if keeper == nil { keeperFailed = true }
+                if handing.keeper == nil && !handing.keeperFailed {
+                    handing.keeper = HeldWriter(folder: folder)
+                    if handing.keeper == nil { handing.keeperFailed = true }
                 }
                 // Nowhere to keep it (a full disk): hand it over rather than lose it.
-                if keeper?.append(frame) == true { return }
+                if handing.keeper?.append(frame) == true { continue }
             }
-            chunk.append(frame)
-            chunkBytes += size
-            if chunk.count >= Limits.spoolChunkFrames || chunkBytes >= Limits.spoolChunkBytes {
-                handlers.deliver(chunk)
-                chunk.removeAll(keepingCapacity: true)
-                chunkBytes = 0
-            }
-        }
-
-        func read(_ name: String) {
-            let isHeld = name.hasPrefix(SpoolFolder.heldPrefix)
-            let end = folder.readSegment(name) { bytes in
-                guard let frame = try? Frame(decoding: bytes) else {
-                    handlers.dropped(1, "spooled frame in \(name) rejected")
-                    return
-                }
-                guard frame.kind == .notification else { return }
-                guard remember(frame) || isHeld else { return }
-                take(frame, size: bytes.count)
-            }
-            if case .damaged(let reason) = end {
-                handlers.dropped(1, "spool segment \(name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
+            handing.chunk.append(frame)
+            handing.chunkBytes += size
+            if handing.chunk.count >= Limits.spoolChunkFrames || handing.chunkBytes >= Limits.spoolChunkBytes {
+                let goesOn = handlers.deliver(handing.chunk)
+                handing.chunk.removeAll(keepingCapacity: true)
+                handing.chunkBytes = 0
+                if !goesOn && pausing { return }
             }
         }
-
-        for name in held { read(name) }
-        for frame in early { take(frame, size: frame.byteCount, mayHold: holdingDirect) }
-        for name in taken.names { read(name) }
-        for frame in late { take(frame, size: frame.byteCount, mayHold: holdingDirect) }
-        if !chunk.isEmpty { handlers.deliver(chunk) }
+        pending = nil
+        if !handing.chunk.isEmpty { _ = handlers.deliver(handing.chunk) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
-        if let keeper, !keeper.publish(as: heldName()) {
+        if let keeper = handing.keeper, !keeper.publish(as: heldName()) {
             handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")
             return
         }
         StopPoint.reached("spool.hold")
-        for name in held + taken.names { folder.remove(name) }
+        for name in handing.removing { folder.remove(name) }
+    }
+
+    /// The hand-over's next frame, its size, and whether a durable listener may hold it back; nil once every
+    /// part was read. Spooled frames that do not decode, and copies already seen, are dropped here.
+    private mutating func nextFrame(of handing: HandOver, _ handlers: Handlers) -> (Frame, size: Int, mayHold: Bool)? {
+        while true {
+            if let reading = handing.reading {
+                switch reading.segment.next() {
+                case .frame(let bytes):
+                    guard let frame = try? Frame(decoding: bytes) else {
+                        handlers.dropped(1, "spooled frame in \(reading.name) rejected")
+                        continue
+                    }
+                    guard frame.kind == .notification, remember(frame) || reading.isHeld else { continue }
+                    return (frame, bytes.count, true)
+                case .end(let end):
+                    handing.reading = nil
+                    if case .damaged(let reason) = end {
+                        handlers.dropped(1, "spool segment \(reading.name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
+                    }
+                }
+                continue
+            }
+            guard handing.next < handing.parts.count else { return nil }
+            switch handing.parts[handing.next] {
+            case .segment(let name, let isHeld):
+                handing.reading = (folder.openSegment(name), name, isHeld)
+                handing.next += 1
+            case .frames(let frames, let mayHold):
+                guard handing.frameIndex < frames.count else {
+                    handing.next += 1
+                    handing.frameIndex = 0
+                    continue
+                }
+                let frame = frames[handing.frameIndex]
+                handing.frameIndex += 1
+                return (frame, frame.byteCount, mayHold)
+            }
+        }
     }
 
     /// Records `frame` as seen; false when it was seen already (written again by a poster whose segment was
@@ -155,6 +192,32 @@ struct SpoolReader: ~Copyable {
         }
         defer { nextHeld = nextHeld == .max ? 1 : nextHeld + 1 }
         return SpoolFolder.heldPrefix + FileName.hex(nextHeld)
+    }
+}
+
+/// A hand-over in progress: what is left to read, in order, where it is, and what it gathered.
+private final class HandOver {
+    enum Part {
+        /// A held file of this listener's, or a segment a poster wrote.
+        case segment(String, isHeld: Bool)
+        /// Frames read from the sockets; `mayHold` when a durable listener may hold them back.
+        case frames([Frame], mayHold: Bool)
+    }
+
+    let parts: [Part]
+    /// Removed once everything was handed over or held.
+    let removing: [String]
+    var next = 0
+    var frameIndex = 0
+    var reading: (segment: SegmentReader, name: String, isHeld: Bool)?
+    var chunk: [Frame] = []
+    var chunkBytes = 0
+    var keeper: HeldWriter?
+    var keeperFailed = false
+
+    init(parts: [Part], removing: [String]) {
+        self.parts = parts
+        self.removing = removing
     }
 }
 

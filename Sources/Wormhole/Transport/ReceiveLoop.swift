@@ -45,10 +45,14 @@ extension Listener {
         // until its first observer is added, nor while it waits for the observers that follow before it hands its
         // spool over: what is posted meanwhile stays behind the spool's backlog.
         let readingWait = identity.isDurable ? thread.readingWait() : nil
-        let paused = backlog.isOver || readingWait != nil
+        // A hand-over of the spool that stopped for the observers reads nothing either until it is done.
+        let handingOver = drain.isHandingOver
+        let paused = backlog.isOver || readingWait != nil || handingOver
         thread.prepare(&events)
         if !paused { inbox.addPollDescriptors(to: &events) }
-        let timeout = schedule.timeout(paused: paused, readingWait: readingWait, inboxTimeout: paused ? nil : inbox.pollTimeout)
+        let timeout = schedule.timeout(
+            paused: paused, resumesHandOver: handingOver && !backlog.isOver, readingWait: readingWait,
+            inboxTimeout: paused ? nil : inbox.pollTimeout)
         let ready: Int
         do throws(WormholeError) {
             try InjectedFault.failPoll()
@@ -70,6 +74,14 @@ extension Listener {
             if thread.isStopping { return false }
         }
         let round = schedule.begin(at: DispatchTime.now().uptimeNanoseconds, ready: ready, timeout: timeout)
+        // The hand-over goes on when the observers have room. Meanwhile the sockets are not read, not bound
+        // anew (what the old one holds would overtake what is handed over), and the spool is not looked at.
+        if handingOver {
+            if !backlog.isOver { drain.resume() }
+            schedule.paused()
+            if round.housekeepingDue { sink.keepHouse(for: self) }
+            return true
+        }
         // A wait for observers that ended in this round goes on to the drain below, with nothing read from the
         // sockets before it: what they hold comes after the spool's backlog.
         if backlog.isOver || (readingWait != nil && thread.readingWait() != nil) {
@@ -112,7 +124,7 @@ extension Listener {
         return SpoolReader.Handlers(
             deliver: { [self] frames in
                 hand(frames)
-                waitForRoom()
+                return !backlog.isOver
             },
             holdBack: { [identity] frame in identity.isDurable && sink.holdsBack(frame) },
             dropped: { sink.dropped($0, $1) },
@@ -148,27 +160,5 @@ extension Listener {
             sink.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
         }
         if !drain.keepIfWaiting(frames) { hand(frames) }
-    }
-
-    /// Waits while the backlog is over its bound, in the middle of handing over a spool: nothing more is taken
-    /// from it until the observers have worked the backlog down. Work handed to this thread still runs, and
-    /// housekeeping still happens once a second; a stop ends the wait.
-    private func waitForRoom() {
-        var events = PollSet()
-        var lastHousekeeping = DispatchTime.now().uptimeNanoseconds
-        while backlog.isOver && !thread.isStopping {
-            thread.prepare(&events)
-            do throws(WormholeError) {
-                _ = try thread.wait(&events, timeoutMilliseconds: Limits.housekeepingInterval.milliseconds)
-            } catch {
-                sink.receiveFailed("waiting for the wake pipe of listener \(FileName.hex(id)) failed: \(error)", says: true)
-                Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
-            }
-            let now = DispatchTime.now().uptimeNanoseconds
-            if now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds {
-                lastHousekeeping = now
-                sink.keepHouse(for: self)
-            }
-        }
     }
 }

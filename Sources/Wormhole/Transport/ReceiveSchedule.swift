@@ -7,7 +7,9 @@
 ///    (``waitFailed(at:)``).
 /// 2. **Reads** what the sockets hold, then looks at the time (``begin(at:ready:timeout:)``): housekeeping is
 ///    due once a second.
-/// 3. While **paused**, the spool waits too (``paused()``): a look at the bell is owed for when the pause ends.
+/// 3. While **paused**, the spool waits too (``paused()``): a look at the bell is owed for when the pause ends. A
+///    hand-over of the spool that stopped because the observers held too much is a pause of its own: the round
+///    goes on with it when they have room, and does nothing else.
 /// 4. Otherwise it **looks at the bell** when something suggests a poster spooled (``looksAtBell(_:)``), and
 ///    **drains** the spool when the bell rang or something else asks for it (``drains(bell:_:)``,
 ///    ``drained(readMessages:stillWaiting:suggestsSpooling:)``).
@@ -60,11 +62,13 @@ struct ReceiveSchedule {
 
     // MARK: Waiting
 
-    /// How long the round's wait may last, in milliseconds: while paused, until housekeeping or the end of a
-    /// wait for observers (`readingWait`, in nanoseconds); otherwise until housekeeping or the inbox's own pause
-    /// (`inboxTimeout`), and no longer than a look at the bell that is owed.
-    func timeout(paused: Bool, readingWait: UInt64?, inboxTimeout: Int32?) -> Int32 {
+    /// How long the round's wait may last, in milliseconds: not at all when a hand-over of the spool that stopped
+    /// goes on now (`resumesHandOver`: it only runs work handed to the thread); while paused, until housekeeping
+    /// or the end of a wait for observers (`readingWait`, in nanoseconds); otherwise until housekeeping or the
+    /// inbox's own pause (`inboxTimeout`), and no longer than a look at the bell that is owed.
+    func timeout(paused: Bool, resumesHandOver: Bool, readingWait: UInt64?, inboxTimeout: Int32?) -> Int32 {
         let housekeeping = Limits.housekeepingInterval.milliseconds
+        if resumesHandOver { return 0 }
         if paused {
             return readingWait.map { min(housekeeping, Int32(clamping: $0 / 1_000_000 + 1)) } ?? housekeeping
         }

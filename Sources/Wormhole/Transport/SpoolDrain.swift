@@ -1,5 +1,7 @@
 /// The receive thread's drain of its spool: takes what posters spooled, reads everything the inbox holds, and
-/// hands both over in the order posted (``SpoolReader/handOver(_:direct:_:)``).
+/// hands both over in the order posted (``SpoolReader/handOver(_:direct:holdingDirect:_:)``), in chunks: a
+/// hand-over stops while the observers hold too much, and the receive loop resumes it (``resume()``) when they
+/// have room again.
 ///
 /// If the inbox cannot read everything now (connections not accepted for want of descriptors, a socket that
 /// failed, a round's byte budget spent), the segments taken wait for a later drain, and what is read meanwhile
@@ -25,6 +27,14 @@ struct SpoolDrain: ~Copyable {
 
     /// Whether taken segments wait for the inbox to be read whole.
     var isWaiting: Bool { waiting != nil }
+
+    /// Whether a hand-over stopped because the observers hold too much, and waits to be resumed.
+    var isHandingOver: Bool { reader.isHandingOver }
+
+    /// Goes on with a hand-over that stopped, until it is done or the observers hold too much again.
+    mutating func resume() {
+        reader.resumeHandOver(handlers)
+    }
 
     /// Keeps frames read from the sockets with what waits, and returns true; false when nothing waits, and the
     /// caller hands them over.
@@ -70,6 +80,8 @@ struct SpoolDrain: ~Copyable {
     /// held at the end), in order. A durable listener's spool keeps what it holds back for its identity's next
     /// run, what the sockets held included.
     mutating func finish(last: [Frame]) {
+        // A hand-over that stopped is done first, whole: it holds what was posted before.
+        reader.resumeHandOver(handlers, pausing: false)
         guard !last.isEmpty || waiting != nil else { return }
         let direct = (waiting ?? []) + last
         waiting = nil

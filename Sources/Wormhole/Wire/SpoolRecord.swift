@@ -91,29 +91,64 @@ enum SpoolRecord {
     }
 
     /// Reads a segment record by record from `source`, hands each frame to `body` in order, and says how the
-    /// segment ended: the one parser of segments, whether they are read from a file (a spool's, through a
-    /// window) or lie in memory (``decodeAll(_:)``). A record's length is bounded before anything is read for
-    /// it, and the last record failing its check is torn (its writer may still be copying it in, and will write
-    /// it again); any other is damaged, and nothing after it is read.
+    /// segment ended (``Records``).
     static func readRecords<Source: SegmentBytes>(_ source: inout Source, _ body: ([UInt8]) -> Void) -> End {
-        let size = source.size
-        guard size > 0 else { return .whole }
-        guard let header = source.bytes(at: 0, count: headerSize) else { return .torn }
-        guard let key = key(ofHeader: header) else { return .damaged("no segment header") }
-        var offset = headerSize
-        while offset < size {
-            guard let head = source.bytes(at: offset, count: recordHeaderSize), let (length, check) = recordHeader(head)
-            else { return .torn }
-            guard length <= maximumFrameSize else { return .damaged("record at byte \(offset) claims \(length) bytes") }
-            let end = offset + recordHeaderSize + length
-            guard end <= size, let frame = source.frame(at: offset + recordHeaderSize, count: length) else { return .torn }
-            guard Self.check(frame[...], key: key) == check else {
-                return end == size ? .torn : .damaged("record at byte \(offset) fails its check")
+        var records = Records()
+        while true {
+            switch records.next(in: &source) {
+            case .frame(let frame): body(frame)
+            case .end(let end): return end
             }
-            body(frame)
-            offset = end
         }
-        return .whole
+    }
+
+    /// Where a reader is in a segment: the one parser of segments, whether they are read from a file (a spool's,
+    /// through a window) or lie in memory (``decodeAll(_:)``), one record at a time, so that a reader may stop
+    /// between two and go on later. A record's length is bounded before anything is read for it, and the last
+    /// record failing its check is torn (its writer may still be copying it in, and will write it again); any
+    /// other is damaged, and nothing after it is read.
+    struct Records {
+        enum Step {
+            case frame([UInt8])
+            /// The segment ended here; every later step says the same.
+            case end(End)
+        }
+
+        /// The segment's key, once its header was read.
+        private var key: UInt64?
+        private var offset = 0
+        private var ended: End?
+
+        /// The next record's frame in `source`, or how the segment ended.
+        mutating func next<Source: SegmentBytes>(in source: inout Source) -> Step {
+            if let ended { return .end(ended) }
+            let step = read(&source)
+            if case .end(let end) = step { ended = end }
+            return step
+        }
+
+        private mutating func read<Source: SegmentBytes>(_ source: inout Source) -> Step {
+            let size = source.size
+            guard let key else {
+                guard size > 0 else { return .end(.whole) }
+                guard let header = source.bytes(at: 0, count: headerSize) else { return .end(.torn) }
+                guard let found = SpoolRecord.key(ofHeader: header) else { return .end(.damaged("no segment header")) }
+                key = found
+                offset = headerSize
+                return read(&source)
+            }
+            guard offset < size else { return .end(.whole) }
+            guard let head = source.bytes(at: offset, count: recordHeaderSize), let (length, check) = recordHeader(head)
+            else { return .end(.torn) }
+            guard length <= maximumFrameSize else { return .end(.damaged("record at byte \(offset) claims \(length) bytes")) }
+            let end = offset + recordHeaderSize + length
+            guard end <= size, let frame = source.frame(at: offset + recordHeaderSize, count: length) else { return .end(.torn) }
+            guard SpoolRecord.check(frame[...], key: key) == check else {
+                return .end(end == size ? .torn : .damaged("record at byte \(offset) fails its check"))
+            }
+            offset = end
+            return .frame(frame)
+        }
     }
 
     /// The frames of a whole segment in memory, and 1 when it ends in anything but whole records (0 otherwise).
