@@ -117,20 +117,33 @@ struct SpoolHandOverTests {
         #expect(heldSequences == stride(from: 2, through: 1200, by: 2).map(UInt64.init))
     }
 
-    @Test("a second hand-over while one is stopped finishes the first before it begins: order is kept")
-    func secondHandOverFinishesFirst() throws {
-        let temporary = TemporaryContainer()
-        let folder = try Self.spool(temporary, counts: [600])
-        var reader = SpoolReader(folder: folder)
-        let seen = Seen()
-        let handlers = Self.handlers(seen)
-        reader.handOver(reader.take(includingHeld: false), direct: [], handlers)
-        expectHandingOver(reader, true)
+    @Test("frames read from the sockets while a hand-over is stopped come after it, however it ends")
+    func framesReadMeanwhileComeAfter() throws {
+        for finishes in [false, true] {
+            let temporary = TemporaryContainer()
+            let folder = try Self.spool(temporary, counts: [600])
+            var reader = SpoolReader(folder: folder)
+            let seen = Seen()
+            let handlers = Self.handlers(seen)
+            let later = (601...603).map { Frame(poster: 5, sequence: UInt64($0), name: "n", object: nil, userInfo: nil) }
+            // Nothing stopped: the caller hands them over itself.
+            let keptBefore = reader.keepAfterHandOver(later)
+            #expect(!keptBefore)
 
-        let later = (601...603).map { Frame(poster: 5, sequence: UInt64($0), name: "n", object: nil, userInfo: nil) }
-        reader.handOver(reader.take(includingHeld: false), direct: later, handlers)
-        expectHandingOver(reader, false)
-        #expect(seen.frames.map(\.sequence) == (1...603).map(UInt64.init))
-        #expect(Self.files(folder).isEmpty)
+            reader.handOver(reader.take(includingHeld: false), direct: [], handlers)
+            expectHandingOver(reader, true)
+            let kept = [reader.keepAfterHandOver(Array(later[..<2])), reader.keepAfterHandOver([]), reader.keepAfterHandOver(Array(later[2...]))]
+            #expect(kept == [true, true, true])
+            if finishes {
+                // As the listener stops: at once, room or not.
+                reader.resumeHandOver(handlers, pausing: false)
+            } else {
+                seen.room = true
+                reader.resumeHandOver(handlers)
+            }
+            expectHandingOver(reader, false)
+            #expect(seen.frames.map(\.sequence) == (1...603).map(UInt64.init))
+            #expect(Self.files(folder).isEmpty)
+        }
     }
 }

@@ -268,6 +268,8 @@ final class SpoolFolder: Sendable {
             return SegmentReader(try StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize))
         } catch where error.systemErrno == .noSuchFile {
             return SegmentReader(failed: .whole)
+        } catch where error.isOutOfResources || error.systemErrno == .inputOutput {
+            return SegmentReader(failed: .unreadable("\(error)"))
         } catch {
             return SegmentReader(failed: .damaged("\(error)"))
         }
@@ -334,10 +336,12 @@ final class SegmentReader {
         self.failed = failed
     }
 
-    /// The next record's frame, or how the segment ended.
+    /// The next record's frame, or how the segment ended: unreadable where a read failed, rather than torn.
     func next() -> SpoolRecord.Records.Step {
         if let failed { return .end(failed) }
-        return records.next(in: &window)
+        let step = records.next(in: &window)
+        if case .end = step, let failure = window.failure { return .end(.unreadable(failure)) }
+        return step
     }
 }
 
@@ -348,6 +352,8 @@ private struct SegmentWindow: SegmentBytes {
     let size: Int
     private var buffer: [UInt8] = []
     private var start = 0
+    /// Why a read of the file failed, if one did: what it could not read is unknown, not torn.
+    private(set) var failure: String?
 
     init(fd: CInt, size: Int) {
         self.fd = fd
@@ -363,11 +369,11 @@ private struct SegmentWindow: SegmentBytes {
 
     /// `count` bytes at `offset` in an array of their own, read past the window (which stays as it was), or nil
     /// when the file holds fewer.
-    private func ownBytes(at offset: Int, count: Int) -> [UInt8]? {
+    private mutating func ownBytes(at offset: Int, count: Int) -> [UInt8]? {
         guard offset >= 0, count >= 0, offset + count <= size else { return nil }
         var complete = true
         let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, initialized in
-            let got = (try? Sys.preadAll(fd, into: UnsafeMutableRawBufferPointer(buffer), at: offset)) ?? 0
+            let got = read(into: UnsafeMutableRawBufferPointer(buffer), at: offset)
             // A file cut short meanwhile: what was read is zero-filled and the record refused as torn.
             if got < count { UnsafeMutableRawBufferPointer(rebasing: UnsafeMutableRawBufferPointer(buffer)[got...]).initializeMemory(as: UInt8.self, repeating: 0) }
             complete = got >= count
@@ -384,11 +390,21 @@ private struct SegmentWindow: SegmentBytes {
         }
         let length = max(count, min(Self.capacity, size - offset))
         var fresh = [UInt8](repeating: 0, count: length)
-        let got = fresh.withUnsafeMutableBytes { raw in (try? Sys.preadAll(fd, into: raw, at: offset)) ?? 0 }
+        let got = fresh.withUnsafeMutableBytes { raw in read(into: raw, at: offset) }
         guard got >= count else { return nil }
         fresh.removeLast(length - got)
         buffer = fresh
         start = offset
         return buffer[0..<count]
+    }
+
+    /// Reads into `buffer` at `offset`; how many bytes it read, 0 where the read failed (said in ``failure``).
+    private mutating func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        do throws(WormholeError) {
+            return try Sys.preadAll(fd, into: buffer, at: offset)
+        } catch {
+            failure = "\(error)"
+            return 0
+        }
     }
 }

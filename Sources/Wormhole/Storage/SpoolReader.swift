@@ -3,12 +3,15 @@
 /// for later in held files of its own.
 ///
 /// A hand-over stops after a chunk when its handler says the observers hold too much, and goes on where it
-/// stopped (``resumeHandOver(_:pausing:)``): nothing is taken meanwhile, and nothing waits inside it.
+/// stopped (``resumeHandOver(_:pausing:)``); nothing waits inside it. Its caller takes nothing meanwhile (the
+/// taken segments it reads would be listed again), and what it reads from its sockets meanwhile goes after it
+/// (``keepAfterHandOver(_:)``).
 ///
 /// Crash safety, with the listener killed between any two steps: a taken segment is removed only after its
 /// frames were handed over or written into a held file that replaced the old ones (by rename), so a record is
 /// never lost; at worst it is handed over again (a durable listener gets each at least once), and a copy read
-/// both from a held file and a taken segment in one drain is dropped.
+/// both from a held file and a taken segment in one drain is dropped. A segment the system cannot read now (out
+/// of descriptors or memory, an input/output error) is kept for a later drain, not removed.
 struct SpoolReader: ~Copyable {
     /// What to do with the frames of a drain.
     struct Handlers {
@@ -55,7 +58,8 @@ struct SpoolReader: ~Copyable {
     }
 
     /// Hands over `direct` (what the listener read from its connections after the take) and what
-    /// ``take(includingHeld:)`` took, in the order posted, then removes what it took. With `holdingDirect`, a
+    /// ``take(includingHeld:)`` took, in the order posted, in chunks, then removes what it took (what it could
+    /// read; a hand-over that stops for the observers does so when it ends). With `holdingDirect`, a
     /// durable listener keeps the frames of `direct` that nothing observes yet with its held ones, as it keeps
     /// spooled frames (the drain that offers held frames again, and the last one as it ends); otherwise they are
     /// handed over as they are.
@@ -105,6 +109,14 @@ struct SpoolReader: ~Copyable {
     /// Whether a hand-over stopped after a chunk and waits to be resumed.
     var isHandingOver: Bool { pending != nil }
 
+    /// Keeps `frames`, read from the sockets while a hand-over is stopped, to be handed over after it, and
+    /// returns true; false when no hand-over is stopped, and the caller hands them over.
+    mutating func keepAfterHandOver(_ frames: [Frame]) -> Bool {
+        guard let pending else { return false }
+        if !frames.isEmpty { pending.parts.append(.frames(frames, mayHold: false)) }
+        return true
+    }
+
     /// Goes on with the hand-over that stopped, if one did, until it is done or, `pausing`, until the handler
     /// says again that the observers hold too much.
     mutating func resumeHandOver(_ handlers: Handlers, pausing: Bool = true) {
@@ -132,10 +144,12 @@ struct SpoolReader: ~Copyable {
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper = handing.keeper, !keeper.publish(as: heldName()) {
             handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")
+            // Read again by a later drain: what was held from them is not a copy seen before.
+            recent.removeAll()
             return
         }
         StopPoint.reached("spool.hold")
-        for name in handing.removing { folder.remove(name) }
+        for name in handing.removing where !handing.unread.contains(name) { folder.remove(name) }
     }
 
     /// The hand-over's next frame, its size, and whether a durable listener may hold it back; nil once every
@@ -153,8 +167,14 @@ struct SpoolReader: ~Copyable {
                     return (frame, bytes.count, true)
                 case .end(let end):
                     handing.reading = nil
-                    if case .damaged(let reason) = end {
+                    switch end {
+                    case .whole, .torn: break
+                    case .damaged(let reason):
                         handlers.dropped(1, "spool segment \(reading.name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
+                    case .unreadable(let reason):
+                        // Read again by a later drain, which drops the copies of what was read of it now.
+                        handing.unread.insert(reading.name)
+                        handlers.warning("cannot read spool segment \(reading.name) of listener \(FileName.hex(folder.listener)) now (\(reason)); it stays for a later drain")
                     }
                 }
                 continue
@@ -204,9 +224,12 @@ private final class HandOver {
         case frames([Frame], mayHold: Bool)
     }
 
-    let parts: [Part]
+    /// What is left to read, in order; frames read from the sockets meanwhile are added at the end.
+    var parts: [Part]
     /// Removed once everything was handed over or held.
     let removing: [String]
+    /// Files the system could not read now: they stay.
+    var unread: Set<String> = []
     var next = 0
     var frameIndex = 0
     var reading: (segment: SegmentReader, name: String, isHeld: Bool)?

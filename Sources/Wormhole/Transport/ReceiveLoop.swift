@@ -44,9 +44,10 @@ extension Listener {
         // wake this thread), and posters fill the sockets, then the spool. A durable listener reads nothing either
         // until its first observer is added, nor while it waits for the observers that follow before it hands its
         // spool over: what is posted meanwhile stays behind the spool's backlog.
-        let readingWait = identity.isDurable ? thread.readingWait() : nil
-        // A hand-over of the spool that stopped for the observers reads nothing either until it is done.
+        // A hand-over of the spool that stopped for the observers reads nothing either until it is done; a wait
+        // for observers is looked at again after it.
         let handingOver = drain.isHandingOver
+        let readingWait = identity.isDurable && !handingOver ? thread.readingWait() : nil
         let paused = backlog.isOver || readingWait != nil || handingOver
         thread.prepare(&events)
         if !paused { inbox.addPollDescriptors(to: &events) }
@@ -74,8 +75,9 @@ extension Listener {
             if thread.isStopping { return false }
         }
         let round = schedule.begin(at: DispatchTime.now().uptimeNanoseconds, ready: ready, timeout: timeout)
-        // The hand-over goes on when the observers have room. Meanwhile the sockets are not read, not bound
-        // anew (what the old one holds would overtake what is handed over), and the spool is not looked at.
+        // The hand-over goes on when the observers have room. Meanwhile the sockets are not polled or bound anew,
+        // and the spool is not looked at; what is read all the same (a datagram inbox's sealed sockets) goes
+        // after the hand-over (``SpoolDrain/keepIfWaiting(_:)``).
         if handingOver {
             if !backlog.isOver { drain.resume() }
             schedule.paused()
@@ -117,8 +119,8 @@ extension Listener {
         sink.keepHouse(for: self)
     }
 
-    /// Where the spool drain hands frames: to the sink, waiting while the observers hold too much; a durable
-    /// listener holds back what nothing in this process observes yet.
+    /// Where the spool drain hands frames: to the sink, saying whether the observers have room for more (the
+    /// hand-over stops when they do not); a durable listener holds back what nothing in this process observes yet.
     private func spoolHandlers() -> SpoolReader.Handlers {
         let sink = self.sink
         return SpoolReader.Handlers(

@@ -2,14 +2,15 @@
 /// from its sockets and files, so that each can be read and tested on its own.
 ///
 /// A round of the loop:
-/// 1. **Waits** (``timeout(_:)``) on the wake pipe, and on the sockets unless it is paused (the observers hold too
+/// 1. **Waits** (``timeout(paused:resumesHandOver:readingWait:inboxTimeout:)``) on the wake pipe, and on the sockets unless it is paused (the observers hold too
 ///    much, or a durable listener waits for its observers). A failed wait is said at most once a second
 ///    (``waitFailed(at:)``).
 /// 2. **Reads** what the sockets hold, then looks at the time (``begin(at:ready:timeout:)``): housekeeping is
 ///    due once a second.
 /// 3. While **paused**, the spool waits too (``paused()``): a look at the bell is owed for when the pause ends. A
 ///    hand-over of the spool that stopped because the observers held too much is a pause of its own: the round
-///    goes on with it when they have room, and does nothing else.
+///    goes on with it when they have room (``timeout(paused:resumesHandOver:readingWait:inboxTimeout:)`` is then
+///    0), and otherwise only keeps the registry entry when housekeeping is due.
 /// 4. Otherwise it **looks at the bell** when something suggests a poster spooled (``looksAtBell(_:)``), and
 ///    **drains** the spool when the bell rang or something else asks for it (``drains(bell:_:)``,
 ///    ``drained(readMessages:stillWaiting:suggestsSpooling:)``).

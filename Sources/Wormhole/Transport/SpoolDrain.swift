@@ -36,9 +36,10 @@ struct SpoolDrain: ~Copyable {
         reader.resumeHandOver(handlers)
     }
 
-    /// Keeps frames read from the sockets with what waits, and returns true; false when nothing waits, and the
-    /// caller hands them over.
+    /// Keeps frames read from the sockets with what waits, or after a hand-over that stopped, and returns true;
+    /// false when nothing waits, and the caller hands them over.
     mutating func keepIfWaiting(_ frames: [Frame]) -> Bool {
+        if reader.keepAfterHandOver(frames) { return true }
         guard waiting != nil else { return false }
         waiting?.append(contentsOf: frames)
         return true
@@ -46,7 +47,12 @@ struct SpoolDrain: ~Copyable {
 
     /// Takes what posters spooled (with `includingHeld`, held frames too), reads everything `inbox` holds, and
     /// hands both over in order, or keeps them waiting when the inbox cannot be read whole.
+    /// A hand-over that stopped goes on instead (``resume()``): nothing is taken before it is done.
     mutating func drain(_ inbox: any Inbox, includingHeld: Bool, warning: (String) -> Void) -> Outcome {
+        guard !reader.isHandingOver else {
+            reader.resumeHandOver(handlers)
+            return Outcome(readMessages: false, heldNotOffered: includingHeld)
+        }
         // Its socket failed and nothing was taken yet: what waits there may precede what was spooled. Nothing is
         // taken until the socket is bound again, so posters keep spooling. Held frames are offered then.
         if inbox.boundSocketFailure != nil && waiting == nil {
@@ -76,8 +82,8 @@ struct SpoolDrain: ~Copyable {
         return Outcome(readMessages: readMessages, heldNotOffered: false)
     }
 
-    /// As the listener ends: hands over what was taken before and still waits, with `last` (what the sockets
-    /// held at the end), in order. A durable listener's spool keeps what it holds back for its identity's next
+    /// As the listener ends: finishes a hand-over that stopped, then hands over what was taken before and still
+    /// waits, with `last` (what the sockets held at the end), in order. A durable listener's spool keeps what it holds back for its identity's next
     /// run, what the sockets held included.
     mutating func finish(last: [Frame]) {
         // A hand-over that stopped is done first, whole: it holds what was posted before.

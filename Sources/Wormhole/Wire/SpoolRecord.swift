@@ -88,6 +88,9 @@ enum SpoolRecord {
         case torn
         /// In bytes that are no record: the rest of the segment was skipped.
         case damaged(String)
+        /// Where the system could not read it now (out of descriptors or memory, an input/output error): nothing
+        /// is known of the rest, and the file stays for a later reader.
+        case unreadable(String)
     }
 
     /// Reads a segment record by record from `source`, hands each frame to `body` in order, and says how the
