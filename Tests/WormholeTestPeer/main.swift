@@ -240,6 +240,12 @@ case "listen-queued":
     }
     resume.resume()
     emit(["ready": Int(getpid()), "residentKiB": memoryStatus("VmRSS")])
+    // --report-received N: says once how many notifications the center has received when they are N or more
+    // (looked at every 5 ms, for at most a minute).
+    if let threshold = option("report-received").flatMap({ Int($0) }) {
+        for _ in 0..<12_000 where center.statistics.received < threshold { usleep(5_000) }
+        emit(["receivedAtLeast": center.statistics.received])
+    }
     while true { sleep(1000) }
 case "listen-slow":
     // Observes --name with --form sequence (notifications(named:)), messages (messages(for: TestBlob.self)) or

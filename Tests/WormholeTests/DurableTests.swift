@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-import Wormhole
+@testable import Wormhole
 
 @Suite("Durable listeners", .throttled)
 struct DurableTests {
@@ -28,6 +28,41 @@ struct DurableTests {
         #expect(numbers == Array(0..<1000))
         try await pollUntil("the spool emptied") { center.listenerStatus().first?.spooledNotifications == 0 }
         #expect(center.listenerStatus().first?.spooledNotifications == 0, "delivered once: the spool is empty")
+    }
+
+    @Test("a durable listener killed while its spool's hand-over waits for its observers gets the whole spool on its next run")
+    func killedDuringHandOver() async throws {
+        let container = TemporaryContainer()
+        let listen = ["--container", container.path, "--client", "widget", "--name", "d"]
+        let first = try Peer("wormhole", ["listen"] + listen)
+        try await first.awaitError(containing: "listening")
+        first.signal(SIGKILL)
+        _ = try? await first.awaitExit()
+        // More than the listener may hold undelivered, so that its hand-over stops for the observers.
+        let count = 6_000
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        for i in 0..<count {
+            let report = try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": i])
+            #expect(report.spooled == 1 && report.failures.isEmpty)
+        }
+
+        // Its observer's queue stays suspended: the hand-over stops once the observers hold their bound.
+        let bound = DeliveryBacklog.Bound.standard.notifications
+        let stalled = try Peer("wormhole-test-peer", ["listen-queued"] + listen + ["--report-received", "\(bound + 1)"])
+        let received = try await stalled.awaitLines(2, timeout: 60)[1]
+        let held = try #require(received.data(using: .utf8).flatMap { try JSONSerialization.jsonObject(with: $0) as? [String: Int] })
+        let taken = try #require(held["receivedAtLeast"])
+        #expect(taken > bound && taken < count, "the hand-over stopped after \(taken) of \(count)")
+        stalled.signal(SIGKILL)
+        _ = try? await stalled.awaitExit()
+        // Nothing was removed while it waited: all of it comes again, once and in order.
+        #expect(center.listenerStatus().first?.spooledNotifications == count)
+
+        let second = try Peer("wormhole", ["listen"] + listen + ["--count", "\(count)"])
+        #expect(try await second.awaitExit(timeout: 120) == 0)
+        let numbers = second.jsonLines().compactMap { ($0["userInfo"] as? [String: Any])?["i"] as? Int }
+        #expect(numbers == Array(0..<count))
+        try await pollUntil("the spool emptied") { center.listenerStatus().first?.spooledNotifications == 0 }
     }
 
     @Test("a second live process claiming the same identity gets a clear error")
