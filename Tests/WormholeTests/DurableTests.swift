@@ -65,6 +65,28 @@ struct DurableTests {
         try await pollUntil("the spool emptied") { center.listenerStatus().first?.spooledNotifications == 0 }
     }
 
+    @Test("a spool segment its listener has no descriptor to open as it takes it stays, and is delivered by a later drain, once")
+    func segmentOpenedWithoutDescriptors() async throws {
+        let container = TemporaryContainer()
+        let listen = ["listen", "--container", container.path, "--client", "widget", "--name", "d"]
+        let first = try Peer("wormhole-test-peer", listen)
+        try await first.awaitLines(1)
+        first.signal(SIGKILL)
+        _ = try? await first.awaitExit()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        #expect(try center.postReporting(name: .init("d"), object: nil, userInfo: ["i": 0]).spooled == 1)
+
+        // Its first open of a segment fails as when the process is out of descriptors (a debug build's
+        // injected fault): the drain after it, within a second, reads the segment.
+        let listener = try Peer("wormhole-test-peer", listen, environment: ["WORMHOLE_INJECT_SEGMENT_OPEN": "EMFILE/1"])
+        defer { listener.signal(SIGKILL) }
+        try await pollUntil("the post arrived", timeout: 30) { listener.jsonLines().contains { $0["i"] as? Int == 0 } }
+        #expect(listener.jsonLines().compactMap { $0["i"] as? Int } == [0], "the post, once")
+        #expect(listener.errorOutput.contains { $0.contains("cannot open spool segment") && $0.contains("errno 24") },
+            "the segment was kept for a later drain: \(listener.errorOutput.suffix(3))")
+        try await pollUntil("the spool emptied") { center.listenerStatus().first?.spooledNotifications == 0 }
+    }
+
     @Test("a second live process claiming the same identity gets a clear error")
     func identityInUse() async throws {
         let container = TemporaryContainer()

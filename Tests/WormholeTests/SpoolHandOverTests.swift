@@ -146,4 +146,22 @@ struct SpoolHandOverTests {
             #expect(Self.files(folder).isEmpty)
         }
     }
+
+    @Test("a hand-over begun while one is stopped finishes that one first, whole: order is kept")
+    func secondHandOverFinishesFirst() throws {
+        let temporary = TemporaryContainer()
+        let folder = try Self.spool(temporary, counts: [600])
+        var reader = SpoolReader(folder: folder)
+        let seen = Seen()
+        let handlers = Self.handlers(seen)
+        reader.handOver(reader.take(includingHeld: false), direct: [], handlers)
+        expectHandingOver(reader, true)
+
+        // Its taken segment is listed again, and read as gone once the first hand-over removed it.
+        let later = (601...603).map { Frame(poster: 5, sequence: UInt64($0), name: "n", object: nil, userInfo: nil) }
+        reader.handOver(reader.take(includingHeld: false), direct: later, handlers)
+        expectHandingOver(reader, false)
+        #expect(seen.frames.map(\.sequence) == (1...603).map(UInt64.init))
+        #expect(Self.files(folder).isEmpty)
+    }
 }

@@ -37,8 +37,6 @@ struct Errno: Hashable, Sendable {
     static let connectionAborted = Errno(ECONNABORTED)
     /// Out of memory (`ENOMEM`).
     static let outOfMemory = Errno(ENOMEM)
-    /// An input/output error of the device (`EIO`).
-    static let inputOutput = Errno(EIO)
 
     /// Whether only a bug of this library can cause the value: a descriptor that is not open (`EBADF`) or not a
     /// socket (`ENOTSOCK`), a bad address (`EFAULT`).

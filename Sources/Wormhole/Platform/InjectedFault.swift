@@ -20,6 +20,7 @@ enum InjectedFault {
         let names: [Substring: CInt] = [
             "ENOBUFS": ENOBUFS, "EAGAIN": EAGAIN, "EMSGSIZE": EMSGSIZE, "ECONNRESET": ECONNRESET,
             "EDESTADDRREQ": EDESTADDRREQ, "EPROTOTYPE": EPROTOTYPE, "EINVAL": EINVAL, "ENOMEM": ENOMEM,
+            "EMFILE": EMFILE,
         ]
         guard let name = parts.first, let value = names[name] else { return nil }
         let every = parts.count > 1 ? Int(parts[1]) ?? 1 : 1
@@ -32,6 +33,8 @@ enum InjectedFault {
     private static let pollFailure = failure("WORMHOLE_INJECT_POLL")
     private static let polls = Atomic<Int>(0)
     private static let memoryFilesFail = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_MEMORY_FILE"] == "1"
+    private static let segmentOpenFailure = failure("WORMHOLE_INJECT_SEGMENT_OPEN")
+    private static let segmentOpens = Atomic<Int>(0)
     #endif
 
     /// The send buffer to ask for instead of the usual (`WORMHOLE_INJECT_SEND_BUFFER=BYTES`): as if the system
@@ -62,6 +65,17 @@ enum InjectedFault {
     static func rebound() {
         #if DEBUG
         rebinds.add(1, ordering: .relaxed)
+        #endif
+    }
+
+    /// Throws the injected error for each of the first K opens of a spool segment to read it
+    /// (`WORMHOLE_INJECT_SEGMENT_OPEN=EMFILE/K`), as a process that ran out of descriptors between listing its
+    /// spool and opening a segment sees.
+    @inline(__always)
+    static func failSegmentOpen() throws(WormholeError) {
+        #if DEBUG
+        guard let failure = segmentOpenFailure, segmentOpens.add(1, ordering: .relaxed).newValue <= failure.every else { return }
+        throw WormholeError(.system, "open (injected)", errno: failure.errno)
         #endif
     }
 

@@ -262,13 +262,16 @@ final class SpoolFolder: Sendable {
 
     /// The segment `name` open for reading record by record (``SpoolRecord/Records``), through a window of at
     /// most 1 MiB (a larger record is read on its own): memory stays bounded however large the file, and a run
-    /// of small records costs one read. A missing file reads as a whole empty one.
+    /// of small records costs one read. A missing file reads as a whole empty one; one this process has no
+    /// descriptor or memory to open now is unreadable (it stays for a later reader), and one it cannot open or
+    /// read for any other reason is damaged.
     func openSegment(_ name: String) -> SegmentReader {
         do throws(WormholeError) {
+            try InjectedFault.failSegmentOpen()
             return SegmentReader(try StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize))
         } catch where error.systemErrno == .noSuchFile {
             return SegmentReader(failed: .whole)
-        } catch where error.isOutOfResources || error.systemErrno == .inputOutput {
+        } catch where error.isOutOfResources {
             return SegmentReader(failed: .unreadable("\(error)"))
         } catch {
             return SegmentReader(failed: .damaged("\(error)"))
@@ -336,11 +339,11 @@ final class SegmentReader {
         self.failed = failed
     }
 
-    /// The next record's frame, or how the segment ended: unreadable where a read failed, rather than torn.
+    /// The next record's frame, or how the segment ended: damaged where a read failed, rather than torn.
     func next() -> SpoolRecord.Records.Step {
         if let failed { return .end(failed) }
         let step = records.next(in: &window)
-        if case .end = step, let failure = window.failure { return .end(.unreadable(failure)) }
+        if case .end = step, let failure = window.failure { return .end(.damaged("a read failed: \(failure)")) }
         return step
     }
 }
@@ -352,7 +355,7 @@ private struct SegmentWindow: SegmentBytes {
     let size: Int
     private var buffer: [UInt8] = []
     private var start = 0
-    /// Why a read of the file failed, if one did: what it could not read is unknown, not torn.
+    /// Why a read of the file failed, if one did: what it could not read is lost, not torn.
     private(set) var failure: String?
 
     init(fd: CInt, size: Int) {

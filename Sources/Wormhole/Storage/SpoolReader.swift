@@ -10,8 +10,8 @@
 /// Crash safety, with the listener killed between any two steps: a taken segment is removed only after its
 /// frames were handed over or written into a held file that replaced the old ones (by rename), so a record is
 /// never lost; at worst it is handed over again (a durable listener gets each at least once), and a copy read
-/// both from a held file and a taken segment in one drain is dropped. A segment the system cannot read now (out
-/// of descriptors or memory, an input/output error) is kept for a later drain, not removed.
+/// both from a held file and a taken segment in one drain is dropped. A segment this process has no descriptor
+/// or memory to open now is kept whole for a later drain, not removed.
 struct SpoolReader: ~Copyable {
     /// What to do with the frames of a drain.
     struct Handlers {
@@ -32,6 +32,8 @@ struct SpoolReader: ~Copyable {
     private var nextHeld: UInt64 = 0
     /// The hand-over that stopped after a chunk, if one did.
     private var pending: HandOver?
+    /// Segments said to be unreadable for now, so that a drain each second does not say so again.
+    private var unreadableSaid: Set<String> = []
 
     init(folder: SpoolFolder) {
         self.folder = folder
@@ -128,7 +130,11 @@ struct SpoolReader: ~Copyable {
                     if handing.keeper == nil { handing.keeperFailed = true }
                 }
                 // Nowhere to keep it (a full disk): hand it over rather than lose it.
-                if handing.keeper?.append(frame) == true { continue }
+                if handing.keeper?.append(frame) == true {
+                    // No segment is being read: it came from the sockets.
+                    if handing.reading == nil { handing.heldDirect += 1 }
+                    continue
+                }
             }
             handing.chunk.append(frame)
             handing.chunkBytes += size
@@ -143,9 +149,13 @@ struct SpoolReader: ~Copyable {
         if !handing.chunk.isEmpty { _ = handlers.deliver(handing.chunk) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper = handing.keeper, !keeper.publish(as: heldName()) {
-            handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); they stay where they are")
+            handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); the spooled ones stay where they are")
             // Read again by a later drain: what was held from them is not a copy seen before.
             recent.removeAll()
+            // Those read from the sockets were only in the file that could not be kept.
+            if handing.heldDirect > 0 {
+                handlers.dropped(handing.heldDirect, "notifications read from the sockets of listener \(FileName.hex(folder.listener)) could not be held")
+            }
             return
         }
         StopPoint.reached("spool.hold")
@@ -172,9 +182,12 @@ struct SpoolReader: ~Copyable {
                     case .damaged(let reason):
                         handlers.dropped(1, "spool segment \(reading.name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
                     case .unreadable(let reason):
-                        // Read again by a later drain, which drops the copies of what was read of it now.
+                        // Nothing of it was read: a later drain reads it whole. Said once for each.
                         handing.unread.insert(reading.name)
-                        handlers.warning("cannot read spool segment \(reading.name) of listener \(FileName.hex(folder.listener)) now (\(reason)); it stays for a later drain")
+                        if unreadableSaid.count >= Limits.rememberedPosters { unreadableSaid.removeAll() }
+                        if unreadableSaid.insert(reading.name).inserted {
+                            handlers.warning("cannot open spool segment \(reading.name) of listener \(FileName.hex(folder.listener)) now (\(reason)); it stays for a later drain")
+                        }
                     }
                 }
                 continue
@@ -237,6 +250,8 @@ private final class HandOver {
     var chunkBytes = 0
     var keeper: HeldWriter?
     var keeperFailed = false
+    /// How many frames read from the sockets the keeper holds: they are nowhere else.
+    var heldDirect = 0
 
     init(parts: [Part], removing: [String]) {
         self.parts = parts

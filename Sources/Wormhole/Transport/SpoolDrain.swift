@@ -47,12 +47,9 @@ struct SpoolDrain: ~Copyable {
 
     /// Takes what posters spooled (with `includingHeld`, held frames too), reads everything `inbox` holds, and
     /// hands both over in order, or keeps them waiting when the inbox cannot be read whole.
-    /// A hand-over that stopped goes on instead (``resume()``): nothing is taken before it is done.
+    /// The receive loop resumes a hand-over that stopped rather than drain again; one that does finishes it
+    /// first, whole (``SpoolReader/handOver(_:direct:holdingDirect:_:)``).
     mutating func drain(_ inbox: any Inbox, includingHeld: Bool, warning: (String) -> Void) -> Outcome {
-        guard !reader.isHandingOver else {
-            reader.resumeHandOver(handlers)
-            return Outcome(readMessages: false, heldNotOffered: includingHeld)
-        }
         // Its socket failed and nothing was taken yet: what waits there may precede what was spooled. Nothing is
         // taken until the socket is bound again, so posters keep spooling. Held frames are offered then.
         if inbox.boundSocketFailure != nil && waiting == nil {

@@ -88,8 +88,8 @@ enum SpoolRecord {
         case torn
         /// In bytes that are no record: the rest of the segment was skipped.
         case damaged(String)
-        /// Where the system could not read it now (out of descriptors or memory, an input/output error): nothing
-        /// is known of the rest, and the file stays for a later reader.
+        /// Before its first byte: this process had no descriptor or memory to open it now. The file stays for a
+        /// later reader.
         case unreadable(String)
     }
 
