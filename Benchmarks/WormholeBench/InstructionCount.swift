@@ -1,7 +1,7 @@
 // A fixed number of ping-pong rounds and nothing else, for counting instructions with valgrind's callgrind. The
 // peer is started by hand, since Foundation's Process cannot start one under valgrind (EBADF):
 //
-//     valgrind --tool=callgrind wormhole-bench --ping-pong ROUNDS --container DIR [--payload none|3-key] &
+//     valgrind --tool=callgrind wormhole-bench --ping-pong ROUNDS --container DIR [--payload none|3-key|1mib] &
 //     (once its socket is there) valgrind --tool=callgrind wormhole-bench wormhole-peer --container DIR &
 //     (once the first has ended) kill -TERM <the peer>
 //
@@ -18,6 +18,7 @@ enum InstructionCount {
     static let payloads: [String: Payload] = [
         "none": Payload("no userInfo", nil, divisor: 1),
         "3-key": Payload("3-key", ["id": 42, "name": "cart", "tags": ["a", "b"]], divisor: 1),
+        "1mib": Payload("1 MiB Data", ["data": Data(count: 1024 * 1024)], divisor: 1),
     ]
 
     /// Waits for the peer's "ready", runs one round and then `rounds` rounds with the payload `--payload`

@@ -9,7 +9,7 @@
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
 //         [--cpu N] [--spool-memory] [--observer-kinds] [--waiting-poster]
-//         [--ping-pong ROUNDS --container DIR [--payload none|3-key]]
+//         [--ping-pong ROUNDS --container DIR [--payload none|3-key|1mib]]
 //
 // `--ping-pong` runs that many ping-pong rounds on Wormhole alone and nothing else, for counting instructions
 // with callgrind (InstructionCount).

@@ -51,6 +51,26 @@ struct CodecTests {
         }
     }
 
+    @Test("a value is taken as a type without a cast only when that is exactly its type")
+    func exactTypes() {
+        let text: Any = "cart"
+        #expect(ValueType.exactly(text, String.self) == "cart")
+        #expect(ValueType.exactly(text, Substring.self) == nil)
+        #expect(ValueType.exactly(NSString(string: "cart") as Any, String.self) == nil)
+        #expect(ValueType.exactly(42 as Any, Int.self) == 42)
+        #expect(ValueType.exactly(42 as Any, Int64.self) == nil)
+        #expect(ValueType.exactly(42 as Any, NSNumber.self) == nil)
+        let strings: Any = ["a", "b"]
+        #expect(ValueType.exactly(strings, [String].self) == ["a", "b"])
+        #expect(ValueType.exactly(strings, [Any].self) == nil)
+        let tree: Any = ["tags": ["a"]] as [AnyHashable: Any]
+        #expect(ValueType.exactly(tree, [AnyHashable: Any].self)?["tags"] as? [String] == ["a"])
+        #expect(ValueType.exactly(tree, [String: Any].self) == nil)
+        let data = Data([1, 2, 3])
+        #expect(ValueType.exactly(data as Any, Data.self) == data)
+        #expect(ValueType.exactly(NSData(data: data) as Any, Data.self) == nil)
+    }
+
     @Test("what Foundation's archiver writes, this decoder reads back equal (500 random values)")
     func foundationToOurs() throws {
         var generator = SeededGenerator(seed: 7)

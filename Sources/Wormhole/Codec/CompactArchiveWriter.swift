@@ -26,34 +26,34 @@ struct CompactArchiveWriter {
 
     /// Writes `value`; false when this format does not carry it.
     private mutating func write(_ value: Any) -> Bool {
-        // The common concrete types first, by type identity: a failed dynamic cast costs more, and a cast of a
-        // Swift value to a class it is not bridges the value first.
+        // The common concrete types first, by type identity, taken without a dynamic cast: a cast costs more even
+        // when it matches, and a cast of a Swift value to a class it is not bridges the value first.
         let type = ObjectIdentifier(Swift.type(of: value))
-        if type == ValueType.string, let string = value as? String {
+        if type == ValueType.string, let string = ValueType.exactly(value, String.self) {
             write(string)
             return true
         }
-        if type == ValueType.int, let integer = value as? Int {
+        if type == ValueType.int, let integer = ValueType.exactly(value, Int.self) {
             write(integer: Int64(integer))
             return true
         }
-        if type == ValueType.double, let real = value as? Double {
+        if type == ValueType.double, let real = ValueType.exactly(value, Double.self) {
             write(real: real, as: .real)
             return true
         }
-        if type == ValueType.bool, let flag = value as? Bool {
+        if type == ValueType.bool, let flag = ValueType.exactly(value, Bool.self) {
             bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
             return true
         }
-        if type == ValueType.number, let number = value as? NSNumber {
+        if type == ValueType.number, let number = ValueType.exactly(value, NSNumber.self) {
             write(number)
             return true
         }
-        if type == ValueType.data, let data = value as? Data {
+        if type == ValueType.data, let data = ValueType.exactly(value, Data.self) {
             write(data)
             return true
         }
-        if type == ValueType.stringDictionary, let dictionary = value as? [String: Any] {
+        if type == ValueType.stringDictionary, let dictionary = ValueType.exactly(value, [String: Any].self) {
             guard descend() else { return false }
             defer { depthLeft += 1 }
             write(tag: .dictionary, length: dictionary.count)
@@ -63,31 +63,31 @@ struct CompactArchiveWriter {
             }
             return true
         }
-        if type == ValueType.dictionary, let dictionary = value as? [AnyHashable: Any] {
+        if type == ValueType.dictionary, let dictionary = ValueType.exactly(value, [AnyHashable: Any].self) {
             return write(dictionary)
         }
-        if type == ValueType.array, let array = value as? [Any] {
+        if type == ValueType.array, let array = ValueType.exactly(value, [Any].self) {
             return write(array)
         }
-        if type == ValueType.stringArray, let strings = value as? [String] {
+        if type == ValueType.stringArray, let strings = ValueType.exactly(value, [String].self) {
             guard descend() else { return false }
             defer { depthLeft += 1 }
             write(tag: .array, length: strings.count)
             for string in strings { write(string) }
             return true
         }
-        if type == ValueType.date, let date = value as? Date {
+        if type == ValueType.date, let date = ValueType.exactly(value, Date.self) {
             write(real: date.timeIntervalSinceReferenceDate, as: .date)
             return true
         }
-        if type == ValueType.url, let url = value as? URL {
+        if type == ValueType.url, let url = ValueType.exactly(value, URL.self) {
             return write(url)
         }
-        if type == ValueType.uuid, let uuid = value as? UUID {
+        if type == ValueType.uuid, let uuid = ValueType.exactly(value, UUID.self) {
             write(uuid)
             return true
         }
-        if type == ValueType.set, let set = value as? Set<AnyHashable> {
+        if type == ValueType.set, let set = ValueType.exactly(value, Set<AnyHashable>.self) {
             return write(set: set.lazy.map { $0.base }, count: set.count)
         }
         // Any other Swift array, dictionary or set, without converting it (SwiftCollection).
@@ -185,7 +185,7 @@ struct CompactArchiveWriter {
 
     /// Writes a dictionary's key, the `base` of its `AnyHashable`: a string or a number.
     private mutating func write(key: Any) -> Bool {
-        if ObjectIdentifier(Swift.type(of: key)) == ValueType.string, let string = key as? String {
+        if let string = ValueType.exactly(key, String.self) {
             write(string)
             return true
         }

@@ -118,23 +118,23 @@ struct KeyedArchiveEncoder {
         // What a receiver counts for this value: one element of 8 bytes, plus its strings' and data's bytes.
         expandedElements &+= 1
         expandedBytes &+= 8
-        // The common concrete types first: a failed dynamic cast costs more than this comparison.
+        // The common concrete types first, taken without a dynamic cast: a cast costs more than this comparison.
         let type = ObjectIdentifier(Swift.type(of: value))
-        if type == ValueType.string, let string = value as? String { return try shared(string) }
-        if type == ValueType.int, let integer = value as? Int { return number(.integer(Int64(integer))) }
-        if type == ValueType.double, let real = value as? Double { return number(.real(real)) }
-        if type == ValueType.bool, let flag = value as? Bool { return number(.bool(flag)) }
-        if type == ValueType.stringDictionary, let dictionary = value as? [String: Any] {
+        if type == ValueType.string, let string = ValueType.exactly(value, String.self) { return try shared(string) }
+        if type == ValueType.int, let integer = ValueType.exactly(value, Int.self) { return number(.integer(Int64(integer))) }
+        if type == ValueType.double, let real = ValueType.exactly(value, Double.self) { return number(.real(real)) }
+        if type == ValueType.bool, let flag = ValueType.exactly(value, Bool.self) { return number(.bool(flag)) }
+        if type == ValueType.stringDictionary, let dictionary = ValueType.exactly(value, [String: Any].self) {
             return try encodeDictionary(dictionary.lazy.map { (AnyHashable($0.key), $0.value) }, count: dictionary.count, path: path())
         }
-        if type == ValueType.dictionary, let dictionary = value as? [AnyHashable: Any] {
+        if type == ValueType.dictionary, let dictionary = ValueType.exactly(value, [AnyHashable: Any].self) {
             return try encodeDictionary(dictionary.lazy.map { ($0.key, $0.value) }, count: dictionary.count, path: path())
         }
-        if type == ValueType.array, let array = value as? [Any] { return try encodeArray(array, path: path()) }
-        if type == ValueType.number, let number = value as? NSNumber { return encodeNumber(number) }
-        if type == ValueType.date, let date = value as? Date { return encodeDate(date) }
-        if type == ValueType.url, let url = value as? URL { return try encodeURL(url, path: path()) }
-        if type == ValueType.uuid, let uuid = value as? UUID { return encodeUUID(uuid) }
+        if type == ValueType.array, let array = ValueType.exactly(value, [Any].self) { return try encodeArray(array, path: path()) }
+        if type == ValueType.number, let number = ValueType.exactly(value, NSNumber.self) { return encodeNumber(number) }
+        if type == ValueType.date, let date = ValueType.exactly(value, Date.self) { return encodeDate(date) }
+        if type == ValueType.url, let url = ValueType.exactly(value, URL.self) { return try encodeURL(url, path: path()) }
+        if type == ValueType.uuid, let uuid = ValueType.exactly(value, UUID.self) { return encodeUUID(uuid) }
         // Any other Swift array, dictionary or set, found without a cast that bridges it (SwiftCollection).
         if let collection = value as? any SwiftCollection {
             let (keys, values) = collection.collected
