@@ -71,6 +71,19 @@ struct CodecTests {
         #expect(ValueType.exactly(NSData(data: data) as Any, Data.self) == nil)
     }
 
+    @Test("values walked out of a Swift collection of another type, boxed twice, are written compact and read back the same")
+    func valuesBoxedTwice() throws {
+        let values: [Int: Any] = [1: 2.5, 2: "x", 3: 7, 4: ["a": 1] as [String: Any], 5: [true, "y"] as [Any], 6: ["z"]]
+        let walked = try UserInfoCodec.encode(["m": values], maximumSize: 1 << 20)
+        #expect(CompactArchive.isCompact(walked))
+        // The same values boxed once, in a dictionary the writer takes without walking it.
+        let direct: [AnyHashable: Any] = ["m": Dictionary(uniqueKeysWithValues: values.map { (AnyHashable($0.key), $0.value) })]
+        let walkedBack = try UserInfoCodec.decode(walked, allowed: .propertyList)
+        let directBack = try UserInfoCodec.decode(UserInfoCodec.encode(direct, maximumSize: 1 << 20), allowed: .propertyList)
+        #expect((walkedBack as NSDictionary).isEqual(directBack as NSDictionary), "\(walkedBack) != \(directBack)")
+        #expect((walkedBack["m"] as? [AnyHashable: Any])?.count == values.count)
+    }
+
     @Test("what Foundation's archiver writes, this decoder reads back equal (500 random values)")
     func foundationToOurs() throws {
         var generator = SeededGenerator(seed: 7)

@@ -19,9 +19,10 @@ enum ValueType {
     static let stringArray = ObjectIdentifier([String].self)
     static let set = ObjectIdentifier(Set<AnyHashable>.self)
 
-    /// `value` as a `T`, when `T` is exactly its dynamic type (not a subclass, a protocol or a bridged type):
-    /// taken as it is, with no dynamic cast, which costs about 500 instructions even when it matches. Nil for any
-    /// other type.
+    /// `value` as a `T`, when `T` is exactly the type it is held as (not a protocol, an `Optional`, a bridged
+    /// type, or a value boxed in `Any` twice): taken as it is, with no dynamic cast, which costs about 500
+    /// instructions even when it matches. Nil for any other type. An object held as its superclass `T` is
+    /// taken too: callers that need its exact class compare `type(of:)` first, as the encoders do.
     @inline(__always)
     static func exactly<T>(_ value: Any, _ type: T.Type) -> T? {
         func opened<V>(_ value: V) -> T? {
