@@ -45,17 +45,21 @@ enum ObserverCost {
     static let shortRounds = 2_000
     static let longRounds = 12_000
 
-    /// Measures the raw socket and each kind, leaving out a kind whose run failed (and all, if the raw socket's did).
+    /// Measures the raw socket and each kind, leaving out a kind whose run failed or whose figure is not positive (and
+    /// all, if the raw socket's is so).
     static func measure(folder: String, runs: Int, quick: Bool) -> [Result] {
         let (shortRounds, longRounds) = quick ? (Self.shortRounds / 10, Self.longRounds / 10) : (Self.shortRounds, Self.longRounds)
+        // The fastest short run and the fastest long run, each the best of `runs`: the difference of one pair would
+        // take a short run that something else slowed for the best, and could come out negative.
         func perNotification(_ arguments: (Int) -> [String]) -> Double? {
-            var best = Double.infinity
+            var (short, long) = (Double.infinity, Double.infinity)
             for _ in 0..<runs {
-                guard let short = cpuSeconds(arguments(shortRounds)), let long = cpuSeconds(arguments(longRounds)) else { return nil }
-                // Two notifications a round trip.
-                best = min(best, (long - short) / Double(2 * (longRounds - shortRounds)) * 1e6)
+                guard let shortRun = cpuSeconds(arguments(shortRounds)), let longRun = cpuSeconds(arguments(longRounds)) else { return nil }
+                (short, long) = (min(short, shortRun), min(long, longRun))
             }
-            return best
+            // Two notifications a round trip. Not positive: the runs were disturbed, and nothing is measured.
+            let microseconds = (long - short) / Double(2 * (longRounds - shortRounds)) * 1e6
+            return microseconds > 0 ? microseconds : nil
         }
         var index = 0
         func place() -> String {
