@@ -34,32 +34,33 @@ enum ObserverCost {
         }
     }
 
-    /// One row: the kind (nil for the raw socket), CPU µs per notification, and that against the raw socket.
+    /// One row: the kind, CPU µs per notification, and that against the raw socket; nil where the runs were
+    /// disturbed (the long runs took no more CPU than the short ones), so nothing is measured.
     struct Result {
         let label: String
-        let microseconds: Double
-        let ratio: Double
+        let microseconds: Double?
+        let ratio: Double?
     }
 
     /// Round trips of a short run and of a long one; `--quick` takes a tenth.
     static let shortRounds = 2_000
     static let longRounds = 12_000
 
-    /// Measures the raw socket and each kind, leaving out a kind whose run failed or whose figure is not positive (and
-    /// all, if the raw socket's is so).
+    /// Measures the raw socket and each kind, leaving out a kind whose run failed (and all, if the raw socket's did).
     static func measure(folder: String, runs: Int, quick: Bool) -> [Result] {
         let (shortRounds, longRounds) = quick ? (Self.shortRounds / 10, Self.longRounds / 10) : (Self.shortRounds, Self.longRounds)
         // The fastest short run and the fastest long run, each the best of `runs`: the difference of one pair would
-        // take a short run that something else slowed for the best, and could come out negative.
-        func perNotification(_ arguments: (Int) -> [String]) -> Double? {
+        // take a short run that something else slowed for the best, and could come out negative. Nil when a run
+        // failed; .some(nil) when the figure is not positive.
+        func perNotification(_ arguments: (Int) -> [String]) -> Double?? {
             var (short, long) = (Double.infinity, Double.infinity)
             for _ in 0..<runs {
                 guard let shortRun = cpuSeconds(arguments(shortRounds)), let longRun = cpuSeconds(arguments(longRounds)) else { return nil }
                 (short, long) = (min(short, shortRun), min(long, longRun))
             }
-            // Two notifications a round trip. Not positive: the runs were disturbed, and nothing is measured.
+            // Two notifications a round trip.
             let microseconds = (long - short) / Double(2 * (longRounds - shortRounds)) * 1e6
-            return microseconds > 0 ? microseconds : nil
+            return .some(microseconds > 0 ? microseconds : nil)
         }
         var index = 0
         func place() -> String {
@@ -67,11 +68,12 @@ enum ObserverCost {
             return folder + "/observer-cost-\(index)"
         }
         guard let raw = perNotification({ ["raw-run", "--path", place() + ".socket", "--rounds", "\($0)"] }) else { return [] }
-        var results = [Result(label: "raw seqpacket socket", microseconds: raw, ratio: 1)]
+        var results = [Result(label: "raw seqpacket socket", microseconds: raw, ratio: raw.map { _ in 1 })]
         for kind in Kind.allCases {
             guard let cost = perNotification({ ["observer-run", "--container", place(), "--kind", kind.rawValue, "--rounds", "\($0)"] })
             else { continue }
-            results.append(Result(label: "Wormhole, " + kind.label, microseconds: cost, ratio: cost / raw))
+            let ratio = cost.flatMap { cost in raw.map { cost / $0 } }
+            results.append(Result(label: "Wormhole, " + kind.label, microseconds: cost, ratio: ratio))
         }
         return results
     }

@@ -94,7 +94,10 @@ func observerCostReport() -> [ObserverCost.Result] {
     print("CPU time per notification, ping-pong, both sides observing with one kind (getrusage user + system, "
         + "\(long) minus \(short) round trips, best of \(quick ? 1 : 3))")
     for result in results {
-        print(result.label.padding(toLength: 48, withPad: " ", startingAt: 0) + String(format: "%7.2f µs  %5.2f×", result.microseconds, result.ratio))
+        let figures = result.microseconds.map { microseconds in
+            String(format: "%7.2f µs", microseconds) + (result.ratio.map { String(format: "  %5.2f×", $0) } ?? "")
+        }
+        print(result.label.padding(toLength: 48, withPad: " ", startingAt: 0) + (figures ?? "not measured: the runs were disturbed"))
     }
     return results
 }
@@ -330,7 +333,12 @@ for wormhole in wormholes {
 // The observer kinds' targets: CPU time per notification against the raw socket.
 let observerCosts = observerCostReport()
 for result in observerCosts where result.label.contains("OperationQueue") || result.label.contains("main actor") {
-    targets.append((result.label + ": CPU time ≤ 2× the raw socket's", String(format: "%.2f×", result.ratio), result.ratio <= 2))
+    let target = result.label + ": CPU time ≤ 2× the raw socket's"
+    guard let ratio = result.ratio else {
+        targets.append((target, "–", nil))
+        continue
+    }
+    targets.append((target, String(format: "%.2f×", ratio), ratio <= 2))
 }
 // The codec's targets, the same on both transports.
 if let nested = codec["3-key nested"] {
@@ -376,7 +384,10 @@ if let path = option("--json") {
         ]
     }
     document["stopped_receiver"] = stoppedDocument
-    document["observer_kinds"] = observerCosts.map { ["kind": $0.label, "cpu_us_per_notification": $0.microseconds, "x_raw": $0.ratio] }
+    // A figure not measured (the runs were disturbed) is null.
+    document["observer_kinds"] = observerCosts.map { result -> [String: Any] in
+        ["kind": result.label, "cpu_us_per_notification": result.microseconds ?? NSNull(), "x_raw": result.ratio ?? NSNull()]
+    }
     if let dbusSkipped { document["dbus"] = dbusSkipped }
     let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
     try data.write(to: URL(fileURLWithPath: path))
