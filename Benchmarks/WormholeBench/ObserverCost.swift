@@ -4,9 +4,10 @@
 //
 // Each measurement is a process of its own (`observer-run`, `raw-run`) that starts its peer, runs its round
 // trips, and waits for the peer to end: the benchmark reads both processes' CPU time (user + system) from
-// getrusage(RUSAGE_CHILDREN) once it has waited for the run. A long run minus a short one, divided by the
-// difference in notifications, leaves out starting and stopping; the best of several runs is kept. Run with
-// `--cpu N` to keep both processes on one CPU, so that every hop is a wake-up on it.
+// getrusage(RUSAGE_CHILDREN) once it has waited for the run. The fastest of several long runs minus the fastest
+// of as many short ones, divided by the difference in notifications, leaves out starting and stopping; a figure
+// that comes out not positive (the runs were disturbed) is reported as not measured. Run with `--cpu N` to keep
+// both processes on one CPU, so that every hop is a wake-up on it.
 //
 // Instructions per notification, by hand: a release build, both processes of one kind under callgrind on one CPU,
 //     WORMHOLE_BENCH_RUN_LOOP=1 taskset -c 0 valgrind --tool=callgrind --trace-children=yes \
