@@ -7,7 +7,9 @@ final class OutgoingFrame {
     let frame: Frame
     /// The encoded frame's size.
     let count: Int
-    private var whole: [UInt8]?
+    /// The encoded frame, once made: memory of its own, which costs less to make than an array (whose storage
+    /// type the runtime looks up for each one on Linux).
+    private var whole: UnsafeMutableRawBufferPointer?
     private var head: [UInt8]?
     private var sharedFile: OwnedDescriptor?
     /// Why the memory file could not be made, so that it is not tried again for every listener of the post.
@@ -18,12 +20,22 @@ final class OutgoingFrame {
         count = frame.encodedSize
     }
 
-    /// The encoded frame, made on first use.
+    deinit {
+        whole?.deallocate()
+    }
+
+    /// Runs `body` with the encoded frame, made on first use.
+    func withBytes<Result, Failure: Error>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> Result) throws(Failure) -> Result {
+        if let whole { return try body(UnsafeRawBufferPointer(whole)) }
+        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 8)
+        let written = UnsafeMutableRawBufferPointer(rebasing: made[..<frame.encode(into: made)])
+        whole = written
+        return try body(UnsafeRawBufferPointer(written))
+    }
+
+    /// A copy of the encoded frame, for storing it.
     var bytes: [UInt8] {
-        if let whole { return whole }
-        let encoded = frame.encoded()
-        whole = encoded
-        return encoded
+        withBytes { [UInt8]($0) }
     }
 
     /// The encoded frame in two parts, its head and its userInfo, for writing it without building it whole
@@ -33,7 +45,7 @@ final class OutgoingFrame {
     {
         let empty = UnsafeRawBufferPointer(start: nil, count: 0)
         if let whole {
-            try whole.withRawBytes { (raw) throws(WormholeError) in try body(raw, empty) }
+            try body(UnsafeRawBufferPointer(whole), empty)
             return
         }
         let head = self.head ?? frame.encodedHead()

@@ -215,7 +215,7 @@ final class PeerLink: Sendable {
                     try SharedFrame.send(frame, over: fd)
                     state.sharedUnread += frame.count
                 } else {
-                    try frame.bytes.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                    try frame.withBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
                 }
                 return .sent
             } catch {

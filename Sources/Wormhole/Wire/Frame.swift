@@ -44,41 +44,45 @@ struct Frame: Sendable {
     /// written as, head first, without copying the userInfo into a frame.
     func encodedHead() -> [UInt8] { encoded(withUserInfo: false) }
 
+    /// Writes the whole frame into `raw`, which holds at least ``encodedSize`` bytes; returns how many it wrote
+    /// (``encodedSize``). For memory the caller keeps: an array costs more to make than the frame to write.
+    func encode(into raw: UnsafeMutableRawBufferPointer) -> Int { write(into: raw, withUserInfo: true) }
+
     private func encoded(withUserInfo: Bool) -> [UInt8] {
-        var name = name, object = object
-        return name.withUTF8 { name in
-            guard let object else { return encoded(name: name, object: nil, withUserInfo: withUserInfo) }
-            var copy = object
-            return copy.withUTF8 { encoded(name: name, object: $0, withUserInfo: withUserInfo) }
+        let size = withUserInfo ? encodedSize : encodedSize - (kind == .notification ? userInfo?.count ?? 0 : 0)
+        return [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = write(into: UnsafeMutableRawBufferPointer(buffer), withUserInfo: withUserInfo)
         }
     }
 
-    /// Writes the frame in one pass into an array of its exact size: every post makes one.
-    private func encoded(name: UnsafeBufferPointer<UInt8>, object: UnsafeBufferPointer<UInt8>?, withUserInfo: Bool)
-        -> [UInt8]
-    {
-        guard kind == .notification else {
-            return [UInt8](unsafeUninitializedCapacity: Self.headerSize) { buffer, count in
-                count = writeHeader(into: UnsafeMutableRawBufferPointer(buffer))
-            }
+    private func write(into raw: UnsafeMutableRawBufferPointer, withUserInfo: Bool) -> Int {
+        var name = name, object = object
+        return name.withUTF8 { name in
+            guard let object else { return write(name: name, object: nil, withUserInfo: withUserInfo, into: raw) }
+            var copy = object
+            return copy.withUTF8 { write(name: name, object: $0, withUserInfo: withUserInfo, into: raw) }
         }
+    }
+
+    /// Writes the frame in one pass into `raw`, which has room for it; returns how many bytes it wrote.
+    private func write(
+        name: UnsafeBufferPointer<UInt8>, object: UnsafeBufferPointer<UInt8>?, withUserInfo: Bool,
+        into raw: UnsafeMutableRawBufferPointer
+    ) -> Int {
+        var offset = writeHeader(into: raw)
+        guard kind == .notification else { return offset }
+        Self.writeField(name, into: raw, at: &offset)
+        raw[offset] = object == nil ? 0 : 1
+        offset += 1
+        if let object { Self.writeField(object, into: raw, at: &offset) }
         let archiveCount = userInfo?.count ?? 0
-        let headSize = Self.headerSize + 4 + name.count + 1 + (object.map { 4 + $0.count } ?? 0) + 4
-        return [UInt8](unsafeUninitializedCapacity: headSize + (withUserInfo ? archiveCount : 0)) { buffer, count in
-            let raw = UnsafeMutableRawBufferPointer(buffer)
-            var offset = writeHeader(into: raw)
-            Self.writeField(name, into: raw, at: &offset)
-            raw[offset] = object == nil ? 0 : 1
-            offset += 1
-            if let object { Self.writeField(object, into: raw, at: &offset) }
-            raw.storeBytes(of: UInt32(truncatingIfNeeded: archiveCount).bigEndian, toByteOffset: offset, as: UInt32.self)
-            offset += 4
-            if withUserInfo, let userInfo {
-                userInfo.withBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
-                offset += archiveCount
-            }
-            count = offset
+        raw.storeBytes(of: UInt32(truncatingIfNeeded: archiveCount).bigEndian, toByteOffset: offset, as: UInt32.self)
+        offset += 4
+        if withUserInfo, let userInfo {
+            userInfo.withBytes { UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: $0) }
+            offset += archiveCount
         }
+        return offset
     }
 
     /// The size of the encoded frame, without encoding it.
