@@ -15,7 +15,7 @@ final class OutgoingFrame {
     /// Why the memory file could not be made, so that it is not tried again for every listener of the post.
     private var sharedFailure: WormholeError?
 
-    init(_ frame: Frame) {
+    init(_ frame: consuming Frame) {
         self.frame = frame
         count = frame.encodedSize
     }

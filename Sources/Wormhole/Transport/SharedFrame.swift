@@ -78,7 +78,7 @@ enum SharedFrame {
             throw WormholeError(.corruptData, "shared frame's file was read before: a sender is replaying it")
         }
         var reader = ByteReader(try readExactly(min(size, Frame.maximumHeadSize), from: file, at: 0))
-        var frame = try Frame(head: &reader)
+        let frame = try Frame(head: &reader)
         guard frame.kind == .notification, frame.poster == poster, frame.sequence == sequence else {
             throw WormholeError(.corruptData, "shared frame's file holds another frame than its message names")
         }
@@ -88,12 +88,10 @@ enum SharedFrame {
         guard length == size - offset else {
             throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
         }
-        if length > 0 {
-            frame.userInfo = try userInfo(
-                of: file, size: size, at: offset, count: length, mappable: status.preferredBlockSize == FileMapping.pageSize)
-        }
+        let whole = length == 0 ? frame : frame.with(userInfo: try userInfo(
+            of: file, size: size, at: offset, count: length, mappable: status.preferredBlockSize == FileMapping.pageSize))
         recent.insert(status.identity)
-        return frame
+        return whole
     }
 
     /// The userInfo of a checked shared frame's `file`: mapped, so that large `Data` values decoded from it share

@@ -21,16 +21,40 @@ struct Frame: Sendable {
     /// The largest frame: the largest userInfo, the longest name and object, and their headers.
     static let maximumSize = Limits.maximumPayloadSize + 2 * maximumNameLength + 64
 
-    var kind: Kind
-    var poster: UInt64
-    var sequence: UInt64
-    var name: String
-    var object: String?
+    let kind: Kind
+    let poster: UInt64
+    let sequence: UInt64
+    /// The frame's strings and archive, held once: a copy of the frame, as it goes from the socket to the
+    /// observers, retains one object rather than each of them.
+    private let contents: Contents
+
+    var name: String { contents.name }
+    var object: String? { contents.object }
     /// The archive of userInfo, or nil when the notification has none.
-    var userInfo: ArchiveBytes?
+    var userInfo: ArchiveBytes? { contents.userInfo }
+
+    private final class Contents: Sendable {
+        let name: String
+        let object: String?
+        let userInfo: ArchiveBytes?
+
+        init(name: String, object: String?, userInfo: ArchiveBytes?) {
+            self.name = name
+            self.object = object
+            self.userInfo = userInfo
+        }
+
+        /// A nudge's: no name, no object, no userInfo.
+        static let none = Contents(name: "", object: nil, userInfo: nil)
+    }
 
     static func nudge(from poster: UInt64) -> Frame {
-        Frame(kind: .nudge, poster: poster, sequence: 0, name: "", object: nil, userInfo: nil)
+        Frame(kind: .nudge, poster: poster, sequence: 0, contents: .none)
+    }
+
+    /// The frame with `userInfo` as its archive.
+    func with(userInfo: ArchiveBytes) -> Frame {
+        Frame(kind: kind, poster: poster, sequence: sequence, contents: Contents(name: name, object: object, userInfo: userInfo))
     }
 
     func encoded() -> [UInt8] { encoded(withUserInfo: true) }
@@ -124,13 +148,19 @@ struct Frame: Sendable {
     /// - Throws: ``WormholeError/Code/corruptData`` saying what is wrong.
     init(decoding bytes: some ReadableBytes) throws(WormholeError) {
         var reader = ByteReader(bytes)
-        try self.init(head: &reader)
-        guard kind == .notification else { return }
+        let head = try Self.readHead(&reader)
+        guard head.kind == .notification else {
+            self.init(kind: head.kind, poster: head.poster, sequence: head.sequence, contents: .none)
+            return
+        }
         let count = try Self.userInfoLength(&reader)
-        userInfo = count == 0 ? nil : try reader.readArchive(count, "userInfo")
+        let userInfo = count == 0 ? nil : try reader.readArchive(count, "userInfo")
         guard reader.remaining == 0 else {
             throw WormholeError(.corruptData, "frame has \(reader.remaining) bytes after its end")
         }
+        self.init(
+            kind: head.kind, poster: head.poster, sequence: head.sequence,
+            contents: Contents(name: head.name, object: head.object, userInfo: userInfo))
     }
 
     /// The most bytes a notification frame holds before its userInfo: its head, which ``init(head:)`` reads.
@@ -138,6 +168,16 @@ struct Frame: Sendable {
 
     /// Reads a frame's head: everything but the userInfo's length and bytes, which follow it.
     init(head reader: inout ByteReader<some ReadableBytes>) throws(WormholeError) {
+        let head = try Self.readHead(&reader)
+        self.init(
+            kind: head.kind, poster: head.poster, sequence: head.sequence,
+            contents: head.kind == .notification ? Contents(name: head.name, object: head.object, userInfo: nil) : .none)
+    }
+
+    /// What ``init(head:)`` reads, with an error for each way it can be wrong.
+    private static func readHead(_ reader: inout ByteReader<some ReadableBytes>) throws(WormholeError)
+        -> (kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?)
+    {
         let bytes = reader.bytes
         guard reader.remaining >= Self.headerSize, bytes[reader.offset] == UInt8(ascii: "W"),
             bytes[reader.offset + 1] == UInt8(ascii: "H")
@@ -149,23 +189,16 @@ struct Frame: Sendable {
         guard version == Self.version else { throw WormholeError(.corruptData, "frame has unknown version \(version)") }
         let rawKind = try reader.read(UInt8.self, "kind")
         guard let kind = Kind(rawValue: rawKind) else { throw WormholeError(.corruptData, "frame has unknown kind \(rawKind)") }
-        self.kind = kind
-        poster = try reader.read(UInt64.self, "poster")
-        sequence = try reader.read(UInt64.self, "sequence")
-        guard kind == .notification else {
-            name = ""
-            object = nil
-            userInfo = nil
-            return
-        }
-        name = try reader.readString("name", limit: Self.maximumNameLength)
+        let poster = try reader.read(UInt64.self, "poster")
+        let sequence = try reader.read(UInt64.self, "sequence")
+        guard kind == .notification else { return (kind, poster, sequence, "", nil) }
+        let name = try reader.readString("name", limit: Self.maximumNameLength)
         guard !name.isEmpty else { throw WormholeError(.corruptData, "frame has an empty name") }
         switch try reader.read(UInt8.self, "object flag") {
-        case 0: object = nil
-        case 1: object = try reader.readString("object", limit: Self.maximumNameLength)
+        case 0: return (kind, poster, sequence, name, nil)
+        case 1: return (kind, poster, sequence, name, try reader.readString("object", limit: Self.maximumNameLength))
         case let flag: throw WormholeError(.corruptData, "frame has object flag \(flag)")
         }
-        userInfo = nil
     }
 
     /// The length of the userInfo that follows a frame's head (``ByteReader/readLength(_:)``: the caller bounds it).
@@ -173,18 +206,17 @@ struct Frame: Sendable {
         try reader.readLength("userInfo length")
     }
 
-    private init(kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: ArchiveBytes?) {
+    private init(kind: Kind, poster: UInt64, sequence: UInt64, contents: Contents) {
         self.kind = kind
         self.poster = poster
         self.sequence = sequence
-        self.name = name
-        self.object = object
-        self.userInfo = userInfo
+        self.contents = contents
     }
 
     init(poster: UInt64, sequence: UInt64, name: String, object: String?, userInfo: [UInt8]?) {
         self.init(
-            kind: .notification, poster: poster, sequence: sequence, name: name, object: object, userInfo: userInfo.map(ArchiveBytes.init))
+            kind: .notification, poster: poster, sequence: sequence,
+            contents: Contents(name: name, object: object, userInfo: userInfo.map(ArchiveBytes.init)))
     }
 }
 
