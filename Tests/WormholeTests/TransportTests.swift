@@ -4,8 +4,15 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import Synchronization
 import Testing
 @testable import Wormhole
+
+/// An inbox and its reader, read by one thread after another: the test's own.
+private struct WaitingReads: @unchecked Sendable {
+    let inbox: DatagramInbox
+    let reader: MessageReader
+}
 
 /// The two transports: every other test runs on the process's transport, and the first test here runs all of
 /// them again on the other one.
@@ -379,6 +386,54 @@ struct TransportTests {
         queue(4)
         #expect(read(paced: false) == 4, "a read that must empty the socket takes everything")
         #expect(received == Array(1...sent), "every message, in order")
+    }
+
+    @Test("a receive thread waiting in a datagram socket's read, rather than a poll, is woken by a wake from another thread")
+    func wakeEndsAWaitInRead() async throws {
+        let folder = TemporaryContainer()
+        let directory = try Sys.open(folder.path, .directory)
+        let bound = try UnixSocket.bind(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "w.socket")
+        let reader = MessageReader(transport: .datagram, dropped: { _, _ in }, warning: { _ in })
+        let receiving = WaitingReads(inbox: DatagramInbox(bound, reader: reader), reader: reader)
+        let thread = try ReceiveThread()
+        #expect(!thread.hasWakeSocket)
+        thread.useWakeSocket(try UnixSocket.connect(
+            .datagram, directory: directory.rawValue, directoryPath: folder.path, name: "w.socket"))
+        #expect(thread.hasWakeSocket)
+        // A post's frame is read in the wait, as the wait's own; then each read waits a minute unless woken.
+        let poster = try UnixSocket.connect(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "w.socket")
+        try Frame(poster: 1, sequence: 1, name: "n", object: nil, userInfo: nil).encoded().withRawBytes { (bytes) throws(WormholeError) in
+            try UnixSocket.send(poster.rawValue, bytes)
+        }
+        let ended = Mutex<(reads: Int, frames: Int, wokenInRead: Bool)?>(nil)
+        Thread {
+            var reads = 0
+            var frames: [Frame] = []
+            // A wake that comes before a read ends it at once, unread: the next read waits again. The reads stop at the
+            // first that an empty datagram ended, or after 200.
+            var wokenInRead = false
+            while reads < 200, !wokenInRead {
+                var read = false
+                let came = thread.waitInRead {
+                    read = true
+                    return receiving.inbox.receiveWaiting(timeoutMilliseconds: 60_000, into: &frames)
+                }
+                if read { reads += 1 }
+                wokenInRead = read && came == true && receiving.reader.roundWakes > 0
+            }
+            ended.withLock { $0 = (reads, frames.count, wokenInRead) }
+        }.start()
+        // Woken over and over until a wake ends a read: a wake that reached no read (the read then waits its minute)
+        // leaves this with nothing after 30 seconds.
+        var result: (reads: Int, frames: Int, wokenInRead: Bool)?
+        for _ in 0..<600 where result == nil {
+            thread.wake()
+            try await Task.sleep(for: .milliseconds(50))
+            result = ended.withLock { $0 }
+        }
+        let outcome = try #require(result, "a wake did not end the read it waits in")
+        #expect(outcome.wokenInRead)
+        #expect(outcome.frames == 1)
     }
 
     @Test("what each errno says about a listener, on either platform")

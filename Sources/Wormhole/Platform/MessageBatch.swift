@@ -64,15 +64,16 @@ final class MessageBatch {
         controls.baseAddress.map { $0 + index * controlSpace }
     }
 
-    /// Receives what is waiting on `fd`, up to `limit` messages (at most ``capacity``), without blocking.
+    /// Receives what is waiting on `fd`, up to `limit` messages (at most ``capacity``), without blocking, or with
+    /// `waiting` after waiting for the first as ``UnixSocket/receiveMessage(_:_:waiting:)`` does.
     /// Returns how many (a message of length 0 is a sequenced-packet peer that closed, or reset, its
     /// connection), or nil when nothing is waiting.
-    func receive(_ fd: CInt, upTo limit: Int) throws(WormholeError) -> Int? {
+    func receive(_ fd: CInt, upTo limit: Int, waiting: Bool = false) throws(WormholeError) -> Int? {
         count = 0
-        guard let vector else { return try receiveOne(fd) }
+        guard let vector else { return try receiveOne(fd, waiting: waiting) }
         let received = try vector.receive(
             fd, slots: min(max(limit, 1), capacity), buffer: slot, control: control,
-            controlLength: DescriptorPassing.controlLength(descriptors: 1))
+            controlLength: DescriptorPassing.controlLength(descriptors: 1), waiting: waiting)
         guard let received else { return nil }
         for index in 0..<received {
             (lengths[index], controlLengths[index], controlsCut[index]) = vector.received(index)
@@ -93,7 +94,7 @@ final class MessageBatch {
     }
 
     /// One `recvmsg(2)` into the first slot, with room for the one descriptor a message may carry.
-    private func receiveOne(_ fd: CInt) throws(WormholeError) -> Int? {
+    private func receiveOne(_ fd: CInt, waiting: Bool) throws(WormholeError) -> Int? {
         let buffer = slot(0)
         var piece = iovec(iov_base: buffer.baseAddress, iov_len: buffer.count)
         var header = msghdr()
@@ -102,7 +103,7 @@ final class MessageBatch {
         let length: Int? = try withUnsafeMutablePointer(to: &piece) { (piece) throws(WormholeError) -> Int? in
             header.msg_iov = piece
             header.msg_iovlen = 1
-            return try UnixSocket.receiveMessage(fd, &header)
+            return try UnixSocket.receiveMessage(fd, &header, waiting: waiting)
         }
         guard let length else { return nil }
         lengths[0] = length

@@ -74,13 +74,21 @@ enum UnixSocket {
         _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, sendFlags) }
     }
 
+    /// Sends an empty datagram, which ends a wait in a read of the socket it reaches; nothing is said when it fails
+    /// (the socket's queue is full, which ends the wait too, or it is gone).
+    static func sendWake(_ fd: CInt) {
+        _ = systemSend(fd, nil, 0, sendFlags)
+    }
+
     /// Receives one message as `header` describes, with the descriptors it carried when `header` has control
     /// space (close-on-exec where the platform can say so at once). Returns its real length where the platform
     /// tells it (Linux: larger than the buffer when it was cut; elsewhere a cut message fills the buffer), 0 when
     /// the peer closed the connection, or nil when nothing is waiting.
-    static func receiveMessage(_ fd: CInt, _ header: inout msghdr) throws(WormholeError) -> Int? {
+    /// With `waiting`, on a socket set by ``SocketOptions/waitReceiving(_:milliseconds:)``, waits for the message
+    /// at most as long as it was set to (nil when none came).
+    static func receiveMessage(_ fd: CInt, _ header: inout msghdr, waiting: Bool = false) throws(WormholeError) -> Int? {
         do throws(WormholeError) {
-            return try valueOrNothing("recvmsg") { recvmsg(fd, &header, receiveFlags) }
+            return try valueOrNothing("recvmsg") { recvmsg(fd, &header, waiting ? waitingReceiveFlags : receiveFlags) }
         } catch where error.systemErrno == .connectionReset {
             // Nothing was received: no control data either.
             header.msg_controllen = 0

@@ -19,6 +19,9 @@ final class DatagramInbox: Inbox {
     private let reader: MessageReader
     /// How many messages the next read of `socket` asks for; the retired ones are read in batches.
     private var pace = ReadPace()
+    /// How long a read of `socket` that waits may wait, as it was last set; nil until then, and 0 when it could
+    /// not be set.
+    private var waitLimit: Int32?
 
     init(_ socket: consuming OwnedDescriptor, reader: MessageReader) {
         bound = HeldDescriptor(socket)
@@ -50,6 +53,19 @@ final class DatagramInbox: Inbox {
         if let bound = events.first(where: { $0.fd == socket }), bound.isReady {
             readBound(failed: bound.hasFailed, into: &frames, paced: paced)
         }
+    }
+
+    func receiveWaiting(timeoutMilliseconds: Int32, into frames: inout [Frame]) -> Bool? {
+        guard retired.isEmpty, boundSocketFailure == nil, timeoutMilliseconds > 0, waitLimit != 0 else { return nil }
+        if waitLimit != timeoutMilliseconds {
+            // Refused, the socket stays polled until it is bound anew.
+            let allowed = waitLimit != nil || SocketOptions.allowWaitingReceives(socket)
+            waitLimit = allowed && SocketOptions.waitReceiving(socket, milliseconds: timeoutMilliseconds) ? timeoutMilliseconds : 0
+            if waitLimit == 0 { return nil }
+        }
+        reader.beginRound()
+        readBound(failed: false, into: &frames, paced: true, waiting: true)
+        return reader.readAny
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
@@ -89,7 +105,9 @@ final class DatagramInbox: Inbox {
 
     /// Reads the socket posters reach, unless it failed; a failure of its read, or an error a wait reported on
     /// it (`failed`), marks it failed.
-    private func readBound(failed: Bool, into frames: inout [Frame], paced: Bool, limit: Int = Limits.readsPerRound) {
+    private func readBound(
+        failed: Bool, into frames: inout [Frame], paced: Bool, limit: Int = Limits.readsPerRound, waiting: Bool = false
+    ) {
         guard boundSocketFailure == nil else { return }
         if failed {
             boundSocketFailure = "a wait reported an error on it"
@@ -102,7 +120,8 @@ final class DatagramInbox: Inbox {
             return
         }
         let open = paced
-            ? reader.read(socket, into: &frames, limit: limit, pace: &pace) : reader.read(socket, into: &frames, limit: limit)
+            ? reader.read(socket, into: &frames, limit: limit, pace: &pace, waiting: waiting)
+            : reader.read(socket, into: &frames, limit: limit)
         if !open { boundSocketFailure = reader.lastFailure.map { "\($0)" } ?? "its read failed" }
     }
 
@@ -119,6 +138,7 @@ final class DatagramInbox: Inbox {
         boundSocketFailure = nil
         bound = HeldDescriptor(fresh)
         pace = ReadPace()
+        waitLimit = nil
         // The old socket is read whole now if it can be: a round that spent its budget would leave it for later.
         reader.beginRound()
         let sealed = SocketOptions.sealDatagramSocket(old.rawValue)

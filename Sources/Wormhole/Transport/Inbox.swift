@@ -8,6 +8,11 @@ protocol Inbox: AnyObject {
     /// Reads a batch from each descriptor that `events` (the ones it added, in order, with their results)
     /// says is ready.
     func receiveReady(_ events: PollSet.SubSequence, into frames: inout [Frame])
+    /// Waits in a read of its one socket for at most `timeoutMilliseconds` (more than 0) instead of a poll, and
+    /// reads what came: one system call a wake-up instead of two. Returns whether anything came (an empty
+    /// datagram that wakes the read included), or nil when it cannot wait so now (it has more than one socket
+    /// to watch, or its socket failed or cannot be set to wait), and read nothing.
+    func receiveWaiting(timeoutMilliseconds: Int32, into frames: inout [Frame]) -> Bool?
     /// Whether what the last read found suggests a poster may have spooled (``MessageReader/suggestsSpooling``).
     var suggestsSpooling: Bool { get }
     /// Whether the last read found any message at all (``MessageReader/readAny``).

@@ -10,13 +10,15 @@ final class MessageReader {
     @exclusivity(unchecked) private var roundBytes = 0
     @exclusivity(unchecked) private var roundMessages = 0
     @exclusivity(unchecked) private var roundSawNudge = false
+    /// The empty datagrams this round read: wake-ups of a read that waits (``ReceiveThread/wake()``).
+    @exclusivity(unchecked) private(set) var roundWakes = 0
     private var recentSharedFiles = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: Limits.readBatchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
     private let warning: (String) -> Void
     /// Whether a read of 0 bytes means the peer closed its connection (sequenced packets); on a datagram socket
-    /// it is an empty datagram, dropped like any other malformed message.
+    /// it is an empty datagram: what ends a read that waits (``ReceiveThread/wake()``), taken as nothing else.
     private let emptyMeansClosed: Bool
 
     init(
@@ -34,6 +36,7 @@ final class MessageReader {
         roundBytes = 0
         roundMessages = 0
         roundSawNudge = false
+        roundWakes = 0
     }
 
     /// Whether this round's reads suggest a poster may have spooled: a nudge came (a poster began a segment), or
@@ -56,16 +59,19 @@ final class MessageReader {
 
     /// Reads from `fd`, which a wait said is ready, as `pace` asks: one message, or everything waiting up to
     /// `limit` messages (or a batch more); and records what it found there for the next read. Returns false
-    /// when the peer closed the connection or it failed.
-    func read(_ fd: CInt, into frames: inout [Frame], limit: Int, pace: inout ReadPace) -> Bool {
+    /// when the peer closed the connection or it failed. With `waiting`, the first read waits for a message as
+    /// long as the socket allows (``SocketOptions/waitReceiving(_:milliseconds:)``): then `fd` was not polled.
+    func read(_ fd: CInt, into frames: inout [Frame], limit: Int, pace: inout ReadPace, waiting: Bool = false) -> Bool {
         let one = pace.asksForOne
         let asked = one ? 1 : batch.capacity
         var read = 0
+        var waits = waiting
         defer { pace.record(read, askedForOne: one) }
         while read < limit && !isOverBudget {
             let received: Int?
             do throws(WormholeError) {
-                received = try batch.receive(fd, upTo: asked)
+                received = try batch.receive(fd, upTo: asked, waiting: waits)
+                waits = false
             } catch {
                 lastFailure = error
                 warning("receive failed: \(error)")
@@ -80,6 +86,11 @@ final class MessageReader {
                 guard open else { continue }
                 if message.length == 0 && emptyMeansClosed {
                     open = false
+                    continue
+                }
+                // An empty datagram wakes a read that waits; one that carried descriptors is malformed.
+                if message.length == 0 && message.descriptors.isEmpty && !message.controlTruncated {
+                    roundWakes += 1
                     continue
                 }
                 take(message, into: &frames)

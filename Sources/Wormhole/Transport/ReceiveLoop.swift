@@ -11,6 +11,7 @@ extension Listener {
         var events = PollSet()
         /// What a round read from the sockets: its storage is kept from round to round.
         var received: [Frame] = []
+        connectWakeSocket()
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !thread.isStopping {
             let goesOn = withAutoreleasePool {
@@ -49,16 +50,26 @@ extension Listener {
         let handingOver = drain.isHandingOver
         let readingWait = identity.isDurable && !handingOver ? thread.readingWait() : nil
         let paused = backlog.isOver || readingWait != nil || handingOver
-        thread.prepare(&events)
-        if !paused { inbox.addPollDescriptors(to: &events) }
         let timeout = schedule.timeout(
             paused: paused, resumesHandOver: handingOver && !backlog.isOver, readingWait: readingWait,
             inboxTimeout: paused ? nil : inbox.pollTimeout)
         let ready: Int
+        /// Whether the wait was a read of the socket, which read what came.
+        var readInWait = false
         do throws(WormholeError) {
             try InjectedFault.failPoll()
-            // Work handed to this thread runs in the wait, when it wakes.
-            ready = try thread.wait(&events, timeoutMilliseconds: timeout)
+            // Work handed to this thread runs in the wait, when it wakes. A datagram socket is waited on in its
+            // read where it can be: one system call a wake-up instead of two.
+            if !paused, hasWakeSocket,
+                let came = thread.waitInRead({ inbox.receiveWaiting(timeoutMilliseconds: timeout, into: &received) })
+            {
+                ready = came ? 1 : 0
+                readInWait = true
+            } else {
+                thread.prepare(&events)
+                if !paused { inbox.addPollDescriptors(to: &events) }
+                ready = try thread.wait(&events, timeoutMilliseconds: timeout)
+            }
         } catch {
             // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
             let says = schedule.waitFailed(at: DispatchTime.now().uptimeNanoseconds)
@@ -68,7 +79,7 @@ extension Listener {
         }
         if thread.isStopping { return false }
         if ready > 0 {
-            inbox.receiveReady(events.dropFirst(), into: &received)
+            if !readInWait { inbox.receiveReady(events.dropFirst(), into: &received) }
             if !drain.keepIfWaiting(received) { hand(received) }
             // Emptied at once: an idle listener keeps no frame alive (a shared frame's mapped userInfo).
             received.removeAll(keepingCapacity: true)
@@ -112,11 +123,33 @@ extension Listener {
         return true
     }
 
-    /// Once a second: puts the socket file back if it was removed or replaced, and has the sink keep this
-    /// process's registry entry.
+    /// Once a second: puts the socket file back if it was removed or replaced, tries again for a wake socket
+    /// if there is none, and has the sink keep this process's registry entry.
     private func keepHouse(_ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
         keepSocketFile(inbox, force: false, &drain, &schedule)
+        if !hasWakeSocket { connectWakeSocket() }
         sink.keepHouse(for: self)
+    }
+
+    /// Whether the thread has a socket that wakes it from a wait in a read (``connectWakeSocket()``).
+    private var hasWakeSocket: Bool { thread.hasWakeSocket }
+
+    /// For a datagram listener: connects a socket to the one posters reach, which wakes the thread from a wait
+    /// in its read (``ReceiveThread/waitInRead(_:)``). Only while the socket file is still the one bound: a socket
+    /// connected to another would not wake it. Without one the thread polls, as for sequenced packets.
+    private func connectWakeSocket() {
+        guard transport == .datagram, let expected = socketFile.withLock({ $0 }) else { return }
+        let socket: OwnedDescriptor
+        do throws(WormholeError) {
+            socket = try UnixSocket.connect(
+                .datagram, directory: container.listenersDescriptor, directoryPath: container.listenersPath,
+                name: RegistryEntry.socketName(id))
+        } catch {
+            return
+        }
+        // Closed as it goes when the file changed meanwhile.
+        guard currentSocketFile() == expected else { return }
+        thread.useWakeSocket(socket)
     }
 
     /// Where the spool drain hands frames: to the sink, saying whether the observers have room for more (the
@@ -154,6 +187,9 @@ extension Listener {
             let fresh = force ? try bindAnew() : try Self.bind(id, identity: identity, transport: transport, in: container)
             inbox.rebind(fresh, into: &frames)
             socketFile.withLock { $0 = currentSocketFile() }
+            // The wake socket reaches the old socket: one for the new.
+            thread.useWakeSocket(nil)
+            connectWakeSocket()
             if !force {
                 sink.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }

@@ -24,6 +24,9 @@ final class ReceiveThread: Sendable {
         /// The wake pipe. A wake writes while holding the lock, so nothing is written to it after it closed (its
         /// number may be another file's by then).
         var pipe: Pipe
+        /// A datagram socket connected to the one the thread reads, which a wake sends an empty datagram while
+        /// the thread waits in that read (``waitInRead(_:)``); -1 for none. Closed under the lock, as the pipe.
+        var wakeSocket: CInt = -1
     }
 
     private let state: Mutex<State>
@@ -37,6 +40,12 @@ final class ReceiveThread: Sendable {
     private let wakeRead: CInt
     /// Entered from ``start(named:_:)`` until the thread ended, for those who wait for its end.
     private let running = DispatchGroup()
+    /// Set by every wake, before it writes the pipe; cleared by the thread as it runs what was handed to it.
+    private let woken = Atomic<Bool>(false)
+    /// Set while the thread waits, or is about to wait, in a read of its socket rather than in a poll.
+    private let waitsInRead = Atomic<Bool>(false)
+    /// Whether the thread has a wake socket (``useWakeSocket(_:)``): read by the thread alone.
+    private let wakeSocketSet = Atomic<Bool>(false)
 
     init() throws(WormholeError) {
         let pipe = try Sys.makePipe()
@@ -97,14 +106,48 @@ final class ReceiveThread: Sendable {
         }
     }
 
-    /// Ends the thread's wait now (a full pipe already does).
+    /// Ends the thread's wait now (a full pipe already does): its poll sees the pipe; a read it waits in gets an
+    /// empty datagram. Either the thread sees `woken` before it waits in a read, or this sees `waitsInRead`: each
+    /// is stored before the other is loaded, sequentially consistent.
     func wake() {
+        woken.store(true, ordering: .sequentiallyConsistent)
         state.withLock { state in
             guard state.pipe.isOpen else { return }
             let fd = state.pipe.write
             var byte: UInt8 = 1
             _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
+            if state.wakeSocket >= 0, waitsInRead.load(ordering: .sequentiallyConsistent) {
+                UnixSocket.sendWake(state.wakeSocket)
+            }
         }
+    }
+
+    /// Takes `socket`, connected to the socket the thread reads, for wakes while it waits in a read; nil drops
+    /// the one it has (the socket read was bound anew). Called by the thread itself.
+    func useWakeSocket(_ socket: consuming OwnedDescriptor?) {
+        let fd = socket?.release() ?? -1
+        let set = state.withLock { state -> Bool in
+            if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
+            state.wakeSocket = state.pipe.isOpen ? fd : -1
+            if !state.pipe.isOpen && fd >= 0 { Sys.close(fd) }
+            return state.wakeSocket >= 0
+        }
+        wakeSocketSet.store(set, ordering: .relaxed)
+    }
+
+    /// Whether the thread has a wake socket: it may wait in a read (``waitInRead(_:)``).
+    var hasWakeSocket: Bool { wakeSocketSet.load(ordering: .relaxed) }
+
+    /// Waits in `read` (a read of the thread's socket that waits) instead of a poll, once it has a wake socket
+    /// (``useWakeSocket(_:)``), then runs the work handed to the thread as ``wait(_:timeoutMilliseconds:)``
+    /// does. Returns what `read` returned: whether anything came, or nil when it could not wait so (a poll is
+    /// then owed). A wake that came before the read returns at once, without reading.
+    func waitInRead(_ read: () -> Bool?) -> Bool? {
+        waitsInRead.store(true, ordering: .sequentiallyConsistent)
+        let result = woken.load(ordering: .sequentiallyConsistent) ? true : read()
+        waitsInRead.store(false, ordering: .sequentiallyConsistent)
+        if woken.load(ordering: .sequentiallyConsistent) { runHandedWork() }
+        return result
     }
 
     /// Runs `work` on the thread, after what it is doing now.
@@ -205,16 +248,21 @@ final class ReceiveThread: Sendable {
     /// ends). Returns how many descriptors have something, the wake pipe included.
     func wait(_ set: inout PollSet, timeoutMilliseconds: CInt) throws(WormholeError) -> Int {
         let ready = try set.wait(timeoutMilliseconds: timeoutMilliseconds)
-        if ready > 0, set[0].isReady {
-            emptyWakePipe()
-            let work = state.withLock { state -> [@Sendable () -> Void] in
-                guard !stopping.load(ordering: .acquiring) else { return [] }
-                defer { state.pending = [] }
-                return state.pending
-            }
-            if !work.isEmpty { runObserverCode { for item in work { item() } } }
-        }
+        if ready > 0, set[0].isReady { runHandedWork() }
         return ready
+    }
+
+    /// After a wake: empties the wake pipe and runs the work handed to the thread, unless it is to stop. A wake
+    /// that comes meanwhile sets `woken` again, and ends the next wait.
+    private func runHandedWork() {
+        woken.store(false, ordering: .sequentiallyConsistent)
+        emptyWakePipe()
+        let work = state.withLock { state -> [@Sendable () -> Void] in
+            guard !stopping.load(ordering: .acquiring) else { return [] }
+            defer { state.pending = [] }
+            return state.pending
+        }
+        if !work.isEmpty { runObserverCode { for item in work { item() } } }
     }
 
     private func emptyWakePipe() {
@@ -225,6 +273,10 @@ final class ReceiveThread: Sendable {
 
     /// Closes the wake pipe, as the thread ends; it closes anyway when the thread never ran.
     private func closeWakePipe() {
-        state.withLock { $0.pipe.close() }
+        state.withLock { state in
+            state.pipe.close()
+            if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
+            state.wakeSocket = -1
+        }
     }
 }

@@ -77,6 +77,9 @@ final class SeqpacketInbox: Inbox {
         }
     }
 
+    /// A listening socket and its connections are always more than one socket to watch.
+    func receiveWaiting(timeoutMilliseconds: Int32, into frames: inout [Frame]) -> Bool? { nil }
+
     func receiveAll(into frames: inout [Frame]) -> Bool {
         reader.beginRound()
         let accepted = acceptAll(&frames)

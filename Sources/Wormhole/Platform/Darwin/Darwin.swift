@@ -102,6 +102,8 @@ extension UnixSocket {
     static let sendFlags = MSG_DONTWAIT
     /// Flags for every receive: never block. A cut message fills the buffer (no MSG_TRUNC length).
     static let receiveFlags = MSG_DONTWAIT
+    /// The same for a receive that waits (``receiveMessage(_:_:waiting:)``).
+    static let waitingReceiveFlags: CInt = 0
 
     /// The socket type of `transport`. Darwin's AF_UNIX has no SOCK_SEQPACKET: socket() fails with
     /// EPROTONOSUPPORT, a clear error.
@@ -188,7 +190,7 @@ final class MessageVector {
 
     func receive(
         _ fd: CInt, slots: Int, buffer: (Int) -> UnsafeMutableRawBufferPointer,
-        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int
+        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int, waiting: Bool = false
     ) throws(WormholeError) -> Int? { nil }
 
     func received(_ index: Int) -> (length: Int, controlLength: Int, controlCut: Bool) { (0, 0, false) }

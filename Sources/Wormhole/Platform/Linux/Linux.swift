@@ -106,6 +106,8 @@ extension UnixSocket {
     /// Flags for every receive: never block, say a message's real length when it was cut, and make the
     /// descriptors it carried close-on-exec from the start.
     static let receiveFlags = CInt(MSG_DONTWAIT) | CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec
+    /// The same for a receive that waits (``receiveMessage(_:_:waiting:)``).
+    static let waitingReceiveFlags = CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec
 
     /// The socket type of `transport`.
     static func type(of transport: SocketKind) -> CInt {
@@ -184,10 +186,11 @@ final class MessageVector {
 
     /// Receives up to `slots` messages without blocking, the one at index i into `buffer(i)` with room for
     /// `controlLength` bytes of descriptors at `control(i)`. Returns how many, or nil when nothing is waiting;
-    /// a connection reset reads as one message of no bytes.
+    /// a connection reset reads as one message of no bytes. With `waiting`, waits for the first as
+    /// ``UnixSocket/receiveMessage(_:_:waiting:)`` does.
     func receive(
         _ fd: CInt, slots: Int, buffer: (Int) -> UnsafeMutableRawBufferPointer,
-        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int
+        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int, waiting: Bool = false
     ) throws(WormholeError) -> Int? {
         for index in 0..<slots {
             let slot = buffer(index)
@@ -201,7 +204,8 @@ final class MessageVector {
         }
         do throws(WormholeError) {
             return try LinuxCalls.receiveMessages(
-                fd, UnsafeMutableBufferPointer(rebasing: entries[0..<slots]), flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec)
+                fd, UnsafeMutableBufferPointer(rebasing: entries[0..<slots]), flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec,
+                waiting: waiting)
         } catch where error.systemErrno == .connectionReset {
             entries[0].length = 0
             entries[0].header.msg_controllen = 0

@@ -46,14 +46,15 @@ enum LinuxCalls {
     static var canMakeMemoryFiles: Bool { makeMemoryFile != nil }
 
     /// `recvmmsg(2)` without blocking: fills up to `vector.count` entries; returns how many, or nil when
-    /// nothing is waiting.
-    static func receiveMessages(_ fd: CInt, _ vector: UnsafeMutableBufferPointer<MessageVectorEntry>, flags: CInt)
-        throws(WormholeError) -> Int?
-    {
+    /// nothing is waiting. With `waiting`, waits for the first (`MSG_WAITFORONE`) as long as the socket's
+    /// receive timeout allows.
+    static func receiveMessages(
+        _ fd: CInt, _ vector: UnsafeMutableBufferPointer<MessageVectorEntry>, flags: CInt, waiting: Bool = false
+    ) throws(WormholeError) -> Int? {
         guard let receiveMessages else { throw WormholeError(.system, "recvmmsg is not available", errno: ENOSYS) }
         let received = try valueOrNothing("recvmmsg") {
             receiveMessages(
-                fd, UnsafeMutableRawPointer(vector.baseAddress), CUnsignedInt(vector.count), flags | CInt(MSG_DONTWAIT), nil)
+                fd, UnsafeMutableRawPointer(vector.baseAddress), CUnsignedInt(vector.count), flags | CInt(waiting ? MSG_WAITFORONE : MSG_DONTWAIT), nil)
         }
         return received.map(Int.init)
     }
