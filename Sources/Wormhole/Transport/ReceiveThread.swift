@@ -138,13 +138,13 @@ final class ReceiveThread: Sendable {
     /// Whether the thread has a wake socket: it may wait in a read (``waitInRead(_:)``).
     var hasWakeSocket: Bool { wakeSocketSet.load(ordering: .relaxed) }
 
-    /// Waits in `read` (a read of the thread's socket that waits) instead of a poll, once it has a wake socket
+    /// Waits in `receive` (a read of the thread's socket that waits) instead of a poll, once it has a wake socket
     /// (``useWakeSocket(_:)``), then runs the work handed to the thread as ``wait(_:timeoutMilliseconds:)``
-    /// does. Returns what `read` returned: whether anything came, or nil when it could not wait so (a poll is
+    /// does. Returns what `receive` returned: whether anything came, or nil when it could not wait so (a poll is
     /// then owed). A wake that came before the read returns at once, without reading.
-    func waitInRead(_ read: () -> Bool?) -> Bool? {
+    func waitInRead(_ receive: () -> Bool?) -> Bool? {
         waitsInRead.store(true, ordering: .sequentiallyConsistent)
-        let result = woken.load(ordering: .sequentiallyConsistent) ? true : read()
+        let result = woken.load(ordering: .sequentiallyConsistent) ? true : receive()
         waitsInRead.store(false, ordering: .sequentiallyConsistent)
         if woken.load(ordering: .sequentiallyConsistent) { runHandedWork() }
         return result
