@@ -8,10 +8,35 @@ import Synchronization
 import Testing
 @testable import Wormhole
 
-/// An inbox and its reader, read by one thread after another: the test's own.
+/// A datagram inbox bound in a test's folder, and its reader, read by one thread after another.
 private struct WaitingReads: @unchecked Sendable {
+    static let name = "w.socket"
     let inbox: DatagramInbox
     let reader: MessageReader
+
+    init(_ path: String, _ directory: CInt) throws {
+        let bound = try UnixSocket.bind(.datagram, directory: directory, directoryPath: path, name: Self.name)
+        reader = MessageReader(transport: .datagram, dropped: { _, _ in }, warning: { _ in })
+        inbox = DatagramInbox(bound, reader: reader)
+    }
+
+    /// Starts a read that waits at most `timeoutMilliseconds` on a thread of its own, wakes `thread` once when the
+    /// read waits, and returns what the read found: whether anything came, the wake-ups and the frames it read.
+    func waitWokenOnce(_ thread: ReceiveThread, timeoutMilliseconds: Int32) async throws -> (came: Bool?, wakes: Int, frames: Int) {
+        let ended = Mutex<(came: Bool?, wakes: Int, frames: Int)?>(nil)
+        Thread {
+            var frames: [Frame] = []
+            let came = thread.waitInRead { inbox.receiveWaiting(timeoutMilliseconds: timeoutMilliseconds, into: &frames) }
+            ended.withLock { $0 = (came, reader.roundWakes, frames.count) }
+        }.start()
+        // Nothing signals that the read began: the flag it raises first is looked at, 10 seconds at most.
+        for _ in 0..<2_000 where !thread.isWaitingInRead { try await Task.sleep(for: .milliseconds(5)) }
+        try #require(thread.isWaitingInRead)
+        thread.wake()
+        // Half the time of the longest read: a read that a wake did not end is still waiting then.
+        for _ in 0..<2_000 where ended.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        return try #require(ended.withLock { $0 }, "the read did not end")
+    }
 }
 
 /// The two transports: every other test runs on the process's transport, and the first test here runs all of
@@ -388,52 +413,50 @@ struct TransportTests {
         #expect(received == Array(1...sent), "every message, in order")
     }
 
-    @Test("a receive thread waiting in a datagram socket's read, rather than a poll, is woken by a wake from another thread")
+    @Test("a receive thread waiting in a datagram socket's read, rather than a poll, is woken by one wake from another thread")
     func wakeEndsAWaitInRead() async throws {
         let folder = TemporaryContainer()
         let directory = try Sys.open(folder.path, .directory)
-        let bound = try UnixSocket.bind(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "w.socket")
-        let reader = MessageReader(transport: .datagram, dropped: { _, _ in }, warning: { _ in })
-        let receiving = WaitingReads(inbox: DatagramInbox(bound, reader: reader), reader: reader)
+        let receiving = try WaitingReads(folder.path, directory.rawValue)
         let thread = try ReceiveThread()
         #expect(!thread.hasWakeSocket)
         thread.useWakeSocket(try UnixSocket.connect(
-            .datagram, directory: directory.rawValue, directoryPath: folder.path, name: "w.socket"))
+            .datagram, directory: directory.rawValue, directoryPath: folder.path, name: WaitingReads.name))
         #expect(thread.hasWakeSocket)
-        // A post's frame is read in the wait, as the wait's own; then each read waits a minute unless woken.
-        let poster = try UnixSocket.connect(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "w.socket")
+        // A wake that comes before the read ends the wait at once, unread.
+        thread.wake()
+        var called = false
+        #expect(thread.waitInRead { called = true; return false } == true)
+        #expect(!called)
+        // A frame posted is read in the wait.
+        let poster = try UnixSocket.connect(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: WaitingReads.name)
         try Frame(poster: 1, sequence: 1, name: "n", object: nil, userInfo: nil).encoded().withRawBytes { (bytes) throws(WormholeError) in
             try UnixSocket.send(poster.rawValue, bytes)
         }
-        let ended = Mutex<(reads: Int, frames: Int, wokenInRead: Bool)?>(nil)
-        Thread {
-            var reads = 0
-            var frames: [Frame] = []
-            // A wake that comes before a read ends it at once, unread: the next read waits again. The reads stop at the
-            // first that an empty datagram ended, or after 200.
-            var wokenInRead = false
-            while reads < 200, !wokenInRead {
-                var read = false
-                let came = thread.waitInRead {
-                    read = true
-                    return receiving.inbox.receiveWaiting(timeoutMilliseconds: 60_000, into: &frames)
-                }
-                if read { reads += 1 }
-                wokenInRead = read && came == true && receiving.reader.roundWakes > 0
-            }
-            ended.withLock { $0 = (reads, frames.count, wokenInRead) }
-        }.start()
-        // Woken over and over until a wake ends a read: a wake that reached no read (the read then waits its minute)
-        // leaves this with nothing after 30 seconds.
-        var result: (reads: Int, frames: Int, wokenInRead: Bool)?
-        for _ in 0..<600 where result == nil {
-            thread.wake()
-            try await Task.sleep(for: .milliseconds(50))
-            result = ended.withLock { $0 }
-        }
-        let outcome = try #require(result, "a wake did not end the read it waits in")
-        #expect(outcome.wokenInRead)
-        #expect(outcome.frames == 1)
+        var frames: [Frame] = []
+        #expect(thread.waitInRead { receiving.inbox.receiveWaiting(timeoutMilliseconds: 20_000, into: &frames) } == true)
+        #expect(frames.count == 1 && receiving.reader.roundWakes == 0)
+        // With nothing to read, the read waits, and one wake ends it: a wake lost would leave it 20 seconds.
+        let outcome = try await receiving.waitWokenOnce(thread, timeoutMilliseconds: 20_000)
+        #expect(outcome.came == true)
+        #expect(outcome.wakes == 1 && outcome.frames == 0)
+        #expect(thread.hasWakeSocket)
+    }
+
+    @Test("a wake socket that reaches another socket than the one read is dropped after its first missed wake")
+    func wakeSocketToAnotherSocketIsDropped() async throws {
+        let folder = TemporaryContainer()
+        let directory = try Sys.open(folder.path, .directory)
+        let receiving = try WaitingReads(folder.path, directory.rawValue)
+        let elsewhere = try UnixSocket.bind(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "other.socket")
+        let thread = try ReceiveThread()
+        thread.useWakeSocket(try UnixSocket.connect(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "other.socket"))
+        #expect(thread.hasWakeSocket)
+        // The read runs out of time, although a wake sent its datagram: the wake socket goes, and the thread polls.
+        let outcome = try await receiving.waitWokenOnce(thread, timeoutMilliseconds: 300)
+        #expect(outcome.came == false)
+        #expect(!thread.hasWakeSocket)
+        withExtendedLifetime(elsewhere) {}
     }
 
     @Test("what each errno says about a listener, on either platform")

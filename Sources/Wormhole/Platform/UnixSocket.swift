@@ -74,10 +74,13 @@ enum UnixSocket {
         _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, sendFlags) }
     }
 
-    /// Sends an empty datagram, which ends a wait in a read of the socket it reaches; nothing is said when it fails
-    /// (the socket's queue is full, which ends the wait too, or it is gone).
-    static func sendWake(_ fd: CInt) {
-        _ = systemSend(fd, nil, 0, sendFlags)
+    /// Sends an empty datagram, which ends a wait in a read of the socket it reaches. Returns false when it cannot
+    /// reach that socket (its peer is gone or refuses it); a full queue (`EAGAIN`, Darwin's `ENOBUFS`), which
+    /// ends the wait too, is no failure, nor is this process's lack of memory.
+    static func sendWake(_ fd: CInt) -> Bool {
+        guard systemSend(fd, nil, 0, sendFlags) < 0 else { return true }
+        let error = Errno(currentErrno())
+        return error == .wouldBlock || error == .interrupted || Errno.outOfResources.contains(error)
     }
 
     /// Receives one message as `header` describes, with the descriptors it carried when `header` has control

@@ -65,7 +65,7 @@ final class DatagramInbox: Inbox {
         }
         reader.beginRound()
         readBound(failed: false, into: &frames, paced: true, waiting: true)
-        return reader.readAny
+        return reader.readAny || reader.roundWakes > 0
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {

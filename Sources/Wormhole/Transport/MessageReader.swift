@@ -44,7 +44,7 @@ final class MessageReader {
     /// may have found the socket full, and with it no room for its nudge.
     var suggestsSpooling: Bool { roundSawNudge || roundMessages >= 8 || roundBytes >= Limits.maximumDirectFrameSize }
 
-    /// Whether this round read any message, taken or dropped: room was made in a socket.
+    /// Whether this round read any message, taken or dropped, wake-ups aside: room was made in a socket.
     var readAny: Bool { roundMessages > 0 }
 
     /// Whether this round's reads stopped at ``Limits/readRoundBudget`` rather than at the end of what was waiting.
@@ -79,6 +79,7 @@ final class MessageReader {
             }
             guard let received else { return true }
             var open = true
+            let wakesBefore = roundWakes
             for index in 0..<received {
                 let message = batch.message(index)
                 // Closed before anything else can fail: a message's descriptors are never kept.
@@ -97,7 +98,8 @@ final class MessageReader {
             }
             guard open else { return false }
             read += received
-            roundMessages += received
+            // Wake-ups are no sign of what posters sent.
+            roundMessages += received - (roundWakes - wakesBefore)
             // A short batch: the socket is empty now. After one message asked for, what else waits wakes the
             // next wait.
             if received < asked || one { return true }

@@ -77,7 +77,8 @@ extension Listener {
             Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
             return true
         }
-        if thread.isStopping { return false }
+        // What a wait in a read brought before a stop is handed over as a round's reads are, then the loop ends.
+        if thread.isStopping && received.isEmpty { return false }
         if ready > 0 {
             if !readInWait { inbox.receiveReady(events.dropFirst(), into: &received) }
             if !drain.keepIfWaiting(received) { hand(received) }

@@ -46,6 +46,10 @@ final class ReceiveThread: Sendable {
     private let waitsInRead = Atomic<Bool>(false)
     /// Whether the thread has a wake socket (``useWakeSocket(_:)``): read by the thread alone.
     private let wakeSocketSet = Atomic<Bool>(false)
+    /// Set when a wake sent the wake socket's datagram during the thread's wait in a read.
+    private let wakeSent = Atomic<Bool>(false)
+    /// Set when the wake socket could not reach the socket it is connected to.
+    private let wakeSocketFailed = Atomic<Bool>(false)
 
     init() throws(WormholeError) {
         let pipe = try Sys.makePipe()
@@ -116,8 +120,10 @@ final class ReceiveThread: Sendable {
             let fd = state.pipe.write
             var byte: UInt8 = 1
             _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
-            if state.wakeSocket >= 0, waitsInRead.load(ordering: .sequentiallyConsistent) {
-                UnixSocket.sendWake(state.wakeSocket)
+            // One datagram a wait: the first wake takes the flag, and the others find it down.
+            if state.wakeSocket >= 0, waitsInRead.exchange(false, ordering: .sequentiallyConsistent) {
+                wakeSent.store(true, ordering: .sequentiallyConsistent)
+                if !UnixSocket.sendWake(state.wakeSocket) { wakeSocketFailed.store(true, ordering: .relaxed) }
             }
         }
     }
@@ -138,14 +144,25 @@ final class ReceiveThread: Sendable {
     /// Whether the thread has a wake socket: it may wait in a read (``waitInRead(_:)``).
     var hasWakeSocket: Bool { wakeSocketSet.load(ordering: .relaxed) }
 
+    /// Whether the thread waits, or is about to wait, in a read, and no wake has come for that wait yet.
+    var isWaitingInRead: Bool { waitsInRead.load(ordering: .sequentiallyConsistent) }
+
     /// Waits in `receive` (a read of the thread's socket that waits) instead of a poll, once it has a wake socket
     /// (``useWakeSocket(_:)``), then runs the work handed to the thread as ``wait(_:timeoutMilliseconds:)``
     /// does. Returns what `receive` returned: whether anything came, or nil when it could not wait so (a poll is
     /// then owed). A wake that came before the read returns at once, without reading.
+    ///
+    /// A wake socket that does not reach the socket read (its send failed, or the read ran out of time although a
+    /// wake sent it a datagram: it is connected to another socket) is dropped: the thread polls until the
+    /// listener connects another (``useWakeSocket(_:)``). A wake that came just as the read ran out drops it as
+    /// well, which costs the next few rounds a poll.
     func waitInRead(_ receive: () -> Bool?) -> Bool? {
+        wakeSent.store(false, ordering: .sequentiallyConsistent)
         waitsInRead.store(true, ordering: .sequentiallyConsistent)
         let result = woken.load(ordering: .sequentiallyConsistent) ? true : receive()
         waitsInRead.store(false, ordering: .sequentiallyConsistent)
+        let missed = result == false && wakeSent.load(ordering: .sequentiallyConsistent)
+        if missed || wakeSocketFailed.exchange(false, ordering: .relaxed) { useWakeSocket(nil) }
         if woken.load(ordering: .sequentiallyConsistent) { runHandedWork() }
         return result
     }
@@ -272,6 +289,14 @@ final class ReceiveThread: Sendable {
     }
 
     /// Closes the wake pipe, as the thread ends; it closes anyway when the thread never ran.
+    deinit {
+        // Set only by the running thread, which closes it as it ends: this is for a thread that never ran.
+        state.withLock { state in
+            if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
+            state.wakeSocket = -1
+        }
+    }
+
     private func closeWakePipe() {
         state.withLock { state in
             state.pipe.close()
