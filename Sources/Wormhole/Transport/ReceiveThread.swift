@@ -288,15 +288,17 @@ final class ReceiveThread: Sendable {
         while let n = try? Sys.readSome(wakeRead, into: scratch), n > 0 {}
     }
 
-    /// Closes the wake pipe, as the thread ends; it closes anyway when the thread never ran.
     deinit {
-        // Set only by the running thread, which closes it as it ends: this is for a thread that never ran.
+        // The wake socket is set only by the running thread, which closes it as it ends: this is for a thread
+        // that never ran.
         state.withLock { state in
             if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
             state.wakeSocket = -1
         }
     }
 
+    /// Closes the wake pipe and the wake socket, as the thread ends; the pipe closes anyway when the thread never
+    /// ran.
     private func closeWakePipe() {
         state.withLock { state in
             state.pipe.close()
