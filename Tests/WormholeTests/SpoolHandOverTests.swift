@@ -164,4 +164,33 @@ struct SpoolHandOverTests {
         #expect(seen.frames.map(\.sequence) == (1...603).map(UInt64.init))
         #expect(Self.files(folder).isEmpty)
     }
+
+    @Test("a copy a poster wrote again as its segment was taken is not handed over again by the listener's next run")
+    func copyAfterTheRunEnds() throws {
+        let temporary = TemporaryContainer()
+        let folder = try Self.spool(temporary, counts: [100])
+        var reader = SpoolReader(folder: folder)
+        let taken = reader.take(includingHeld: false)
+        // The poster's append of 100 raced the rename: it writes 100 again as the first record of a new segment,
+        // and goes on there.
+        let frames = (100...150).map { Frame(poster: 5, sequence: UInt64($0), name: "n", object: nil, userInfo: nil).encoded() }
+        let staging = temporary.path + "/staging"
+        try Data(SpoolRecord.segment(frames)).write(to: URL(fileURLWithPath: staging))
+        let name = FileName.hex(2) + "-" + FileName.hex(5) + SpoolFolder.segmentSuffix
+        try #require(rename(staging, temporary.path + "/spool/" + RegistryEntry.spoolName(7) + "/" + name) == 0)
+        let seen = Seen()
+        seen.room = true
+        reader.handOver(taken, direct: [], Self.handlers(seen))
+        #expect(seen.frames.map(\.sequence) == (1...100).map(UInt64.init))
+        // The run ends (a durable listener's end takes no new segment), and its memory of what it handed over goes.
+        var next = SpoolReader(folder: folder)
+        let left = next.take(includingHeld: false)
+        let after = Seen()
+        after.room = true
+        next.handOver(left, direct: [], Self.handlers(after))
+        withKnownIssue("the next run's memory starts empty: it hands the copy of 100 over again") {
+            #expect(after.frames.map(\.sequence) == (101...150).map(UInt64.init))
+        }
+        #expect(after.frames.map(\.sequence).suffix(50) == (101...150).map(UInt64.init))
+    }
 }
