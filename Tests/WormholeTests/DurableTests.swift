@@ -158,6 +158,41 @@ struct DurableTests {
         #expect(try await recorder.wait(for: 9).compactMap(\.number) == Array(0..<9), "once each")
     }
 
+    @Test("a record a poster writes again because a run took its segment as it wrote is not handed over again by the next run")
+    func copyAfterACleanEnd() async throws {
+        let container = TemporaryContainer()
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            durable.addObserver(forName: .init("d"), object: nil, queue: nil) { _ in }
+        }
+        // The identity is down: a poster spools 0 into a new segment, appends 1, and stops itself there, before it
+        // looks whether the segment still has its name.
+        let poster = try Peer(
+            "wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "3"],
+            environment: ["WORMHOLE_STOP_AT": "spool.appended"])
+        defer { poster.signal(SIGKILL) }
+        try poster.waitUntilStopped(timeout: 20)
+        // The next run takes the segment, gets 0 and 1, and ends cleanly.
+        do {
+            let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+            let recorder = Recorder()
+            durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
+            #expect(try await recorder.wait(for: 2).compactMap(\.number) == [0, 1])
+        }
+        // The poster finds its segment's name gone: it writes 1 again into a new segment, then 2.
+        poster.signal(SIGCONT)
+        #expect(try await poster.awaitExit() == 0)
+        #expect(poster.jsonLines().first?["spooled"] as? Int == 3)
+
+        let durable = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: "w")
+        let recorder = Recorder()
+        durable.addObserver(forName: .init("d"), object: nil, queue: nil, using: recorder.block)
+        #expect(try await recorder.wait(for: 1).compactMap(\.number) == [2], "the copy of 1 comes first in its segment")
+        let later = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", "d", "--count", "1", "--start", "3"])
+        #expect(try await later.awaitExit() == 0)
+        #expect(try await recorder.wait(for: 2).compactMap(\.number) == [2, 3])
+    }
+
     @Test(
         "every observer start-up code adds, whatever its form, gets the whole backlog once and in order, then what was posted meanwhile",
         arguments: [false, true])

@@ -8,7 +8,8 @@
 /// - the listener takes a segment by renaming it to `<stamp>-<poster>.taken` before reading it, so a poster
 ///   that finds its segment's name gone knows the listener has it, and a record it wrote while the rename
 ///   happened is written again into a new segment (the listener drops the copy it already has);
-/// - what a durable listener must keep for later it writes into `held-<number>` files of its own.
+/// - what a durable listener must keep for later it writes into `held-<number>` files of its own, and what it
+///   handed over last from its segments into `seen`.
 final class SpoolFolder: Sendable {
     static let bellName = "bell"
     static let segmentSuffix = ".seg"
@@ -16,6 +17,8 @@ final class SpoolFolder: Sendable {
     /// A segment whose first record is still being written: it gets its `.seg` name once that record is whole.
     static let unnamedSuffix = ".new"
     static let heldPrefix = "held-"
+    /// What a durable listener handed over last from its segments, for its identity's next run (``SeenRecords``).
+    static let seenName = "seen"
     /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a header naming its process (``LeaseFormat``), and
     /// past it a sparse size, what the poster is about to write.
     static let leasePrefix = "lease-"

@@ -29,6 +29,8 @@ struct SpoolReader: ~Copyable {
 
     let folder: SpoolFolder
     private var recent: [UInt64: RecentRing<UInt64>] = [:]
+    /// Whether what the identity's last run handed over (``SeenFormat``) was read into `recent`.
+    private var seenRead = false
     private var nextHeld: UInt64 = 0
     /// The hand-over that stopped after a chunk, if one did.
     private var pending: HandOver?
@@ -73,6 +75,7 @@ struct SpoolReader: ~Copyable {
     mutating func handOver(_ taken: Taken, direct: [Frame], holdingDirect: Bool = false, _ handlers: Handlers) {
         // One that stopped comes first, whole: it holds what was posted earlier.
         resumeHandOver(handlers, pausing: false)
+        if !seenRead { readSeen(handlers) }
         let held = taken.held
         for name in taken.planted {
             folder.remove(name)
@@ -215,6 +218,49 @@ struct SpoolReader: ~Copyable {
     private mutating func remember(_ frame: Frame) -> Bool {
         if recent[frame.poster] == nil && recent.count >= Limits.rememberedPosters { recent.removeAll() }
         return recent[frame.poster, default: RecentRing(capacity: Limits.rememberedSequencesPerPoster)].insert(frame.sequence)
+    }
+
+    /// Writes, for each poster, the last frame handed over from the spool (``SeenFormat``), for the identity's
+    /// next run: a durable listener's, as it ends. A poster that wrote a record again into a new segment, because
+    /// this run took the old one as it wrote, left a copy that this run may not take again; the next one drops it.
+    /// Said when it cannot be written: the next run may then hand such a copy over again.
+    mutating func keepSeen(_ handlers: Handlers) {
+        if !seenRead { readSeen(handlers) }
+        let entries = recent.compactMap { (poster, ring) in ring.newest.map { (poster: poster, sequence: $0) } }
+        guard !entries.isEmpty else { return }
+        do throws(WormholeError) {
+            try StoredFile.replace(SpoolFolder.seenName, in: folder.descriptor, with: SeenFormat.encode(entries))
+        } catch {
+            handlers.warning("cannot keep what listener \(FileName.hex(folder.listener)) handed over for its next run: \(error)")
+        }
+    }
+
+    /// Reads what the identity's last run wrote with ``keepSeen(_:)`` into the memory of frames seen, once (again
+    /// at the next hand-over when this process is out of descriptors or memory). None is not an error; a file that
+    /// is not such a file is counted as dropped and removed, and at worst a copy is handed over again. Temporary
+    /// files a run that died left in the folder are removed too.
+    private mutating func readSeen(_ handlers: Handlers) {
+        seenRead = true
+        StoredFile.removeStaleTemporaries(in: folder.descriptor)
+        let entries: [(poster: UInt64, sequence: UInt64)]
+        do throws(WormholeError) {
+            let bytes = try StoredFile.read(SpoolFolder.seenName, in: folder.descriptor, limit: SeenFormat.maximumSize)
+            entries = try SeenFormat.decode(bytes)
+        } catch where error.systemErrno == .noSuchFile {
+            return
+        } catch where error.isOutOfResources {
+            // Read again at the next hand-over; this one may hand such a copy over again.
+            seenRead = false
+            handlers.warning("cannot read \(SpoolFolder.seenName) in the spool of listener \(FileName.hex(folder.listener)) now: \(error)")
+            return
+        } catch {
+            handlers.dropped(1, "\(SpoolFolder.seenName) in the spool of listener \(FileName.hex(folder.listener)) is damaged, removed: \(error)")
+            folder.remove(SpoolFolder.seenName)
+            return
+        }
+        for entry in entries where recent.count < Limits.rememberedPosters || recent[entry.poster] != nil {
+            recent[entry.poster, default: RecentRing(capacity: Limits.rememberedSequencesPerPoster)].insert(entry.sequence)
+        }
     }
 
     private mutating func heldName() -> String {

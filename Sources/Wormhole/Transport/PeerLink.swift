@@ -163,7 +163,7 @@ final class PeerLink: Sendable {
                 return true
             }
             try frame.withParts { (head, archive) throws(WormholeError) in try folder.append(head, archive, to: &segment) }
-            StopPoint.reached("spool.append")
+            StopPoint.reached("spool.appended")
             if folder.holds(segment) {
                 keep(segment, size, &state)
                 return false

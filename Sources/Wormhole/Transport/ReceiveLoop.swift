@@ -32,7 +32,7 @@ extension Listener {
             while !inbox.receiveAll(into: &last), inbox.readAny, reads < Limits.lastReads { reads += 1 }
         }
         // Stopping while taken segments wait: what was read is handed over with them, rather than lost.
-        drain.finish(last: last)
+        drain.finish(last: last, durable: identity.isDurable)
     }
 
     /// One round of the loop (``ReceiveSchedule``): waits, reads the sockets, looks at the spool, rebinds and

@@ -80,14 +80,17 @@ struct SpoolDrain: ~Copyable {
     }
 
     /// As the listener ends: finishes a hand-over that stopped, then hands over what was taken before and still
-    /// waits, with `last` (what the sockets held at the end), in order. A durable listener's spool keeps what it holds back for its identity's next
-    /// run, what the sockets held included.
-    mutating func finish(last: [Frame]) {
+    /// waits, with `last` (what the sockets held at the end), in order. A durable listener's spool keeps what it
+    /// holds back for its identity's next run, what the sockets held included, and what it handed over last
+    /// (``SpoolReader/keepSeen(_:)``).
+    mutating func finish(last: [Frame], durable: Bool) {
         // A hand-over that stopped is done first, whole: it holds what was posted before.
         reader.resumeHandOver(handlers, pausing: false)
-        guard !last.isEmpty || waiting != nil else { return }
-        let direct = (waiting ?? []) + last
-        waiting = nil
-        reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: direct, holdingDirect: true, handlers)
+        if !last.isEmpty || waiting != nil {
+            let direct = (waiting ?? []) + last
+            waiting = nil
+            reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: direct, holdingDirect: true, handlers)
+        }
+        if durable { reader.keepSeen(handlers) }
     }
 }

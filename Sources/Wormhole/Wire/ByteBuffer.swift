@@ -121,6 +121,16 @@ struct ByteReader<Bytes: ReadableBytes> {
         return string
     }
 
+    /// A file's header: `magic`, a version byte that must be `version`, and three reserved bytes, not read. `what`
+    /// names the kind of file in the errors ("has no lease header", "is a lease of version 2").
+    mutating func readHeader(magic: [UInt8], version: UInt8, _ what: String) throws(WormholeError) {
+        let found = try readBytes(magic.count, "\(what) header")
+        guard found.elementsEqual(magic) else { throw WormholeError(.corruptData, "has no \(what) header") }
+        let got = try read(UInt8.self, "\(what) version")
+        guard got == version else { throw WormholeError(.corruptData, "is a \(what) of version \(got)") }
+        _ = try readBytes(3, "\(what) header")
+    }
+
     private func truncated(_ what: String) -> WormholeError {
         WormholeError(.corruptData, "\(what) is cut short at byte \(offset - bytes.startIndex) of \(end - bytes.startIndex)")
     }

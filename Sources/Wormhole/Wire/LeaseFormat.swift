@@ -27,11 +27,7 @@ enum LeaseFormat {
     /// magic or version), or name no process (a pid of 0 or less). The reserved fields are not checked.
     static func holder(_ bytes: [UInt8]) throws(WormholeError) -> ProcessMark {
         var reader = ByteReader(bytes)
-        let found = try reader.readBytes(magic.count, "lease header")
-        guard found.elementsEqual(magic) else { throw WormholeError(.corruptData, "has no lease header") }
-        let version = try reader.read(UInt8.self, "lease version")
-        guard version == Self.version else { throw WormholeError(.corruptData, "is a lease of version \(version)") }
-        _ = try reader.readBytes(3, "lease header")
+        try reader.readHeader(magic: magic, version: version, "lease")
         let pid = Int32(bitPattern: try reader.read(UInt32.self, "lease pid"))
         _ = try reader.read(UInt32.self, "lease header")
         let start = try reader.read(UInt64.self, "lease start")
