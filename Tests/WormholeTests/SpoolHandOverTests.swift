@@ -182,9 +182,15 @@ struct SpoolHandOverTests {
         seen.room = true
         reader.handOver(taken, direct: [], Self.handlers(seen))
         #expect(seen.frames.map(\.sequence) == (1...100).map(UInt64.init))
-        // The run ends, as a durable listener's does: it takes no new segment, and keeps what it handed over last.
+        // The run ends, as a durable listener's does: it takes no new segment, and keeps what it took.
         reader.keepSeen(Self.handlers(seen))
         #expect(Self.files(folder) == [name, SpoolFolder.seenName].sorted())
+        #expect(try Self.seenFile(temporary).map(\.sequence) == [100])
+        // A run that takes nothing keeps it as it was.
+        var idle = SpoolReader(folder: folder)
+        idle.keepSeen(Self.handlers(seen))
+        #expect(try Self.seenFile(temporary).map(\.sequence) == [100])
+
         var next = SpoolReader(folder: folder)
         let left = next.take(includingHeld: false)
         let after = Seen()
@@ -192,10 +198,18 @@ struct SpoolHandOverTests {
         next.handOver(left, direct: [], Self.handlers(after))
         #expect(after.frames.map(\.sequence) == (101...150).map(UInt64.init))
         #expect(after.dropped == 0)
+        // What the last run kept has served: only what this one took is kept.
+        next.keepSeen(Self.handlers(after))
+        #expect(try Self.seenFile(temporary).map(\.sequence) == [150])
+    }
+
+    private static func seenFile(_ temporary: TemporaryContainer) throws -> [(poster: UInt64, sequence: UInt64)] {
+        let path = temporary.path + "/spool/" + RegistryEntry.spoolName(7) + "/" + SpoolFolder.seenName
+        return try SeenFormat.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
     }
 
     @Test("a seen file that is not one is counted as dropped and removed, and the spool is handed over whole", arguments: [
-        "garbage", "cut", "count", "check", "fifo", "huge",
+        "garbage", "cut", "count", "large count", "check", "fifo", "folder", "huge",
     ])
     func damagedSeenFile(_ damage: String) throws {
         let temporary = TemporaryContainer()
@@ -209,6 +223,10 @@ struct SpoolHandOverTests {
         case "count":
             good[11] = 2
             try Data(good).write(to: URL(fileURLWithPath: path))
+        case "large count":
+            good[8] = 0x80
+            try Data(good).write(to: URL(fileURLWithPath: path))
+        case "folder": try #require(mkdir(path, 0o700) == 0)
         case "check":
             good[good.count - 5] ^= 1
             try Data(good).write(to: URL(fileURLWithPath: path))

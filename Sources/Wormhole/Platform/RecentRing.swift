@@ -11,12 +11,6 @@ struct RecentRing<Element: Equatable> {
 
     func contains(_ value: Element) -> Bool { ring.contains(value) }
 
-    /// The value inserted last; nil while empty.
-    var newest: Element? {
-        guard !ring.isEmpty else { return nil }
-        return ring.count < capacity ? ring.last : ring[(next + capacity - 1) % capacity]
-    }
-
     /// Adds `value` unless it is there already; returns false when it was.
     @discardableResult
     mutating func insert(_ value: Element) -> Bool {
@@ -29,4 +23,9 @@ struct RecentRing<Element: Equatable> {
         }
         return true
     }
+}
+
+extension RecentRing where Element: Comparable {
+    /// The largest value remembered; nil while empty.
+    var largest: Element? { ring.max() }
 }

@@ -17,7 +17,7 @@ final class SpoolFolder: Sendable {
     /// A segment whose first record is still being written: it gets its `.seg` name once that record is whole.
     static let unnamedSuffix = ".new"
     static let heldPrefix = "held-"
-    /// What a durable listener handed over last from its segments, for its identity's next run (``SeenRecords``).
+    /// What a durable listener handed over last from its segments, for its identity's next run (``SeenFormat``).
     static let seenName = "seen"
     /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a header naming its process (``LeaseFormat``), and
     /// past it a sparse size, what the poster is about to write.
@@ -287,6 +287,11 @@ final class SpoolFolder: Sendable {
 
     func remove(_ name: String) {
         try? Sys.removeFile(name, relativeTo: descriptor)
+    }
+
+    /// Removes what is under `name`, a file or an empty folder (planted where this listener writes a file).
+    func removeAnything(_ name: String) {
+        if (try? Sys.removeFile(name, relativeTo: descriptor)) == nil { try? Sys.removeDirectory(name, relativeTo: descriptor) }
     }
 
     /// Removes a gone listener's spool folder and everything in it; a missing one is not an error.

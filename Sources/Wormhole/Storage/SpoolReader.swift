@@ -28,9 +28,15 @@ struct SpoolReader: ~Copyable {
 
 
     let folder: SpoolFolder
+    /// What this run took from the spool, by poster: a copy of one of these is dropped.
     private var recent: [UInt64: RecentRing<UInt64>] = [:]
-    /// Whether what the identity's last run handed over (``SeenFormat``) was read into `recent`.
+    /// What the identity's last run took last from the spool (``SeenFormat``), by poster: a copy of one of these is
+    /// dropped too, until this run has taken and handed over every segment that waited as it began.
+    private var seeded: [UInt64: Set<UInt64>] = [:]
+    /// Whether `seeded` was read from the spool folder.
     private var seenRead = false
+    /// Whether a hand-over of everything in the spool was done, so `seeded` has served.
+    private var seedServed = false
     private var nextHeld: UInt64 = 0
     /// The hand-over that stopped after a chunk, if one did.
     private var pending: HandOver?
@@ -47,6 +53,8 @@ struct SpoolReader: ~Copyable {
         var held: [String]
         /// Files named like held ones that this listener did not write: removed unread.
         var planted: [String] = []
+        /// Whether the take renamed every segment waiting, not only those taken before.
+        var tookNew = false
         var isEmpty: Bool { names.isEmpty && held.isEmpty && planted.isEmpty }
     }
 
@@ -56,9 +64,9 @@ struct SpoolReader: ~Copyable {
     /// of its taken frames, so a second take before the first was handed over could put it after later ones.
     func take(includingHeld: Bool, newSegments: Bool = true) -> Taken {
         let names = folder.takeSegments(renaming: newSegments)
-        guard includingHeld else { return Taken(names: names, held: []) }
+        guard includingHeld else { return Taken(names: names, held: [], tookNew: newSegments) }
         let held = folder.heldFiles()
-        return Taken(names: names, held: held.files, planted: held.planted)
+        return Taken(names: names, held: held.files, planted: held.planted, tookNew: newSegments)
     }
 
     /// Hands over `direct` (what the listener read from its connections after the take) and what
@@ -107,7 +115,7 @@ struct SpoolReader: ~Copyable {
         }
         let parts: [HandOver.Part] = held.map { .segment($0, isHeld: true) } + [.frames(early, mayHold: holdingDirect)]
             + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
-        pending = HandOver(parts: parts, removing: held + taken.names)
+        pending = HandOver(parts: parts, removing: held + taken.names, takesEverything: taken.tookNew)
         resumeHandOver(handlers)
     }
 
@@ -163,6 +171,11 @@ struct SpoolReader: ~Copyable {
         }
         StopPoint.reached("spool.hold")
         for name in handing.removing where !handing.unread.contains(name) { folder.remove(name) }
+        // Every copy the last run may have left was in what this took, and is gone now.
+        if handing.takesEverything && handing.unread.isEmpty {
+            seedServed = true
+            seeded = [:]
+        }
     }
 
     /// The hand-over's next frame, its size, and whether a durable listener may hold it back; nil once every
@@ -216,29 +229,36 @@ struct SpoolReader: ~Copyable {
     /// Records `frame` as seen; false when it was seen already (written again by a poster whose segment was
     /// taken while it wrote).
     private mutating func remember(_ frame: Frame) -> Bool {
+        if seeded[frame.poster]?.contains(frame.sequence) == true { return false }
         if recent[frame.poster] == nil && recent.count >= Limits.rememberedPosters { recent.removeAll() }
         return recent[frame.poster, default: RecentRing(capacity: Limits.rememberedSequencesPerPoster)].insert(frame.sequence)
     }
 
-    /// Writes, for each poster, the last frame handed over from the spool (``SeenFormat``), for the identity's
-    /// next run: a durable listener's, as it ends. A poster that wrote a record again into a new segment, because
-    /// this run took the old one as it wrote, left a copy that this run may not take again; the next one drops it.
+    /// Writes, for each poster, the largest sequence this run took from the spool (``SeenFormat``), for the
+    /// identity's next run: a durable listener's, as it ends, once its hand-over is done. A poster that wrote a
+    /// record again into a new segment, because this run took the old one as it wrote, left a copy that this run
+    /// may not have taken; the next one drops it. What the last run wrote is kept too while it has not served.
     /// Said when it cannot be written: the next run may then hand such a copy over again.
     mutating func keepSeen(_ handlers: Handlers) {
+        guard pending == nil else { return }
         if !seenRead { readSeen(handlers) }
-        let entries = recent.compactMap { (poster, ring) in ring.newest.map { (poster: poster, sequence: $0) } }
-        guard !entries.isEmpty else { return }
+        var entries = recent.compactMap { (poster, ring) in ring.largest.map { (poster: poster, sequence: $0) } }
+        for (poster, sequences) in seeded {
+            for sequence in sequences where recent[poster]?.contains(sequence) != true { entries.append((poster, sequence)) }
+        }
+        // Nothing taken in this run, and nothing left of the last one's: what is there stays as true as it was.
+        guard !entries.isEmpty || seedServed else { return }
         do throws(WormholeError) {
             try StoredFile.replace(SpoolFolder.seenName, in: folder.descriptor, with: SeenFormat.encode(entries))
         } catch {
-            handlers.warning("cannot keep what listener \(FileName.hex(folder.listener)) handed over for its next run: \(error)")
+            handlers.warning("cannot keep what listener \(FileName.hex(folder.listener)) took from its spool for its next run: \(error)")
         }
     }
 
-    /// Reads what the identity's last run wrote with ``keepSeen(_:)`` into the memory of frames seen, once (again
-    /// at the next hand-over when this process is out of descriptors or memory). None is not an error; a file that
-    /// is not such a file is counted as dropped and removed, and at worst a copy is handed over again. Temporary
-    /// files a run that died left in the folder are removed too.
+    /// Reads what the identity's last run wrote with ``keepSeen(_:)``, once (again at the next hand-over when
+    /// this process is out of descriptors or memory). None is not an error; what is not such a file is counted as
+    /// dropped and removed, and at worst a copy is handed over again. Temporary files a run that died left in the
+    /// folder are removed too.
     private mutating func readSeen(_ handlers: Handlers) {
         seenRead = true
         StoredFile.removeStaleTemporaries(in: folder.descriptor)
@@ -255,12 +275,10 @@ struct SpoolReader: ~Copyable {
             return
         } catch {
             handlers.dropped(1, "\(SpoolFolder.seenName) in the spool of listener \(FileName.hex(folder.listener)) is damaged, removed: \(error)")
-            folder.remove(SpoolFolder.seenName)
+            folder.removeAnything(SpoolFolder.seenName)
             return
         }
-        for entry in entries where recent.count < Limits.rememberedPosters || recent[entry.poster] != nil {
-            recent[entry.poster, default: RecentRing(capacity: Limits.rememberedSequencesPerPoster)].insert(entry.sequence)
-        }
+        for entry in entries { seeded[entry.poster, default: []].insert(entry.sequence) }
     }
 
     private mutating func heldName() -> String {
@@ -298,10 +316,13 @@ private final class HandOver {
     var keeperFailed = false
     /// How many frames read from the sockets the keeper holds: they are nowhere else.
     var heldDirect = 0
+    /// Whether it took every segment that waited (``SpoolReader/Taken/tookNew``).
+    let takesEverything: Bool
 
-    init(parts: [Part], removing: [String]) {
+    init(parts: [Part], removing: [String], takesEverything: Bool) {
         self.parts = parts
         self.removing = removing
+        self.takesEverything = takesEverything
     }
 }
 

@@ -90,6 +90,8 @@ struct SpoolDrain: ~Copyable {
             let direct = (waiting ?? []) + last
             waiting = nil
             reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: direct, holdingDirect: true, handlers)
+            // Not stopped for the observers as the listener ends: what it holds would go with it.
+            reader.resumeHandOver(handlers, pausing: false)
         }
         if durable { reader.keepSeen(handlers) }
     }

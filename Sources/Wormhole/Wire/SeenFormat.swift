@@ -1,5 +1,5 @@
-/// The `seen` file of a durable listener's spool folder: for each poster, the sequence of the last frame the
-/// listener handed over from its segments, written as a run ends cleanly. Its identity's next run drops a spooled
+/// The `seen` file of a durable listener's spool folder: for each poster, the largest sequence the listener took
+/// from its spool, written as a run ends cleanly. Its identity's next run drops a spooled
 /// frame it names: a record a poster wrote again into a new segment because the listener took the old one while
 /// it wrote, and that the run before handed over already. Big-endian:
 /// ```
@@ -36,7 +36,7 @@ enum SeenFormat {
     static func decode(_ bytes: [UInt8]) throws(WormholeError) -> [(poster: UInt64, sequence: UInt64)] {
         var reader = ByteReader(bytes)
         try reader.readHeader(magic: magic, version: version, "seen file")
-        let count = Int(try reader.read(UInt32.self, "seen count"))
+        let count = try reader.readLength("seen count")
         guard count <= maximumEntries, bytes.count == headerSize + count * entrySize + 4 else {
             throw WormholeError(.corruptData, "claims \(count) entries in \(bytes.count) bytes")
         }
