@@ -102,14 +102,13 @@ final class Endpoint: Sendable {
         counters.count { $0.posted += 1 }
         try fanout.checkContainerIsAtItsPath()
         let ownID = reception.listenerID
-        var (report, gone) = fanout.send(
-            outgoing, to: try registry.read(), generation: registry.parses.load(ordering: .relaxed), except: ownID)
+        var (report, gone) = fanout.send(outgoing, to: try registry.read(), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
             reception.deliverOwn([outgoing.frame])
             report.delivered += 1
         }
         if !gone.isEmpty {
-            membership.removeDeadListeners(gone.map(\.listener))
+            membership.removeDeadListeners(gone)
             report.removedDeadListeners = gone.count
         }
         counters.count {

@@ -11,7 +11,6 @@ final class Fanout: Sendable {
     private let nudge: [UInt8]
     private let sequence = Atomic<UInt64>(0)
     private let links = Mutex(Links())
-    private let linksGeneration = Atomic<Int>(0)
     private let linkContext: PeerLink.Context
     private let container: Container
     /// When a post last made sure the container is still at its path, in uptime nanoseconds.
@@ -21,11 +20,45 @@ final class Fanout: Sendable {
     /// and a listener orders frames of another connection only against what was spooled.
     private let linksStartSpooling: Bool
 
-    /// The links of this process, and the listeners whose link was closed while it may have had frames in flight.
+    /// The links of this process, the listeners whose link was closed while it may have had frames in flight, and
+    /// the last route worked out. Whatever changes `open` forgets the route.
     private struct Links {
         var open: [UInt64: PeerLink] = [:]
         var closed: Set<UInt64> = []
         var uses: UInt64 = 0
+        /// The registry generation the links were last pruned to.
+        var generation = 0
+        var route: Route?
+    }
+
+    /// Where the posts of one name and object go, worked out from one registry snapshot: each matching listener
+    /// but this process's own, with its link. Used again while the registry's generation and the links stay as
+    /// they were: a process mostly posts one name many times in a row.
+    private final class Route: Sendable {
+        /// A listener a post goes to: its id and pid, for the report, and this process's link to it.
+        struct Target {
+            let listener: UInt64
+            let pid: Int32
+            let link: PeerLink
+        }
+
+        let generation: Int
+        let name: String
+        let object: String?
+        let own: UInt64?
+        let targets: [Target]
+
+        init(generation: Int, name: String, object: String?, own: UInt64?, targets: [Target]) {
+            self.generation = generation
+            self.name = name
+            self.object = object
+            self.own = own
+            self.targets = targets
+        }
+
+        func serves(_ generation: Int, _ name: String, _ object: String?, _ own: UInt64?) -> Bool {
+            self.generation == generation && self.own == own && self.name == name && self.object == object
+        }
     }
 
     /// `skippedLease` counts a damaged lease this process's posts found in a listener's spool (once each).
@@ -55,23 +88,19 @@ final class Fanout: Sendable {
 
     /// Hands `frame` to every listener of `snapshot` that matches its name and object, but `own`. Returns what
     /// became of it, and the listeners found gone.
-    func send(
-        _ frame: OutgoingFrame, to snapshot: RegistrySnapshot, generation: Int, except own: UInt64?
-    ) -> (report: PostReport, gone: [RegistryEntry]) {
-        pruneLinks(to: snapshot, generation: generation)
+    func send(_ frame: OutgoingFrame, to snapshot: RegistrySnapshot, except own: UInt64?) -> (report: PostReport, gone: [UInt64]) {
         var report = PostReport()
-        var gone: [RegistryEntry] = []
-        snapshot.forEachListener(matching: frame.frame.name, object: frame.frame.object) { entry in
-            guard entry.listener != own else { return }
-            switch link(to: entry).send(frame, nudge: nudge) {
+        var gone: [UInt64] = []
+        for target in route(frame.frame.name, frame.frame.object, snapshot, except: own).targets {
+            switch target.link.send(frame, nudge: nudge) {
             case .direct:
                 report.delivered += 1
             case .spooled:
                 report.spooled += 1
             case .gone:
-                gone.append(entry)
+                gone.append(target.listener)
             case .failed(let error):
-                report.failures.append(PostReport.Failure(pid: entry.pid, error: error))
+                report.failures.append(PostReport.Failure(pid: target.pid, error: error))
             }
         }
         return (report, gone)
@@ -84,43 +113,65 @@ final class Fanout: Sendable {
                 links.open[listener] = nil
                 links.closed.remove(listener)
             }
+            links.route = nil
         }
     }
 
-    /// Drops the links (and their sockets) of listeners that left the registry, once per registry change.
-    private func pruneLinks(to snapshot: RegistrySnapshot, generation: Int) {
-        guard linksGeneration.exchange(generation, ordering: .relaxed) != generation else { return }
-        let present = Set(snapshot.entries.map(\.listener))
-        links.withLock { links in
-            links.open = links.open.filter { present.contains($0.key) }
-            links.closed = links.closed.filter { present.contains($0) }
-        }
-    }
-
-    private func link(to entry: RegistryEntry) -> PeerLink {
+    /// The route of a post of `name` and `object`: the last one when it serves them, else worked out anew from
+    /// `snapshot` (making the links it needs). Each of its links counts as used now.
+    private func route(_ name: String, _ object: String?, _ snapshot: RegistrySnapshot, except own: UInt64?) -> Route {
         links.withLock { links in
             links.uses += 1
-            // A link to a listener that registered anew with another transport is made anew.
-            // Whether it keeps everything spooled is its identity's for good (a relay's): read when the link is made.
-            if let link = links.open[entry.listener], link.transport == entry.transport {
-                link.lastUse.store(links.uses, ordering: .relaxed)
-                return link
+            if let route = links.route, route.serves(snapshot.generation, name, object, own) {
+                for target in route.targets { target.link.lastUse.store(links.uses, ordering: .relaxed) }
+                return route
             }
-            if links.open.removeValue(forKey: entry.listener) != nil { links.closed.insert(entry.listener) }
-            if links.open.count >= Limits.maximumLinks,
-                let oldest = links.open.min(by: { $0.value.lastUse.load(ordering: .relaxed) < $1.value.lastUse.load(ordering: .relaxed) })
-            {
-                links.open[oldest.key] = nil
-                links.closed.insert(oldest.key)
+            if links.generation != snapshot.generation { prune(&links, to: snapshot) }
+            var targets: [Route.Target] = []
+            snapshot.forEachListener(matching: name, object: object) { entry in
+                guard entry.listener != own else { return }
+                targets.append(Route.Target(listener: entry.listener, pid: entry.pid, link: link(to: entry, &links)))
             }
-            // Frames of a closed link's connection may be unread: a new link spools until the listener drains.
-            let link = PeerLink(
-                listener: entry.listener, transport: entry.transport, durable: entry.isDurable, context: linkContext,
-                startsSpooling: links.closed.remove(entry.listener) != nil || linksStartSpooling, spoolsAlways: entry.keepsSpooled)
+            let route = Route(generation: snapshot.generation, name: name, object: object, own: own, targets: targets)
+            // Kept only while each of its links is still open: with more listeners than links, one made for this
+            // route may have closed another of it.
+            links.route = targets.allSatisfy { links.open[$0.listener] === $0.link } ? route : nil
+            return route
+        }
+    }
+
+    /// Drops the links (and their sockets) of listeners that left the registry, once per registry generation.
+    private func prune(_ links: inout Links, to snapshot: RegistrySnapshot) {
+        links.generation = snapshot.generation
+        let present = Set(snapshot.entries.map(\.listener))
+        links.open = links.open.filter { present.contains($0.key) }
+        links.closed = links.closed.filter { present.contains($0) }
+        links.route = nil
+    }
+
+    /// The link to `entry`'s listener: the open one, or a new one.
+    private func link(to entry: RegistryEntry, _ links: inout Links) -> PeerLink {
+        // A link to a listener that registered anew with another transport is made anew.
+        // Whether it keeps everything spooled is its identity's for good (a relay's): read when the link is made.
+        if let link = links.open[entry.listener], link.transport == entry.transport {
             link.lastUse.store(links.uses, ordering: .relaxed)
-            links.open[entry.listener] = link
             return link
         }
+        links.route = nil
+        if links.open.removeValue(forKey: entry.listener) != nil { links.closed.insert(entry.listener) }
+        if links.open.count >= Limits.maximumLinks,
+            let oldest = links.open.min(by: { $0.value.lastUse.load(ordering: .relaxed) < $1.value.lastUse.load(ordering: .relaxed) })
+        {
+            links.open[oldest.key] = nil
+            links.closed.insert(oldest.key)
+        }
+        // Frames of a closed link's connection may be unread: a new link spools until the listener drains.
+        let link = PeerLink(
+            listener: entry.listener, transport: entry.transport, durable: entry.isDurable, context: linkContext,
+            startsSpooling: links.closed.remove(entry.listener) != nil || linksStartSpooling, spoolsAlways: entry.keepsSpooled)
+        link.lastUse.store(links.uses, ordering: .relaxed)
+        links.open[entry.listener] = link
+        return link
     }
 
     /// Refuses to post into a container whose path now names another folder (moved, removed or recreated):

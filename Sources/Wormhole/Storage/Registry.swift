@@ -170,8 +170,7 @@ final class Registry: Sendable {
         cache.loaded = true
         guard changed else { return nil }
         let entries = files.keys.sorted().compactMap { files[$0]?.entry }
-        cache.snapshot = RegistrySnapshot(entries: entries)
-        parses.add(1, ordering: .relaxed)
+        cache.snapshot = RegistrySnapshot(entries: entries, generation: parses.add(1, ordering: .relaxed).newValue)
         return nil
     }
 

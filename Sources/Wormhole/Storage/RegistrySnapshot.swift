@@ -2,13 +2,17 @@
 /// however many listeners observe other names.
 struct RegistrySnapshot: Sendable {
     let entries: [RegistryEntry]
+    /// Which of its registry's readings this is (``Registry/parses`` as it was made): a later one has a larger
+    /// number, so what is worked out from a snapshot can be kept until its generation changes.
+    let generation: Int
     private let byName: [String: [Int]]
     private let anyName: [Int]
 
-    static let empty = RegistrySnapshot(entries: [])
+    static let empty = RegistrySnapshot(entries: [], generation: 0)
 
-    init(entries: [RegistryEntry]) {
+    init(entries: [RegistryEntry], generation: Int) {
         self.entries = entries
+        self.generation = generation
         var byName: [String: [Int]] = [:]
         var anyName: [Int] = []
         for (index, entry) in entries.enumerated() {
