@@ -19,6 +19,9 @@ struct PollSet: RandomAccessCollection {
     }
 
     private var events: [pollfd] = []
+    /// What its maker says the set holds (``Inbox/pollShape``); nil when it says nothing. Set again by whoever
+    /// adds or removes descriptors; a set whose shape is as wanted is polled again as it is.
+    var shape: UInt64?
 
     var startIndex: Int { 0 }
     var endIndex: Int { events.count }
@@ -31,6 +34,7 @@ struct PollSet: RandomAccessCollection {
 
     mutating func removeAll() {
         events.removeAll(keepingCapacity: true)
+        shape = nil
     }
 
     /// Waits at most `timeoutMilliseconds` (0: looks without waiting) for input on any descriptor; returns how

@@ -12,10 +12,12 @@ final class DatagramInbox: Inbox {
 
     /// The sockets this inbox owns, each closed as it leaves: the one bound under the name now, and those it was
     /// bound to before, oldest first.
-    private var bound: HeldDescriptor
-    private var retired: [Retired] = []
+    private var bound: HeldDescriptor { didSet { pollShape &+= 1 } }
+    private var retired: [Retired] = [] { didSet { pollShape &+= 1 } }
     private var socket: CInt { bound.rawValue }
-    private(set) var boundSocketFailure: String?
+    private(set) var boundSocketFailure: String? { didSet { pollShape &+= 1 } }
+    /// Changed whenever a socket is added, closed, or fails.
+    private(set) var pollShape: UInt64 = 0
     private let reader: MessageReader
     /// How many messages the next read of `socket` asks for; the retired ones are read in batches.
     private var pace = ReadPace()

@@ -3,6 +3,9 @@
 protocol Inbox: AnyObject {
     /// Appends the descriptors to poll for incoming messages.
     func addPollDescriptors(to events: inout PollSet)
+    /// Changes whenever what ``addPollDescriptors(to:)`` adds would change: a set made with the same shape is
+    /// polled again as it is.
+    var pollShape: UInt64 { get }
     /// How long the receive thread may wait for them, in milliseconds, when shorter than its idle interval.
     var pollTimeout: Int32? { get }
     /// Reads a batch from each descriptor that `events` (the ones it added, in order, with their results)

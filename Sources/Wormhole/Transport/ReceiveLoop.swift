@@ -66,8 +66,13 @@ extension Listener {
                 ready = came ? 1 : 0
                 readInWait = true
             } else {
-                thread.prepare(&events)
-                if !paused { inbox.addPollDescriptors(to: &events) }
+                // Made again only when the inbox's sockets changed, or the loop pauses (the wake pipe alone).
+                let shape = paused ? nil : inbox.pollShape
+                if shape == nil || events.shape != shape {
+                    thread.prepare(&events)
+                    if !paused { inbox.addPollDescriptors(to: &events) }
+                    events.shape = shape
+                }
                 ready = try thread.wait(&events, timeoutMilliseconds: timeout)
             }
         } catch {

@@ -14,8 +14,10 @@ final class SeqpacketInbox: Inbox {
     }
 
     /// The sockets this inbox owns, each closed as it leaves: the listening one and a connection per poster.
-    private var listeningSocket: HeldDescriptor
+    private var listeningSocket: HeldDescriptor { didSet { connectionsChanged &+= 1 } }
+    /// Changed on every change of `connections` but what a read notes in one (``pollShape``).
     @exclusivity(unchecked) private var connections: [Connection] = []
+    @exclusivity(unchecked) private var connectionsChanged: UInt64 = 0
     private var listening: CInt { listeningSocket.rawValue }
     private let reader: MessageReader
     /// While accept fails for want of descriptors, the listening socket is left alone until then (0: it is not).
@@ -43,6 +45,9 @@ final class SeqpacketInbox: Inbox {
     }
 
     var pollTimeout: Int32? { isAccepting ? nil : Limits.acceptPause.milliseconds }
+
+    /// The listening socket is polled while it accepts (the top bit), then each connection.
+    var pollShape: UInt64 { connectionsChanged & ~(1 << 63) | (isAccepting ? 1 << 63 : 0) }
 
     var suggestsSpooling: Bool { reader.suggestsSpooling }
 
@@ -143,6 +148,7 @@ final class SeqpacketInbox: Inbox {
             if sealed { Sys.shutdownReading(connection.rawValue) }
             if connections.count >= Limits.maximumConnections { closeLeastRecent(1, &frames) }
             connections.append(Connection(socket: HeldDescriptor(connection), lastRead: rounds))
+            connectionsChanged &+= 1
         }
     }
 
@@ -157,11 +163,13 @@ final class SeqpacketInbox: Inbox {
         }
         // Closed as they leave.
         connections.removeFirst(min(count, connections.count))
+        connectionsChanged &+= 1
     }
 
     /// Closes the connections `closed`, as they leave.
     private func close(_ closed: [CInt]) {
         guard !closed.isEmpty else { return }
         connections.removeAll { closed.contains($0.fd) }
+        connectionsChanged &+= 1
     }
 }
