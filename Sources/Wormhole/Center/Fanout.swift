@@ -91,16 +91,28 @@ final class Fanout: Sendable {
     func send(_ frame: OutgoingFrame, to snapshot: RegistrySnapshot, except own: UInt64?) -> (report: PostReport, gone: [UInt64]) {
         var report = PostReport()
         var gone: [UInt64] = []
-        for target in route(frame.frame.name, frame.frame.object, snapshot, except: own).targets {
-            switch target.link.send(frame, nudge: nudge) {
+        func send(_ link: PeerLink, listener: UInt64, pid: Int32) {
+            switch link.send(frame, nudge: nudge) {
             case .direct:
                 report.delivered += 1
             case .spooled:
                 report.spooled += 1
             case .gone:
-                gone.append(target.listener)
+                gone.append(listener)
             case .failed(let error):
-                report.failures.append(PostReport.Failure(pid: target.pid, error: error))
+                report.failures.append(PostReport.Failure(pid: pid, error: error))
+            }
+        }
+        switch route(frame.frame.name, frame.frame.object, snapshot, except: own) {
+        case .kept(let route):
+            for target in route.targets { send(target.link, listener: target.listener, pid: target.pid) }
+        case .tooMany(let entries):
+            // A link at a time, as each may close another: no more than the most links stay open.
+            for entry in entries {
+                send(links.withLock { links in
+                    links.uses += 1
+                    return link(to: entry, &links)
+                }, listener: entry.listener, pid: entry.pid)
             }
         }
         return (report, gone)
@@ -117,26 +129,34 @@ final class Fanout: Sendable {
         }
     }
 
-    /// The route of a post of `name` and `object`: the last one when it serves them, else worked out anew from
-    /// `snapshot` (making the links it needs). Each of its links counts as used now.
-    private func route(_ name: String, _ object: String?, _ snapshot: RegistrySnapshot, except own: UInt64?) -> Route {
+    /// Where a post goes: a route, or, when more listeners match than links stay open, the listeners themselves.
+    private enum Destinations {
+        case kept(Route)
+        case tooMany([RegistryEntry])
+    }
+
+    /// Where a post of `name` and `object` goes: the last route when it serves them, else a route worked out anew
+    /// from `snapshot` (making the links it needs), each of its links counting as used now; or the matching
+    /// listeners when there are more than ``Limits/maximumLinks``.
+    private func route(_ name: String, _ object: String?, _ snapshot: RegistrySnapshot, except own: UInt64?) -> Destinations {
         links.withLock { links in
             links.uses += 1
             if let route = links.route, route.serves(snapshot.generation, name, object, own) {
                 for target in route.targets { target.link.lastUse.store(links.uses, ordering: .relaxed) }
-                return route
+                return .kept(route)
             }
-            if links.generation != snapshot.generation { prune(&links, to: snapshot) }
-            var targets: [Route.Target] = []
+            // A post that read the registry before another thread's newer reading does not prune back to it.
+            if snapshot.generation > links.generation { prune(&links, to: snapshot) }
+            var entries: [RegistryEntry] = []
             snapshot.forEachListener(matching: name, object: object) { entry in
-                guard entry.listener != own else { return }
-                targets.append(Route.Target(listener: entry.listener, pid: entry.pid, link: link(to: entry, &links)))
+                if entry.listener != own { entries.append(entry) }
             }
+            guard entries.count <= Limits.maximumLinks else { return .tooMany(entries) }
+            let targets = entries.map { Route.Target(listener: $0.listener, pid: $0.pid, link: link(to: $0, &links)) }
             let route = Route(generation: snapshot.generation, name: name, object: object, own: own, targets: targets)
-            // Kept only while each of its links is still open: with more listeners than links, one made for this
-            // route may have closed another of it.
-            links.route = targets.allSatisfy { links.open[$0.listener] === $0.link } ? route : nil
-            return route
+            // Made from the newest reading only: an older one is not kept over it.
+            links.route = snapshot.generation == links.generation ? route : nil
+            return .kept(route)
         }
     }
 
