@@ -100,9 +100,11 @@ final class Endpoint: Sendable {
         let outgoing = OutgoingFrame(consume made)
         if retain { try retained.store(outgoing.bytes, name: name) }
         counters.count { $0.posted += 1 }
-        try fanout.checkContainerIsAtItsPath()
+        // One look at the clock for both.
+        let now = DispatchTime.now().uptimeNanoseconds
+        try fanout.checkContainerIsAtItsPath(now: now)
         let ownID = reception.listenerID
-        var (report, gone) = fanout.send(outgoing, to: try registry.read(), except: ownID)
+        var (report, gone) = fanout.send(outgoing, to: try registry.read(now: now), except: ownID)
         if ownID != nil, delivery.hasMatch(name: name, object: object) {
             reception.deliverOwn([outgoing.frame])
             report.delivered += 1

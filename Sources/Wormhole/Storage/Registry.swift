@@ -74,9 +74,8 @@ final class Registry: Sendable {
     /// read it (out of descriptors or memory), its last reading stands, as nothing says otherwise.
     /// - Throws: the system's error when this process never read the registry and cannot now: it cannot tell who
     ///   listens, and a post sent to nobody would look like one that nobody observes.
-    func read() throws(WormholeError) -> RegistrySnapshot {
-        // Taken before the mark is read: a change marked after this instant is seen once the trust ends.
-        let now = DispatchTime.now().uptimeNanoseconds
+    /// `now` (uptime nanoseconds) must be taken before the call: a change marked after it is seen once the trust ends.
+    func read(now: UInt64 = DispatchTime.now().uptimeNanoseconds) throws(WormholeError) -> RegistrySnapshot {
         let (trusted, changesBefore) = cache.withLock { cache in (cache.isTrusted(at: now) ? cache.snapshot : nil, cache.changes) }
         if let trusted { return trusted }
         let mark = changes.value
