@@ -13,7 +13,7 @@ struct DeliveryBatch {
     /// receive thread runs its calls, the others after. nil while no observer runs on the receive thread.
     private var groupsBeforeCalls: Int?
     /// The calls of the observers that run on the receive thread, in order.
-    private var calls: [(Observer, SendableNotification)] = []
+    private var calls = Calls()
     /// The frames for relays' observers (``Observer/init(id:center:subscription:frames:)``), which run on the
     /// receive thread with the others, after them; apart, so that the common case carries no frame.
     private var frameCalls: [(Observer, Frame)] = []
@@ -24,7 +24,7 @@ struct DeliveryBatch {
         if observer.hold(note, frame: FrameIdentity(frame), bytes: frame.byteCount) { return }
         guard !observer.runsOnReceiveThread else {
             if groupsBeforeCalls == nil { groupsBeforeCalls = groups.count }
-            calls.append((observer, note))
+            calls.append(observer, note)
             return
         }
         if let index = groups.firstIndex(where: { $0.observer === observer }) {
@@ -64,9 +64,9 @@ struct DeliveryBatch {
     }
 
     /// Runs the calls of observers without a queue, then the frames for relays' observers.
-    fileprivate static func run(_ calls: [(Observer, SendableNotification)], _ frames: [(Observer, Frame)]) {
+    fileprivate static func run(_ calls: Calls, _ frames: [(Observer, Frame)]) {
         withAutoreleasePool {
-            for (observer, note) in calls { observer.call(note) }
+            calls.forEach { observer, note in observer.call(note) }
             for (observer, frame) in frames { observer.call(frame) }
         }
     }
@@ -74,12 +74,28 @@ struct DeliveryBatch {
     fileprivate static func handOver(_ group: Group, backlog: DeliveryBacklog?) {
         group.observer.handoff?.append(group.notes, backlog: backlog)
     }
+
+    /// Calls in order, the first held in place: a batch mostly holds one, which then needs no array.
+    fileprivate struct Calls {
+        private var first: (Observer, SendableNotification)?
+        private var rest: [(Observer, SendableNotification)] = []
+
+        mutating func append(_ observer: Observer, _ note: SendableNotification) {
+            if first == nil { first = (observer, note) } else { rest.append((observer, note)) }
+        }
+
+        func forEach(_ body: (Observer, SendableNotification) -> Void) {
+            guard let first else { return }
+            body(first.0, first.1)
+            for (observer, note) in rest { body(observer, note) }
+        }
+    }
 }
 
 /// What a batch's observers without a queue run on the receive thread, handed there from another thread.
 /// Safe because the arrays are built before the work that runs them, and only read there.
 private struct ReceiveThreadWork: @unchecked Sendable {
-    let calls: [(Observer, SendableNotification)]
+    let calls: DeliveryBatch.Calls
     let frames: [(Observer, Frame)]
 }
 
