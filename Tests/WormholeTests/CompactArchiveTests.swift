@@ -230,4 +230,63 @@ struct CompactArchiveTests {
             #expect(typedBytes.map(CompactArchive.isCompact) == generalBytes.map(CompactArchive.isCompact))
         }
     }
+
+    @Test("strings, data and many small values on either side of the writer's gathering room are written byte for byte")
+    func aroundTheGatheringRoom() throws {
+        func leb128(_ value: Int) -> [UInt8] {
+            var value = value, bytes: [UInt8] = []
+            while value >= 0x80 {
+                bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+                value >>= 7
+            }
+            return bytes + [UInt8(value)]
+        }
+        let allowed = AllowedClasses([NSDictionary.self, NSArray.self, NSString.self, NSData.self])
+        for length in [0, 1, 127, 128, 990, 1000, 1010, 1015, 1016, 1017, 1020, 1024, 1025, 2047, 2048, 70_000] {
+            let text = String(repeating: "é", count: length / 2) + String(repeating: "x", count: length % 2)
+            let data = Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            let expectedString = archive([Tag.dictionary.rawValue, 1] + string("k") + [Tag.string.rawValue] + leb128(length) + Array(text.utf8))
+            let expectedData = archive([Tag.dictionary.rawValue, 1] + string("k") + [Tag.data.rawValue] + leb128(length) + Array(data))
+            #expect(try UserInfoCodec.encode(["k": text], maximumSize: 1 << 20) == expectedString, "string of \(length) bytes")
+            #expect(try UserInfoCodec.encode(["k": data], maximumSize: 1 << 20) == expectedData, "data of \(length) bytes")
+        }
+        // Many small values: the room fills and is appended again and again, between and around large ones.
+        let strings = (0..<700).map { "s\($0)" }
+        let mixed: [Any] = strings + [Data(count: 5000), "tail", Data(count: 3), String(repeating: "y", count: 1500)] + strings
+        var expected = [Tag.array.rawValue] + leb128(mixed.count)
+        for value in mixed {
+            if let text = value as? String {
+                expected += [Tag.string.rawValue] + leb128(text.utf8.count) + Array(text.utf8)
+            } else if let data = value as? Data {
+                expected += [Tag.data.rawValue] + leb128(data.count) + Array(data)
+            }
+        }
+        let bytes = try UserInfoCodec.encode(["k": mixed], maximumSize: 1 << 20)
+        #expect(bytes == archive([Tag.dictionary.rawValue, 1] + string("k") + expected))
+        let decoded = try UserInfoCodec.decode(bytes, allowed: allowed)
+        #expect((decoded as NSDictionary).isEqual(["k": mixed] as NSDictionary))
+        // Past the maximum size: no archive.
+        #expect(CompactArchiveWriter.encode(["k": Data(count: 2000)], maximumSize: 2000) == nil)
+        #expect(CompactArchiveWriter.encode(["k": "abc"], maximumSize: 13) == nil)
+        #expect(CompactArchiveWriter.encode(["k": "abc"], maximumSize: 14)?.count == 14)
+    }
+
+    @Test("integers 0 to 255 and truth values decode to shared numbers of the type a fresh one has")
+    func sharedSmallNumbers() throws {
+        let userInfo: [AnyHashable: Any] = ["zero": 0, "five": 5, "top": 255, "over": 256, "minus": -1, "yes": true, "no": false]
+        let bytes = try UserInfoCodec.encode(userInfo, maximumSize: 1 << 20)
+        let allowed = AllowedClasses([NSDictionary.self, NSString.self, NSNumber.self])
+        let first = try UserInfoCodec.decode(bytes, allowed: allowed)
+        let second = try UserInfoCodec.decode(bytes, allowed: allowed)
+        #expect((first as NSDictionary).isEqual(userInfo as NSDictionary))
+        func number(_ info: [AnyHashable: Any], _ key: String) throws -> NSNumber { try #require(info[key] as? NSNumber) }
+        for key in ["zero", "five", "top", "yes", "no"] {
+            #expect(try number(first, key) === number(second, key), "\(key) is shared")
+        }
+        for (key, made) in [("five", NSNumber(value: Int64(5))), ("over", NSNumber(value: Int64(256))), ("yes", NSNumber(value: true))] {
+            #expect(try String(cString: number(first, key).objCType) == String(cString: made.objCType), "\(key)")
+        }
+        #expect(first["yes"] as? Bool == true && first["no"] as? Bool == false && first["five"] as? Int == 5)
+        #expect(first["top"] as? Int == 255 && first["over"] as? Int == 256 && first["minus"] as? Int == -1)
+    }
 }

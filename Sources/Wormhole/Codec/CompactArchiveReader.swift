@@ -88,7 +88,9 @@ struct CompactArchiveReader: ~Copyable {
         case .integer:
             try require("NSNumber", as: .number, at: start)
             let raw = try varint()
-            return NSNumber(value: Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1))
+            let integer = Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
+            guard integer >= 0, integer < Self.smallIntegers.count else { return NSNumber(value: integer) }
+            return Self.smallIntegers[Int(integer)]
         case .dictionary:
             try require("NSDictionary", as: .dictionary, at: start)
             return try dictionary(depth: depth)
@@ -97,7 +99,7 @@ struct CompactArchiveReader: ~Copyable {
             return NSNumber(value: try real())
         case .false, .true:
             try require("NSNumber", as: .number, at: start)
-            return NSNumber(value: tag == .true)
+            return tag == .true ? Self.truth.true : Self.truth.false
         case .unsignedInteger:
             try require("NSNumber", as: .number, at: start)
             let number = try varint()
@@ -172,8 +174,8 @@ struct CompactArchiveReader: ~Copyable {
     private mutating func dictionary(depth: Int) throws(WormholeError) -> [AnyHashable: Any] {
         let count = try count(perElement: 2)
         // Allocated once; a small one roomy, so that few keys land on a taken bucket (Limits).
-        let room = count <= Limits.roomyDictionaryMaximumKeys ? count * Limits.roomyDictionaryFactor : count
-        var dictionary = [AnyHashable: Any](minimumCapacity: room)
+        var dictionary = count < Self.roomyDictionaries.count
+            ? Self.roomyDictionaries[count] : [AnyHashable: Any](minimumCapacity: count)
         var numberKeys: HashBound?
         for _ in 0..<count {
             let keyStart = offset
@@ -194,6 +196,22 @@ struct CompactArchiveReader: ~Copyable {
         }
         return dictionary
     }
+
+    /// Empty dictionaries with room for ``Limits/roomyDictionaryFactor`` times 0 to
+    /// ``Limits/roomyDictionaryMaximumKeys`` keys: a small decoded dictionary starts as a copy of the one for its
+    /// count, which its first insertion makes its own. Making one anew looks its generic type up at run time
+    /// (about 350 instructions here); a copy does not. A copy keeps its template's hash seed, which only makes
+    /// copying the elements of one large dictionary into another in order slow; these stay small. Never changed:
+    /// a copy being written copies its storage first, so sharing them across threads is safe.
+    nonisolated(unsafe) private static let roomyDictionaries: [[AnyHashable: Any]] = (0...Limits.roomyDictionaryMaximumKeys).map {
+        [AnyHashable: Any](minimumCapacity: $0 * Limits.roomyDictionaryFactor)
+    }
+
+    /// The numbers the integers 0 to 255 and the two truth values decode to, each made once and shared, as they
+    /// are written: an `NSNumber` made and freed costs about 840 instructions on Linux, a shared one a retain.
+    /// Numbers are immutable, so sharing them across threads is safe.
+    private static let smallIntegers = (0...255).map { NSNumber(value: Int64($0)) }
+    private static let truth = (false: NSNumber(value: false), true: NSNumber(value: true))
 
     private mutating func byte() throws(WormholeError) -> UInt8 {
         guard offset < base.count else { throw cutShort() }

@@ -6,23 +6,67 @@ import Foundation
 /// key that is neither a string nor a number, nesting past what receivers decode): such a value goes through
 /// ``KeyedArchiveEncoder``, which archives it or says precisely what is wrong.
 struct CompactArchiveWriter {
-    private var bytes: [UInt8]
+    /// What is written so far, but for the bytes still `pending`.
+    private var bytes: [UInt8] = []
+    /// Room on the stack where small values are gathered and then appended to `bytes` together: every append
+    /// to an array checks that the array is unique and has room, which costs more than writing a small value.
+    private let pending: UnsafeMutableRawBufferPointer
+    private var pendingCount = 0
     private var depthLeft = Limits.archiveMaximumDepth
 
-    private init() {
-        bytes = []
-        bytes.reserveCapacity(128)
-        bytes.append(contentsOf: CompactArchive.magic)
+    /// How many bytes `pending` holds.
+    private static let pendingSize = 1024
+
+    private init(pending: UnsafeMutableRawBufferPointer) {
+        self.pending = pending
+        append(CompactArchive.magic)
     }
 
     /// The compact archive of `root`, or nil when it holds a value this format does not carry, or comes to more
     /// than `maximumSize` bytes.
     static func encode(_ root: Any, maximumSize: Int) -> [UInt8]? {
-        var writer = CompactArchiveWriter()
-        guard writer.write(root), writer.bytes.count <= maximumSize else { return nil }
-        return writer.bytes
+        withUnsafeTemporaryAllocation(byteCount: pendingSize, alignment: 1) { pending in
+            var writer = CompactArchiveWriter(pending: pending)
+            guard writer.write(root) else { return nil }
+            writer.flush()
+            guard writer.bytes.count <= maximumSize else { return nil }
+            return writer.bytes
+        }
     }
 
+    /// Appends what is pending to `bytes`; a first append makes `bytes` exactly that long.
+    private mutating func flush() {
+        guard pendingCount > 0 else { return }
+        let gathered = UnsafeRawBufferPointer(rebasing: pending[..<pendingCount]).assumingMemoryBound(to: UInt8.self)
+        if bytes.isEmpty { bytes = Array(gathered) } else { bytes.append(contentsOf: gathered) }
+        pendingCount = 0
+    }
+
+    @inline(__always)
+    private mutating func append(_ byte: UInt8) {
+        if pendingCount == pending.count { flush() }
+        pending[pendingCount] = byte
+        pendingCount += 1
+    }
+
+    /// Appends `source`: gathered while it fits the room pending, else straight to `bytes` (through a typed
+    /// buffer: Array's memcpy path).
+    private mutating func append(_ source: UnsafeRawBufferPointer) {
+        if source.count > pending.count - pendingCount {
+            flush()
+            guard source.count <= pending.count else {
+                bytes.append(contentsOf: source.assumingMemoryBound(to: UInt8.self))
+                return
+            }
+        }
+        guard let start = source.baseAddress, let to = pending.baseAddress else { return }
+        (to + pendingCount).copyMemory(from: start, byteCount: source.count)
+        pendingCount += source.count
+    }
+
+    private mutating func append(_ source: [UInt8]) {
+        source.withUnsafeBytes { append($0) }
+    }
 
     /// Writes `value`; false when this format does not carry it.
     private mutating func write(_ value: Any) -> Bool {
@@ -42,7 +86,7 @@ struct CompactArchiveWriter {
             return true
         }
         if type == ValueType.bool, let flag = ValueType.exactly(value, Bool.self) {
-            bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+            append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
             return true
         }
         if type == ValueType.number, let number = ValueType.exactly(value, NSNumber.self) {
@@ -98,7 +142,7 @@ struct CompactArchiveWriter {
         case let string as String:
             write(string)
         case let flag as Bool where Swift.type(of: value) == Bool.self:
-            bytes.append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+            append(flag ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
         // Before NSNumber: a cast of Data to a class bridges it, copying every byte.
         case let data as Data:
             write(data)
@@ -111,7 +155,7 @@ struct CompactArchiveWriter {
         case let dictionary as [AnyHashable: Any]:
             return write(dictionary)
         case is NSNull:
-            bytes.append(CompactArchive.Tag.null.rawValue)
+            append(CompactArchive.Tag.null.rawValue)
         case let url as URL:
             return write(url)
         case let uuid as UUID:
@@ -152,6 +196,11 @@ struct CompactArchiveWriter {
 
     private mutating func write(_ data: Data) {
         write(tag: .data, length: data.count)
+        guard data.count > pending.count - pendingCount else {
+            data.withUnsafeBytes { append($0) }
+            return
+        }
+        flush()
         // A large one with room to spare for what may follow it, so that the array is not grown by doubling
         // (a second copy of everything) after it; room never written to is never made resident.
         // Grown geometrically still, so that many large values are not each copied again.
@@ -213,17 +262,17 @@ struct CompactArchiveWriter {
     }
 
     private mutating func write(_ uuid: UUID) {
-        bytes.append(CompactArchive.Tag.uuid.rawValue)
-        withUnsafeBytes(of: uuid.uuid) { bytes.append(contentsOf: $0) }
+        append(CompactArchive.Tag.uuid.rawValue)
+        withUnsafeBytes(of: uuid.uuid) { append($0) }
     }
 
     private mutating func write(_ url: URL) -> Bool {
         guard descend() else { return false }
         defer { depthLeft += 1 }
-        bytes.append(CompactArchive.Tag.url.rawValue)
+        append(CompactArchive.Tag.url.rawValue)
         write(url.relativeString)
         guard let base = url.baseURL else {
-            bytes.append(CompactArchive.Tag.null.rawValue)
+            append(CompactArchive.Tag.null.rawValue)
             return true
         }
         return write(base)
@@ -233,11 +282,11 @@ struct CompactArchiveWriter {
         // NSNumber's type letters: c is a Bool (or a char), d and f are reals, Q an unsigned 64-bit integer.
         switch number.objCType.pointee {
         case CChar(UInt8(ascii: "c")) where number.int64Value == 0 || number.int64Value == 1:
-            bytes.append(number.boolValue ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
+            append(number.boolValue ? CompactArchive.Tag.true.rawValue : CompactArchive.Tag.false.rawValue)
         case CChar(UInt8(ascii: "d")), CChar(UInt8(ascii: "f")):
             write(real: number.doubleValue, as: .real)
         case CChar(UInt8(ascii: "Q")) where number.uint64Value > UInt64(Int64.max):
-            bytes.append(CompactArchive.Tag.unsignedInteger.rawValue)
+            append(CompactArchive.Tag.unsignedInteger.rawValue)
             write(varint: number.uint64Value)
         default:
             write(integer: number.int64Value)
@@ -248,32 +297,32 @@ struct CompactArchiveWriter {
         var string = string
         string.withUTF8 { utf8 in
             write(tag: .string, length: utf8.count)
-            bytes.append(contentsOf: utf8)
+            append(UnsafeRawBufferPointer(utf8))
         }
     }
 
     private mutating func write(integer: Int64) {
-        bytes.append(CompactArchive.Tag.integer.rawValue)
+        append(CompactArchive.Tag.integer.rawValue)
         write(varint: UInt64(bitPattern: integer << 1 ^ integer >> 63))
     }
 
     private mutating func write(real: Double, as tag: CompactArchive.Tag) {
-        bytes.append(tag.rawValue)
-        withUnsafeBytes(of: real.bitPattern.littleEndian) { bytes.append(contentsOf: $0) }
+        append(tag.rawValue)
+        withUnsafeBytes(of: real.bitPattern.littleEndian) { append($0) }
     }
 
     private mutating func write(tag: CompactArchive.Tag, length: Int) {
-        bytes.append(tag.rawValue)
+        append(tag.rawValue)
         write(varint: UInt64(length))
     }
 
     private mutating func write(varint value: UInt64) {
         var value = value
         while value >= 0x80 {
-            bytes.append(UInt8(truncatingIfNeeded: value) | 0x80)
+            append(UInt8(truncatingIfNeeded: value) | 0x80)
             value >>= 7
         }
-        bytes.append(UInt8(value))
+        append(UInt8(value))
     }
 
     private mutating func descend() -> Bool {

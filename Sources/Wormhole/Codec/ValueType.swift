@@ -2,22 +2,23 @@ import Foundation
 
 /// The identities of the concrete types userInfo values most often have, compared before any dynamic cast by
 /// the encoders: a failed cast costs more than the comparison, and a cast of a Swift value to a class it is not
-/// (`[String]` to `NSNumber`, say) bridges the value to its Foundation class first, only to fail.
+/// (`[String]` to `NSNumber`, say) bridges the value to its Foundation class first, only to fail. Computed where
+/// they are used rather than stored: a stored static is initialised lazily, and every read of one checks that first.
 enum ValueType {
-    static let string = ObjectIdentifier(String.self)
-    static let int = ObjectIdentifier(Int.self)
-    static let double = ObjectIdentifier(Double.self)
-    static let bool = ObjectIdentifier(Bool.self)
-    static let data = ObjectIdentifier(Data.self)
-    static let date = ObjectIdentifier(Date.self)
-    static let url = ObjectIdentifier(URL.self)
-    static let uuid = ObjectIdentifier(UUID.self)
-    static let number = ObjectIdentifier(NSNumber.self)
-    static let stringDictionary = ObjectIdentifier([String: Any].self)
-    static let dictionary = ObjectIdentifier([AnyHashable: Any].self)
-    static let array = ObjectIdentifier([Any].self)
-    static let stringArray = ObjectIdentifier([String].self)
-    static let set = ObjectIdentifier(Set<AnyHashable>.self)
+    @inline(__always) static var string: ObjectIdentifier { ObjectIdentifier(String.self) }
+    @inline(__always) static var int: ObjectIdentifier { ObjectIdentifier(Int.self) }
+    @inline(__always) static var double: ObjectIdentifier { ObjectIdentifier(Double.self) }
+    @inline(__always) static var bool: ObjectIdentifier { ObjectIdentifier(Bool.self) }
+    @inline(__always) static var data: ObjectIdentifier { ObjectIdentifier(Data.self) }
+    @inline(__always) static var date: ObjectIdentifier { ObjectIdentifier(Date.self) }
+    @inline(__always) static var url: ObjectIdentifier { ObjectIdentifier(URL.self) }
+    @inline(__always) static var uuid: ObjectIdentifier { ObjectIdentifier(UUID.self) }
+    @inline(__always) static var number: ObjectIdentifier { ObjectIdentifier(NSNumber.self) }
+    @inline(__always) static var stringDictionary: ObjectIdentifier { ObjectIdentifier([String: Any].self) }
+    @inline(__always) static var dictionary: ObjectIdentifier { ObjectIdentifier([AnyHashable: Any].self) }
+    @inline(__always) static var array: ObjectIdentifier { ObjectIdentifier([Any].self) }
+    @inline(__always) static var stringArray: ObjectIdentifier { ObjectIdentifier([String].self) }
+    @inline(__always) static var set: ObjectIdentifier { ObjectIdentifier(Set<AnyHashable>.self) }
 
     /// `value` as a `T`, when `T` is exactly the type it is held as (not a protocol, an `Optional`, a bridged
     /// type, or a value boxed in `Any` twice): taken as it is, with no dynamic cast, which costs about 500
