@@ -289,4 +289,36 @@ struct CompactArchiveTests {
         #expect(first["yes"] as? Bool == true && first["no"] as? Bool == false && first["five"] as? Int == 5)
         #expect(first["top"] as? Int == 255 && first["over"] as? Int == 256 && first["minus"] as? Int == -1)
     }
+
+    @Test("keys equal as strings are one key whatever their bytes, in small and large dictionaries, the later value kept")
+    func equalKeys() throws {
+        let allowed = AllowedClasses([NSDictionary.self, NSString.self, NSNumber.self])
+        func integer(_ value: UInt8) -> [UInt8] { [Tag.integer.rawValue, value << 1] }
+        func decode(_ entries: [([UInt8], [UInt8])]) throws -> [AnyHashable: Any] {
+            let body = [Tag.dictionary.rawValue, UInt8(entries.count)] + entries.flatMap { $0.0 + $0.1 }
+            return try UserInfoCodec.decode(archive(body), allowed: allowed)
+        }
+        // The Kelvin sign and "K", "é" precomposed and not, the same bytes twice: each pair is one key.
+        let pairs: [(String, String)] = [("K", "\u{212A}"), ("\u{212A}", "K"), ("\u{E9}", "e\u{301}"), ("same", "same")]
+        for (first, second) in pairs {
+            for padding in [0, 2, 7, 9] {
+                let others = (0..<padding).map { (string("o\($0)"), integer(1)) }
+                let decoded = try decode([(string(first), integer(1))] + others + [(string(second), integer(2))])
+                #expect(decoded.count == padding + 1, "\(first.unicodeScalars.count) then \(second.unicodeScalars.count), \(padding) between")
+                #expect(decoded[first] as? Int == 2 && decoded[second] as? Int == 2)
+            }
+        }
+        // A number key, or a key of other characters, first or among ASCII ones: every entry is there.
+        let mixed = try decode([
+            (string("a"), integer(1)), (integer(7), integer(2)), (string("b"), integer(3)), (string("ü"), integer(4)), (string("a"), integer(5)),
+        ])
+        #expect(mixed.count == 4 && mixed["a"] as? Int == 5 && mixed[AnyHashable(NSNumber(value: 7))] as? Int == 2)
+        #expect(mixed["b"] as? Int == 3 && mixed["ü"] as? Int == 4)
+        // A value cut short or refused after some entries are placed: an error, never a trap.
+        rejects(archive([Tag.dictionary.rawValue, 3] + string("a") + integer(1) + string("b") + integer(2) + string("c") + [Tag.integer.rawValue]))
+        rejects(archive([Tag.dictionary.rawValue, 3] + string("a") + integer(1) + string("b") + [0xEE]))
+        rejects(archive([Tag.dictionary.rawValue, 2] + string("a") + integer(1) + string("b") + [Tag.date.rawValue] + Array(repeating: 0, count: 8)),
+                .disallowedClass, allowed: allowed)
+        rejects(archive([Tag.dictionary.rawValue, 2] + string("a") + integer(1) + [Tag.string.rawValue, 1, 0xFF] + integer(2)))
+    }
 }

@@ -173,9 +173,65 @@ struct CompactArchiveReader: ~Copyable {
     /// A dictionary whose tag has been read and allowed.
     private mutating func dictionary(depth: Int) throws(WormholeError) -> [AnyHashable: Any] {
         let count = try count(perElement: 2)
-        // Allocated once; a small one roomy, so that few keys land on a taken bucket (Limits).
-        var dictionary = count < Self.roomyDictionaries.count
-            ? Self.roomyDictionaries[count] : [AnyHashable: Any](minimumCapacity: count)
+        guard count <= Limits.roomyDictionaryMaximumKeys else {
+            var dictionary = [AnyHashable: Any](minimumCapacity: count)
+            try insert(count, into: &dictionary, depth: depth)
+            return dictionary
+        }
+        // A small one is roomy, so that few keys land on a taken bucket (Limits), and its leading entries whose
+        // keys are distinct strings of ASCII are placed without comparing any key: those differ as their bytes
+        // do. The first other key (a number, a string with other characters, one seen already) and every entry
+        // after it are inserted as any, compared where they land on a taken bucket. Made this way, the dictionary
+        // also does without a run-time lookup of its generic type that `init(minimumCapacity:)` makes.
+        var placed = 0
+        var failure: WormholeError?
+        var dictionary = [AnyHashable: Any](
+            _unsafeUninitializedCapacity: count * Limits.roomyDictionaryFactor, allowingDuplicates: false
+        ) { keys, values in
+            withUnsafeTemporaryAllocation(of: Range<Int>.self, capacity: count) { keyBytes in
+                do throws(WormholeError) {
+                    while placed < count, let key = try distinctASCIIKey(after: keyBytes[..<placed]) {
+                        let value = try value(depth: depth + 1)
+                        keys.initializeElement(at: placed, to: AnyHashable(key.string))
+                        values.initializeElement(at: placed, to: value)
+                        keyBytes.initializeElement(at: placed, to: key.bytes)
+                        placed += 1
+                    }
+                } catch {
+                    failure = error
+                }
+            }
+            return placed
+        }
+        if let failure { throw failure }
+        try insert(count - placed, into: &dictionary, depth: depth)
+        return dictionary
+    }
+
+    /// Reads the next entry's key when it is a string of ASCII only whose bytes differ from those of each of
+    /// `earlier`; leaves any other key unread and returns nil.
+    private mutating func distinctASCIIKey(after earlier: UnsafeMutableBufferPointer<Range<Int>>.SubSequence)
+        throws(WormholeError) -> (string: String, bytes: Range<Int>)?
+    {
+        let keyStart = offset
+        guard offset < base.count, base[offset] == CompactArchive.Tag.string.rawValue else { return nil }
+        offset += 1
+        try require("NSString", as: .string, at: keyStart)
+        let length = try count(perElement: 1)
+        let range = offset..<(offset + length)
+        let bytes = UnsafeRawBufferPointer(rebasing: base[range])
+        guard !bytes.contains(where: { $0 >= 0x80 }),
+            !earlier.contains(where: { $0.count == length && UnsafeRawBufferPointer(rebasing: base[$0]).elementsEqual(bytes) })
+        else {
+            offset = keyStart
+            return nil
+        }
+        offset = range.upperBound
+        return (String(decoding: bytes, as: UTF8.self), range)
+    }
+
+    /// Reads `count` entries into `dictionary`, a later one of the same key taking the place of an earlier one.
+    private mutating func insert(_ count: Int, into dictionary: inout [AnyHashable: Any], depth: Int) throws(WormholeError) {
         var numberKeys: HashBound?
         for _ in 0..<count {
             let keyStart = offset
@@ -194,17 +250,6 @@ struct CompactArchiveReader: ~Copyable {
             }
             dictionary[key] = try value(depth: depth + 1)
         }
-        return dictionary
-    }
-
-    /// Empty dictionaries with room for ``Limits/roomyDictionaryFactor`` times 0 to
-    /// ``Limits/roomyDictionaryMaximumKeys`` keys: a small decoded dictionary starts as a copy of the one for its
-    /// count, which its first insertion makes its own. Making one anew looks its generic type up at run time
-    /// (about 350 instructions here); a copy does not. A copy keeps its template's hash seed, which only makes
-    /// copying the elements of one large dictionary into another in order slow; these stay small. Never changed:
-    /// a copy being written copies its storage first, so sharing them across threads is safe.
-    nonisolated(unsafe) private static let roomyDictionaries: [[AnyHashable: Any]] = (0...Limits.roomyDictionaryMaximumKeys).map {
-        [AnyHashable: Any](minimumCapacity: $0 * Limits.roomyDictionaryFactor)
     }
 
     /// The numbers the integers 0 to 255 and the two truth values decode to, each made once and shared, as they
