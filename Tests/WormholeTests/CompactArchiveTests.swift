@@ -242,7 +242,12 @@ struct CompactArchiveTests {
             return bytes + [UInt8(value)]
         }
         let allowed = AllowedClasses([NSDictionary.self, NSArray.self, NSString.self, NSData.self])
-        for length in [0, 1, 127, 128, 990, 1000, 1010, 1015, 1016, 1017, 1020, 1024, 1025, 2047, 2048, 70_000] {
+        // Before a value of 128 bytes or more: the magic, the dictionary's tag and count, the key, the tag and a
+        // length of two bytes. The value then fills the room left, or is one byte short or over.
+        let room = CompactArchiveWriter.pendingSize - (4 + 2 + 3 + 1 + 2)
+        let edges = [room - 1, room, room + 1, CompactArchiveWriter.pendingSize - 1, CompactArchiveWriter.pendingSize,
+                     CompactArchiveWriter.pendingSize + 1]
+        for length in [0, 1, 127, 128, 990, 1000, 2047, 2048, 70_000] + edges {
             let text = String(repeating: "é", count: length / 2) + String(repeating: "x", count: length % 2)
             let data = Data((0..<length).map { UInt8(truncatingIfNeeded: $0 &* 31) })
             let expectedString = archive([Tag.dictionary.rawValue, 1] + string("k") + [Tag.string.rawValue] + leb128(length) + Array(text.utf8))
@@ -265,6 +270,11 @@ struct CompactArchiveTests {
         #expect(bytes == archive([Tag.dictionary.rawValue, 1] + string("k") + expected))
         let decoded = try UserInfoCodec.decode(bytes, allowed: allowed)
         #expect((decoded as NSDictionary).isEqual(["k": mixed] as NSDictionary))
+        // 253 strings of 4 bytes each after 12 bytes fill the room exactly: the next tag finds it full.
+        let pairs = Array(repeating: "ab", count: 300)
+        let pairBytes = [Tag.array.rawValue] + leb128(pairs.count) + pairs.flatMap { [Tag.string.rawValue, 2] + Array($0.utf8) }
+        #expect(4 + 2 + 3 + 1 + 2 + 253 * 4 == CompactArchiveWriter.pendingSize)
+        #expect(try UserInfoCodec.encode(["k": pairs], maximumSize: 1 << 20) == archive([Tag.dictionary.rawValue, 1] + string("k") + pairBytes))
         // Past the maximum size: no archive.
         #expect(CompactArchiveWriter.encode(["k": Data(count: 2000)], maximumSize: 2000) == nil)
         #expect(CompactArchiveWriter.encode(["k": "abc"], maximumSize: 13) == nil)
@@ -301,7 +311,8 @@ struct CompactArchiveTests {
         // The Kelvin sign and "K", "é" precomposed and not, the same bytes twice: each pair is one key.
         let pairs: [(String, String)] = [("K", "\u{212A}"), ("\u{212A}", "K"), ("\u{E9}", "e\u{301}"), ("same", "same")]
         for (first, second) in pairs {
-            for padding in [0, 2, 7, 9] {
+            // 2, 4, 7 and 8 entries: placed without compares up to the equal one; 9 and 11: inserted one by one.
+            for padding in [0, 2, 5, 6, 7, 9] {
                 let others = (0..<padding).map { (string("o\($0)"), integer(1)) }
                 let decoded = try decode([(string(first), integer(1))] + others + [(string(second), integer(2))])
                 #expect(decoded.count == padding + 1, "\(first.unicodeScalars.count) then \(second.unicodeScalars.count), \(padding) between")

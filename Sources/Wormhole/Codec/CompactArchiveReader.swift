@@ -89,7 +89,7 @@ struct CompactArchiveReader: ~Copyable {
             try require("NSNumber", as: .number, at: start)
             let raw = try varint()
             let integer = Int64(bitPattern: raw >> 1) ^ -Int64(bitPattern: raw & 1)
-            guard integer >= 0, integer < Self.smallIntegers.count else { return NSNumber(value: integer) }
+            guard integer >= 0, integer < Self.smallIntegerCount else { return NSNumber(value: integer) }
             return Self.smallIntegers[Int(integer)]
         case .dictionary:
             try require("NSDictionary", as: .dictionary, at: start)
@@ -210,6 +210,7 @@ struct CompactArchiveReader: ~Copyable {
 
     /// Reads the next entry's key when it is a string of ASCII only whose bytes differ from those of each of
     /// `earlier`; leaves any other key unread and returns nil.
+    /// - Throws: as a string's key is refused: where strings are not allowed, or its length exceeds the bytes left.
     private mutating func distinctASCIIKey(after earlier: UnsafeMutableBufferPointer<Range<Int>>.SubSequence)
         throws(WormholeError) -> (string: String, bytes: Range<Int>)?
     {
@@ -255,7 +256,8 @@ struct CompactArchiveReader: ~Copyable {
     /// The numbers the integers 0 to 255 and the two truth values decode to, each made once and shared, as they
     /// are written: an `NSNumber` made and freed costs about 840 instructions on Linux, a shared one a retain.
     /// Numbers are immutable, so sharing them across threads is safe.
-    private static let smallIntegers = (0...255).map { NSNumber(value: Int64($0)) }
+    private static let smallIntegers = (0..<smallIntegerCount).map { NSNumber(value: Int64($0)) }
+    private static let smallIntegerCount = 256
     private static let truth = (false: NSNumber(value: false), true: NSNumber(value: true))
 
     private mutating func byte() throws(WormholeError) -> UInt8 {
@@ -266,6 +268,11 @@ struct CompactArchiveReader: ~Copyable {
 
     /// An LEB128 of at most 64 bits.
     private mutating func varint() throws(WormholeError) -> UInt64 {
+        // Most lengths, counts and small integers take one byte.
+        if offset < base.count, base[offset] < 0x80 {
+            offset += 1
+            return UInt64(base[offset - 1])
+        }
         var value: UInt64 = 0
         var shift: UInt64 = 0
         while true {

@@ -5,19 +5,19 @@ import Foundation
 /// Returns nil for anything else (an object of the user's own, a Foundation class Wormhole does not carry, a
 /// key that is neither a string nor a number, nesting past what receivers decode): such a value goes through
 /// ``KeyedArchiveEncoder``, which archives it or says precisely what is wrong.
-struct CompactArchiveWriter {
+struct CompactArchiveWriter: ~Copyable {
     /// What is written so far, but for the bytes still `pending`.
     private var bytes: [UInt8] = []
     /// Room on the stack where small values are gathered and then appended to `bytes` together: every append
     /// to an array checks that the array is unique and has room, which costs more than writing a small value.
-    private let pending: UnsafeMutableRawBufferPointer
+    private let pending: UnsafeMutableBufferPointer<UInt8>
     private var pendingCount = 0
     private var depthLeft = Limits.archiveMaximumDepth
 
     /// How many bytes `pending` holds.
-    private static let pendingSize = 1024
+    static let pendingSize = 1024
 
-    private init(pending: UnsafeMutableRawBufferPointer) {
+    private init(pending: UnsafeMutableBufferPointer<UInt8>) {
         self.pending = pending
         append(CompactArchive.magic)
     }
@@ -25,7 +25,7 @@ struct CompactArchiveWriter {
     /// The compact archive of `root`, or nil when it holds a value this format does not carry, or comes to more
     /// than `maximumSize` bytes.
     static func encode(_ root: Any, maximumSize: Int) -> [UInt8]? {
-        withUnsafeTemporaryAllocation(byteCount: pendingSize, alignment: 1) { pending in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: pendingSize) { pending in
             var writer = CompactArchiveWriter(pending: pending)
             guard writer.write(root) else { return nil }
             writer.flush()
@@ -37,7 +37,7 @@ struct CompactArchiveWriter {
     /// Appends what is pending to `bytes`; a first append makes `bytes` exactly that long.
     private mutating func flush() {
         guard pendingCount > 0 else { return }
-        let gathered = UnsafeRawBufferPointer(rebasing: pending[..<pendingCount]).assumingMemoryBound(to: UInt8.self)
+        let gathered = UnsafeBufferPointer(rebasing: pending[..<pendingCount])
         if bytes.isEmpty { bytes = Array(gathered) } else { bytes.append(contentsOf: gathered) }
         pendingCount = 0
     }
@@ -60,7 +60,7 @@ struct CompactArchiveWriter {
             }
         }
         guard let start = source.baseAddress, let to = pending.baseAddress else { return }
-        (to + pendingCount).copyMemory(from: start, byteCount: source.count)
+        UnsafeMutableRawPointer(to + pendingCount).copyMemory(from: start, byteCount: source.count)
         pendingCount += source.count
     }
 
