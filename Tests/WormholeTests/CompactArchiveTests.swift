@@ -311,7 +311,8 @@ struct CompactArchiveTests {
         // The Kelvin sign and "K", "é" precomposed and not, the same bytes twice: each pair is one key.
         let pairs: [(String, String)] = [("K", "\u{212A}"), ("\u{212A}", "K"), ("\u{E9}", "e\u{301}"), ("same", "same")]
         for (first, second) in pairs {
-            // 2, 4, 7 and 8 entries: placed without compares up to the equal one; 9 and 11: inserted one by one.
+            // 2, 4, 7 and 8 entries: where the first key is ASCII, the entries before the equal one are placed
+            // without compares; 9 and 11: inserted one by one.
             for padding in [0, 2, 5, 6, 7, 9] {
                 let others = (0..<padding).map { (string("o\($0)"), integer(1)) }
                 let decoded = try decode([(string(first), integer(1))] + others + [(string(second), integer(2))])
