@@ -261,6 +261,14 @@ package enum Limits {
     static let maximumSharedUnread = 16 << 20
     /// How many of those files a listener remembers.
     static let recentSharedFiles = 64
+    /// The most bytes of frame files (``FrameFile``) one process keeps for its connections; a post to more
+    /// listeners than they cover sends its large frame to the others as a shared frame.
+    static let maximumFrameFileBytes = 64 << 20
+    /// The most listeners a post may go to for its large frame to go through their frame files; a post to more
+    /// shares one sealed file among them all.
+    static let frameFileListeners = 2
+    /// How many posters' frame files a listener keeps mapped.
+    static let keptFrameFiles = 4
     /// The most received descriptors left open waiting for the closer; past it they are closed where they are,
     /// so that a sender cannot make this process run out of descriptors.
     static let maximumPendingCloses = 64

@@ -105,8 +105,10 @@ final class Fanout: Sendable {
         }
         switch route(frame.frame.name, frame.frame.object, snapshot, except: own) {
         case .kept(let route):
+            frame.goes(toListeners: route.targets.count)
             for target in route.targets { send(target.link, listener: target.listener, pid: target.pid) }
         case .tooMany(let entries):
+            frame.goes(toListeners: entries.count)
             // A link at a time, as each may close another: no more than the most links stay open.
             for entry in entries {
                 send(links.withLock { links in

@@ -13,6 +13,7 @@ final class MessageReader {
     /// The empty datagrams this round read: wake-ups of a read that waits (``ReceiveThread/wake()``).
     @exclusivity(unchecked) private(set) var roundWakes = 0
     private var recentSharedFiles = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
+    private var frameFiles = FrameFile.Kept(capacity: Limits.keptFrameFiles)
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: Limits.readBatchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
@@ -112,19 +113,23 @@ final class MessageReader {
             dropped(1, "message of \(message.length) bytes is over the \(Limits.maximumDirectFrameSize)-byte limit")
             return
         }
+        let kind = Frame.Header(message.bytes)?.kind
+        let passesFile = kind == SharedFrame.kind || kind == FrameFile.kind
         if message.controlTruncated {
             // Out of descriptors, or a peer sent more than one: what was not received cannot be read.
-            let what = SharedFrame.isMessage(message.bytes) ? "a shared frame" : "a message"
+            let what = passesFile ? "a shared frame" : "a message"
             dropped(1, "\(what) lost its descriptor: this process is out of descriptors, or it carried more than one")
             return
         }
         do throws(WormholeError) {
-            if SharedFrame.isMessage(message.bytes) {
+            if passesFile {
                 guard message.descriptors.count == 1, let file = message.descriptors.first else {
                     throw WormholeError(
                         .corruptData, "shared frame came with \(message.descriptors.count) descriptors, not one")
                 }
-                let frame = try SharedFrame.read(message.bytes, file: file, recent: &recentSharedFiles)
+                let frame = kind == FrameFile.kind
+                    ? try FrameFile.read(message.bytes, file: file, kept: &frameFiles)
+                    : try SharedFrame.read(message.bytes, file: file, recent: &recentSharedFiles)
                 roundBytes += frame.userInfo?.count ?? 0
                 frames.append(frame)
                 return

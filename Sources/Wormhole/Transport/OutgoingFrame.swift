@@ -1,6 +1,7 @@
 /// A frame on its way to the listeners of one post: encoded whole once, for those that take it through their
-/// socket or spool, and, when it is too large for a socket, written once into a sealed memory file that every
-/// running listener it goes to shares (``SharedFrame``), without ever being encoded whole for them.
+/// socket or spool, and, when it is too large for a socket, written into the frame file of each running listener
+/// of a post to one or two (``FrameFile``), or else once into a sealed memory file that they all share
+/// (``SharedFrame``), without ever being encoded whole for them.
 ///
 /// Lives for one post, on the posting thread: the memory file's descriptor closes when the post is done.
 final class OutgoingFrame {
@@ -14,6 +15,10 @@ final class OutgoingFrame {
     private var sharedFile: OwnedDescriptor?
     /// Why the memory file could not be made, so that it is not tried again for every listener of the post.
     private var sharedFailure: WormholeError?
+    /// Whether the frame may go through the listeners' frame files (``FrameFile``): a copy for each costs less
+    /// than a sealed file for a post to one or two, but more for a post to many, whose copies outgrow the caches
+    /// and are made besides the sealed file that listeners whose files are busy share.
+    private(set) var usesFrameFiles = false
 
     init(_ frame: consuming Frame) {
         self.frame = frame
@@ -54,6 +59,12 @@ final class OutgoingFrame {
             guard let userInfo = frame.userInfo else { return try body(head, empty) }
             try userInfo.withBytes { (archive) throws(WormholeError) in try body(head, archive) }
         }
+    }
+
+    /// Lets the frame go through frame files when the post goes to at most ``Limits/frameFileListeners``
+    /// listeners: `count` of them.
+    func goes(toListeners count: Int) {
+        usesFrameFiles = count <= Limits.frameFileListeners
     }
 
     /// The sealed memory file that holds the frame, made on first use (its head, then the userInfo as it is).

@@ -47,6 +47,8 @@ final class PeerLink: Sendable {
         /// Bytes of shared frames sent on this connection since it was last found read to the end: what the
         /// listener may still have to map, bounded by ``Limits/maximumSharedUnread``.
         var sharedUnread = 0
+        /// The memory file this connection's large frames are written into while its listener keeps up.
+        var frameFile: FrameFile?
     }
 
 
@@ -200,6 +202,21 @@ final class PeerLink: Sendable {
         return state.sharedUnread == 0 || state.sharedUnread + frame.count <= Limits.maximumSharedUnread
     }
 
+    /// Sends a frame too large for the socket through this connection's frame file, when the listener has read
+    /// the one it holds, making the file (or a larger one) as needed; false leaves the frame to a shared frame:
+    /// the file is still being read, the post goes to more listeners than ``Limits/frameFileListeners``, or
+    /// this process's frame files are at their budget.
+    /// - Throws: as ``FrameFile/send(_:over:)``, or when the file cannot be made.
+    private func sendThroughFrameFile(_ frame: OutgoingFrame, over fd: CInt, _ state: inout State) throws(WormholeError) -> Bool {
+        guard FrameFile.isAvailable, frame.usesFrameFiles else { return false }
+        if let file = state.frameFile, !file.isFree() { return false }
+        if let file = state.frameFile, !file.canTake(frame) { state.frameFile = nil }
+        if state.frameFile == nil { state.frameFile = try FrameFile(forFrameOf: frame.count) }
+        guard let file = state.frameFile, file.canTake(frame) else { return false }
+        try file.send(frame, over: fd)
+        return true
+    }
+
     /// Tries the socket once, reconnecting once if the connection broke.
     private func sendDirect(_ frame: OutgoingFrame, _ state: inout State) throws(WormholeError) -> DirectResult {
         for _ in 0..<2 {
@@ -212,7 +229,7 @@ final class PeerLink: Sendable {
             guard let fd = state.socket?.rawValue else { return .full }
             do throws(WormholeError) {
                 if frame.count > SocketOptions.directFrameLimit(transport) {
-                    try SharedFrame.send(frame, over: fd)
+                    if try !sendThroughFrameFile(frame, over: fd, &state) { try SharedFrame.send(frame, over: fd) }
                     state.sharedUnread += frame.count
                 } else {
                     try frame.withBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
@@ -281,8 +298,10 @@ final class PeerLink: Sendable {
         guard state.socket == nil else { return .connected }
         do throws(WormholeError) {
             state.socket = try connect()
-            // Shared frames sent on an earlier connection were read, or went with it.
+            // Shared frames sent on an earlier connection were read, or went with it; so may the mark its frame
+            // file waits for.
             state.sharedUnread = 0
+            state.frameFile = nil
             return .connected
         } catch {
             switch error.peerState {

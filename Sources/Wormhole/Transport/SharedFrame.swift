@@ -21,21 +21,64 @@ enum SharedFrame {
 
     static var isAvailable: Bool { MemoryFile.isAvailable }
 
-    /// Whether `bytes` is a shared frame's message (by its kind), to be read with the descriptor it carried.
-    static func isMessage(_ bytes: UnsafeRawBufferPointer) -> Bool {
-        Frame.Header(bytes)?.kind == kind
-    }
-
     /// Sends the descriptor of `frame`'s sealed memory file (made on first use, and shared by every listener
     /// the post goes to) with the message that stands for the frame over `socket`, without blocking. The
     /// listener's copy of the descriptor lives until it has read the file.
     /// - Throws: as ``UnixSocket/send(_:_:)``, whose ``WormholeError/peerState`` says what became of the
     ///   listener; or the memory file's error (out of memory or descriptors), a ``PeerState/failed``.
     static func send(_ frame: OutgoingFrame, over socket: CInt) throws(WormholeError) {
-        let file = try frame.sharedDescriptor()
+        try send(message(for: frame, as: kind), passing: frame.sharedDescriptor(), over: socket)
+    }
+
+    /// The message that stands for `frame` in the connection, as a message of `kind` (this one's, or a frame
+    /// file's: ``FrameFile``).
+    static func message(for frame: OutgoingFrame, as kind: UInt8) -> [UInt8] {
         var message = frame.frame.encodedHeader(as: kind)
         withUnsafeBytes(of: UInt64(frame.count).bigEndian) { message += $0 }
+        return message
+    }
+
+    static func send(_ message: [UInt8], passing file: CInt, over socket: CInt) throws(WormholeError) {
         try message.withRawBytes { (bytes) throws(WormholeError) in try DescriptorPassing.send(socket, bytes, passing: file) }
+    }
+
+    /// What a shared frame's or a frame file's `message` announces: whose frame, and its size.
+    struct Announced {
+        let poster: UInt64
+        let sequence: UInt64
+        let size: Int
+
+        /// - Throws: ``WormholeError/Code/corruptData`` when `message` is not what a poster sends.
+        init(_ message: UnsafeRawBufferPointer) throws(WormholeError) {
+            guard message.count == messageSize, let header = Frame.Header(message), header.version == Frame.version else {
+                throw WormholeError(.corruptData, "shared frame message of \(message.count) bytes is malformed")
+            }
+            let declared = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 20, as: UInt64.self))
+            guard declared >= UInt64(Frame.headerSize), declared <= UInt64(maximumSize) else {
+                throw WormholeError(.corruptData, "shared frame declares \(declared) bytes, over the \(maximumSize)-byte limit")
+            }
+            poster = header.poster
+            sequence = header.sequence
+            size = Int(declared)
+        }
+
+        /// The frame whose first bytes (up to ``Frame/maximumHeadSize``, or its whole size) are `head`, without its
+        /// userInfo, and where in the frame its userInfo lies.
+        /// - Throws: ``WormholeError/Code/corruptData`` unless it is the frame announced, and its userInfo ends it.
+        func frame(head: [UInt8]) throws(WormholeError) -> (frame: Frame, userInfo: Range<Int>) {
+            var reader = ByteReader(head)
+            let frame = try Frame(head: &reader)
+            guard frame.kind == .notification, frame.poster == poster, frame.sequence == sequence else {
+                throw WormholeError(.corruptData, "shared frame's file holds another frame than its message names")
+            }
+            let length = try Frame.userInfoLength(&reader)
+            let offset = reader.offset
+            // The head was read from within the frame, so `offset` is at most `size`.
+            guard length == size - offset else {
+                throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte frame")
+            }
+            return (frame, offset..<size)
+        }
     }
 
     /// A memory file holding a frame, `head` then `userInfo`, sealed against writing, growing and shrinking.
@@ -55,15 +98,8 @@ enum SharedFrame {
     /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
     ///   a poster sends.
     static func read(_ message: UnsafeRawBufferPointer, file: CInt, recent: inout RecentFiles) throws(WormholeError) -> Frame {
-        guard message.count == messageSize, let header = Frame.Header(message), header.version == Frame.version else {
-            throw WormholeError(.corruptData, "shared frame message of \(message.count) bytes is malformed")
-        }
-        let poster = header.poster, sequence = header.sequence
-        let declared = UInt64(bigEndian: message.loadUnaligned(fromByteOffset: 20, as: UInt64.self))
-        guard declared >= UInt64(Frame.headerSize), declared <= UInt64(maximumSize) else {
-            throw WormholeError(.corruptData, "shared frame declares \(declared) bytes, over the \(maximumSize)-byte limit")
-        }
-        let size = Int(declared)
+        let announced = try Announced(message)
+        let size = announced.size
         // The seals first: asked of the kernel alone, before any call reaches the file's server.
         try MemoryFile.checkSealed(file)
         let status = try Sys.status(of: file)
@@ -77,19 +113,9 @@ enum SharedFrame {
         guard !recent.contains(status.identity) else {
             throw WormholeError(.corruptData, "shared frame's file was read before: a sender is replaying it")
         }
-        var reader = ByteReader(try readExactly(min(size, Frame.maximumHeadSize), from: file, at: 0))
-        let frame = try Frame(head: &reader)
-        guard frame.kind == .notification, frame.poster == poster, frame.sequence == sequence else {
-            throw WormholeError(.corruptData, "shared frame's file holds another frame than its message names")
-        }
-        let length = try Frame.userInfoLength(&reader)
-        let offset = reader.offset
-        // The head was read from within the file, so `offset` is at most `size`.
-        guard length == size - offset else {
-            throw WormholeError(.corruptData, "shared frame's userInfo of \(length) bytes at \(offset) does not end its \(size)-byte file")
-        }
-        let whole = length == 0 ? frame : frame.with(userInfo: try userInfo(
-            of: file, size: size, at: offset, count: length, mappable: status.preferredBlockSize == FileMapping.pageSize))
+        let (frame, range) = try announced.frame(head: readExactly(min(size, Frame.maximumHeadSize), from: file, at: 0))
+        let whole = range.isEmpty ? frame : frame.with(userInfo: try userInfo(
+            of: file, size: size, at: range.lowerBound, count: range.count, mappable: status.preferredBlockSize == FileMapping.pageSize))
         recent.insert(status.identity)
         return whole
     }

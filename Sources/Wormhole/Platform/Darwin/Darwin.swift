@@ -210,6 +210,14 @@ enum MemoryFile {
     static func checkSealed(_ fd: CInt) throws(WormholeError) {
         throw WormholeError(.corruptData, "shared frames are not taken on this platform")
     }
+
+    static func fixedSize(_ size: Int) throws(WormholeError) -> OwnedDescriptor {
+        throw WormholeError(.system, "frame files need memfd_create", errno: Errno.notImplemented)
+    }
+
+    static func checkFixedSize(_ fd: CInt) throws(WormholeError) {
+        throw WormholeError(.corruptData, "frame files are not taken on this platform")
+    }
 }
 
 /// Starts `operation` as a task on Swift's cooperative pool. `Task.immediate`, which would run it on the calling

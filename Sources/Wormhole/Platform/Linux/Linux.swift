@@ -239,6 +239,34 @@ enum MemoryFile {
         return file
     }
 
+    /// A new memory file of `size` bytes, every page of it allocated, sealed against shrinking, growing and new
+    /// seals but not against writing: a file written again and again (``FrameFile``) whose mappings can never
+    /// lose a page.
+    static func fixedSize(_ size: Int) throws(WormholeError) -> OwnedDescriptor {
+        let file = try LinuxCalls.makeMemoryFile("wormhole-frames")
+        let failure = posix_fallocate(file.rawValue, 0, off_t(size))
+        guard failure == 0 else {
+            throw WormholeError(.system, "posix_fallocate of a \(size)-byte memory file", errno: failure)
+        }
+        try LinuxCalls.addSeals(file.rawValue, LinuxCalls.sizeSeals)
+        return file
+    }
+
+    /// Throws ``WormholeError/Code/corruptData`` unless `fd` is a memory file sealed against growing and
+    /// shrinking, so that a mapping of it never faults; it may still be written. `F_GET_SEALS` answers within
+    /// the kernel, as for ``checkSealed(_:)``.
+    static func checkFixedSize(_ fd: CInt) throws(WormholeError) {
+        let seals: CInt
+        do throws(WormholeError) {
+            seals = try LinuxCalls.seals(of: fd)
+        } catch {
+            throw WormholeError(.corruptData, "frame file's descriptor is not a sealable memory file: \(error)")
+        }
+        guard seals & LinuxCalls.sizeSeals == LinuxCalls.sizeSeals else {
+            throw WormholeError(.corruptData, "frame file is not sealed against resizing")
+        }
+    }
+
     /// Throws ``WormholeError/Code/corruptData`` unless `fd` is a memory file sealed against writing, growing and
     /// shrinking. `F_GET_SEALS` answers within the kernel and fails for anything but a memory file, so a
     /// descriptor of a file whose server could stall a call (FUSE) is refused before any call reaches it; only a

@@ -1,0 +1,168 @@
+#if canImport(Glibc)
+import Glibc
+import Foundation
+import Testing
+@testable import Wormhole
+import WormholeTestSupport
+
+@Suite("Large frames through a connection's frame file, written again and again", .throttled)
+struct FrameFileTests {
+    /// A frame file as a poster makes it, of `size` bytes, holding `frame` after a mark of `mark`.
+    private func frameFile(_ frame: [UInt8], mark: UInt64 = 0, size: Int = 1 << 16) throws -> OwnedDescriptorBox {
+        let box = OwnedDescriptorBox(fd: try MemoryFile.fixedSize(size).release())
+        try write(frame, mark: mark, to: box.fd)
+        return box
+    }
+
+    private func write(_ frame: [UInt8], mark: UInt64 = 0, to fd: CInt) throws {
+        let bytes = withUnsafeBytes(of: mark.bigEndian) { Array($0) } + frame
+        try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
+    }
+
+    private func mark(of fd: CInt) throws -> UInt64 {
+        var mark: UInt64 = 0
+        _ = try withUnsafeMutableBytes(of: &mark) { (raw) throws(WormholeError) in try Sys.preadAll(fd, into: raw, at: 0) }
+        return UInt64(bigEndian: mark)
+    }
+
+    /// The message a poster sends for `frame` through a frame file, declaring `size` bytes.
+    private func message(for frame: [UInt8], size: Int? = nil) -> [UInt8] {
+        var message = Array(frame.prefix(Frame.headerSize))
+        message[3] = FrameFile.kind
+        withUnsafeBytes(of: UInt64(size ?? frame.count).bigEndian) { message += $0 }
+        return message
+    }
+
+    private func read(_ message: [UInt8], _ fd: CInt, _ kept: inout FrameFile.Kept) throws -> Frame {
+        try message.withRawBytes { (bytes) throws(WormholeError) in try FrameFile.read(bytes, file: fd, kept: &kept) }
+    }
+
+    @Test("a frame file is read through one kept mapping, marked read, and refused until written again")
+    func readMarkAndReplay() throws {
+        try #require(FrameFile.isAvailable)
+        let blob = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
+        let first = Frame(poster: 5, sequence: 41, name: "big", object: "o", userInfo: try UserInfoCodec.encode(["blob": blob], maximumSize: 1 << 20))
+        let file = try frameFile(first.encoded(), size: 1 << 20)
+        var kept = FrameFile.Kept(capacity: 2)
+        let received = try read(message(for: first.encoded()), file.fd, &kept)
+        #expect(received.poster == 5 && received.sequence == 41 && received.name == "big" && received.object == "o")
+        let userInfo = try UserInfoCodec.decode(try #require(received.userInfo), allowed: .propertyList)
+        #expect(userInfo["blob"] as? Data == blob)
+        // Read from a copy: the userInfo is not a mapping the poster could change.
+        #expect(received.userInfo?.mapping == nil)
+        #expect(try mark(of: file.fd) == 42)
+        // The same frame again, not written since: a replay, refused.
+        #expect(throws: WormholeError.self) { try read(message(for: first.encoded()), file.fd, &kept) }
+        // Written again, as the poster does once it finds the mark: read through the same mapping.
+        let second = Frame(poster: 5, sequence: 44, name: "big", object: nil, userInfo: [9, 9])
+        try write(second.encoded(), to: file.fd)
+        #expect(try read(message(for: second.encoded()), file.fd, &kept).sequence == 44)
+        #expect(kept.count == 1)
+        #expect(try mark(of: file.fd) == 45)
+        // Other posters' files take the room of the one used longest ago.
+        for sequence in UInt64(1)...3 {
+            let other = Frame(poster: 6, sequence: sequence, name: "big", object: nil, userInfo: nil).encoded()
+            let file = try frameFile(other)
+            _ = try read(message(for: other), file.fd, &kept)
+        }
+        #expect(kept.count == 2)
+    }
+
+    @Test("forged frame files are refused; one that was read is marked, so its poster may write it again")
+    func forgedFrameFiles() throws {
+        try #require(FrameFile.isAvailable)
+        let frame = Frame(poster: 7, sequence: 1, name: "ok", object: nil, userInfo: [1, 2, 3]).encoded()
+        let other = Frame(poster: 7, sequence: 2, name: "ok", object: nil, userInfo: nil).encoded()
+        var kept = FrameFile.Kept(capacity: Limits.keptFrameFiles)
+        func refused(_ message: [UInt8], _ fd: CInt) -> Bool {
+            (try? read(message, fd, &kept)) == nil
+        }
+        // Not sealed against resizing: a mapping of it could fault.
+        let resizable = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
+        try write(frame, to: resizable.fd)
+        #expect(refused(message(for: frame), resizable.fd))
+        // A regular file on disk, and a pipe: not memory files.
+        let container = TemporaryContainer()
+        let disk = open(container.path + "/frame", O_RDWR | O_CREAT, 0o600)
+        try #require(disk >= 0)
+        defer { close(disk) }
+        try write(frame, to: disk)
+        #expect(refused(message(for: frame), disk))
+        var pipeEnds: [Int32] = [-1, -1]
+        try #require(pipe(&pipeEnds) == 0)
+        defer { pipeEnds.forEach { close($0) } }
+        #expect(refused(message(for: frame), pipeEnds[0]))
+        // Sealed at its size but sparse: its pages would be this process's to allocate.
+        let sparse = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
+        try #require(ftruncate(sparse.fd, 1 << 16) == 0)
+        try write(frame, to: sparse.fd)
+        try LinuxCalls.addSeals(sparse.fd, LinuxCalls.sizeSeals)
+        #expect(refused(message(for: frame), sparse.fd))
+        // Smaller than the mark and the frame it declares.
+        let small = try frameFile(frame, size: 4096)
+        #expect(refused(message(for: frame, size: 4096), small.fd))
+        #expect(refused(message(for: frame, size: 1 << 40), small.fd))
+        // Another frame than the message names, and a frame whose userInfo does not end where it says: refused,
+        // and marked, since the file was looked at.
+        let mismatched = try frameFile(other)
+        #expect(refused(message(for: frame), mismatched.fd))
+        #expect(try mark(of: mismatched.fd) == 2)
+        let trailing = try frameFile(frame + [0])
+        #expect(refused(message(for: frame, size: frame.count + 1), trailing.fd))
+        // A mark the listener did not write: not written again since read.
+        let replayed = try frameFile(frame, mark: 2)
+        #expect(refused(message(for: frame), replayed.fd))
+        // A cut message.
+        #expect(refused(Array(message(for: frame).prefix(Frame.headerSize + 3)), small.fd))
+        // A good one still reads.
+        let good = try frameFile(frame)
+        #expect(try read(message(for: frame), good.fd, &kept).sequence == 1)
+    }
+
+    /// The inode and the mark of the one frame file this process holds; nil unless there is exactly one.
+    private func frameFile() throws -> (inode: UInt64, mark: UInt64)? {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+        let found = try names.compactMap { name -> (UInt64, UInt64)? in
+            guard let fd = CInt(name),
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))?.hasPrefix("/memfd:wormhole-frames") == true
+            else { return nil }
+            var status = stat()
+            guard fstat(fd, &status) == 0 else { return nil }
+            return (UInt64(status.st_ino), try mark(of: fd))
+        }
+        return found.count == 1 ? found[0] : nil
+    }
+
+    @Test("large posts to a listener that keeps up go through one file, written again each time, whole and in order")
+    func oneFileAgainAndAgain() async throws {
+        try #require(FrameFile.isAvailable)
+        let container = TemporaryContainer()
+        let size = 1 << 20
+        let count = 6
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", String(count)])
+        try await listener.awaitLines(1)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        var inodes: Set<UInt64> = [], marks: Set<UInt64> = []
+        for i in 0..<count {
+            let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
+            let report = try center.postReporting(name: .init("big"), object: nil, userInfo: ["i": i, "blob": blob])
+            #expect(report.delivered == 1)
+            // Read before the next post: its file is free again.
+            try await listener.awaitLines(i + 2)
+            let file = try #require(try frameFile())
+            inodes.insert(file.inode)
+            marks.insert(file.mark)
+        }
+        // Each post went through the file (its listener marked each read), and no other file was made.
+        #expect(inodes.count == 1 && marks.count == count && !marks.contains(0))
+        #expect(try await listener.awaitExit(timeout: 60) == 0)
+        let received = listener.jsonLines().dropFirst()
+        #expect(received.map { $0["i"] as? Int } == Array(0..<count))
+        for line in received {
+            let i = try #require(line["i"] as? Int)
+            #expect(line["blobBytes"] as? Int == size)
+            #expect(line["blobSum"] as? Int == (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
+        }
+    }
+}
+#endif
