@@ -267,6 +267,8 @@ package enum Limits {
     /// The most listeners a post may go to for its large frame to go through their frame files; a post to more
     /// shares one sealed file among them all.
     static let frameFileListeners = 2
+    /// How long a frame file waits for its listener's mark before its poster lets it go and makes another.
+    static let frameFileWait: Interval = .seconds(1)
     /// How many posters' frame files a listener keeps mapped.
     static let keptFrameFiles = 4
     /// The most received descriptors left open waiting for the closer; past it they are closed where they are,

@@ -112,6 +112,21 @@ struct FrameFileTests {
         // A mark the listener did not write: not written again since read.
         let replayed = try frameFile(frame, mark: 2)
         #expect(refused(message(for: frame), replayed.fd))
+        // One this process could not mark read, so that its sender could send it again and again: the file
+        // opened again for reading alone, and files sealed against writing (now, or from now on).
+        let writable = try frameFile(frame)
+        let readOnly = open("/proc/self/fd/\(writable.fd)", O_RDONLY)
+        try #require(readOnly >= 0)
+        defer { close(readOnly) }
+        #expect(refused(message(for: frame), readOnly))
+        for seal in [LinuxCalls.sealWrite, LinuxCalls.sealFutureWrite] {
+            let sealed = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
+            try #require(posix_fallocate(sealed.fd, 0, 1 << 16) == 0)
+            try write(frame, to: sealed.fd)
+            try LinuxCalls.addSeals(sealed.fd, LinuxCalls.sizeSeals & ~LinuxCalls.sealSeal | seal)
+            #expect(refused(message(for: frame), sealed.fd))
+        }
+        #expect(try mark(of: writable.fd) == 0)
         // A cut message.
         #expect(refused(Array(message(for: frame).prefix(Frame.headerSize + 3)), small.fd))
         // A good one still reads.
@@ -119,12 +134,17 @@ struct FrameFileTests {
         #expect(try read(message(for: frame), good.fd, &kept).sequence == 1)
     }
 
-    /// The inode and the mark of the one frame file this process holds; nil unless there is exactly one.
-    private func frameFile() throws -> (inode: UInt64, mark: UInt64)? {
+    /// The inode and the mark of the one frame file this process holds whose frame is named `name` (tests run
+    /// side by side in this process); nil unless there is exactly one.
+    private func frameFile(named name: String) throws -> (inode: UInt64, mark: UInt64)? {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
-        let found = try names.compactMap { name -> (UInt64, UInt64)? in
-            guard let fd = CInt(name),
-                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + name))?.hasPrefix("/memfd:wormhole-frames") == true
+        let found = try names.compactMap { entry -> (UInt64, UInt64)? in
+            guard let fd = CInt(entry),
+                (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/fd/" + entry))?.hasPrefix("/memfd:wormhole-frames") == true
+            else { return nil }
+            var head = [UInt8](repeating: 0, count: 256)
+            guard head.withUnsafeMutableBytes({ pread(fd, $0.baseAddress, $0.count, 0) }) == head.count,
+                head.firstRange(of: Array(name.utf8)) != nil
             else { return nil }
             var status = stat()
             guard fstat(fd, &status) == 0 else { return nil }
@@ -133,23 +153,61 @@ struct FrameFileTests {
         return found.count == 1 ? found[0] : nil
     }
 
+    @Test("a listener that has not read its file gets further large posts as sealed files; all arrive whole, in order")
+    func busyFileLeftAlone() async throws {
+        try #require(FrameFile.isAvailable)
+        let container = TemporaryContainer()
+        let size = 1 << 20
+        let name = "busy-\(UInt32.random(in: 0...UInt32.max))"
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", "5"])
+        try await listener.awaitLines(1)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        func post(_ i: Int) throws {
+            let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
+            #expect(try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob]).delivered == 1)
+        }
+        try listener.suspend()
+        // The first goes through the file; the file is not read yet, so the next two go as sealed files.
+        for i in 0..<3 { try post(i) }
+        let written = try #require(try frameFile(named: name))
+        #expect(written.mark == 0)
+        listener.signal(SIGCONT)
+        try await listener.awaitLines(4)
+        // Read and marked: the next posts go through the same file again.
+        let read = try #require(try frameFile(named: name))
+        #expect(read.inode == written.inode && read.mark != 0)
+        try post(3)
+        try await listener.awaitLines(5)
+        try post(4)
+        #expect(try await listener.awaitExit(timeout: 60) == 0)
+        let last = try #require(try frameFile(named: name))
+        #expect(last.inode == written.inode && last.mark != read.mark)
+        let received = listener.jsonLines().dropFirst()
+        #expect(received.map { $0["i"] as? Int } == Array(0..<5))
+        for line in received {
+            let i = try #require(line["i"] as? Int)
+            #expect(line["blobSum"] as? Int == (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
+        }
+    }
+
     @Test("large posts to a listener that keeps up go through one file, written again each time, whole and in order")
     func oneFileAgainAndAgain() async throws {
         try #require(FrameFile.isAvailable)
         let container = TemporaryContainer()
         let size = 1 << 20
         let count = 6
-        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", "big", "--count", String(count)])
+        let name = "again-\(UInt32.random(in: 0...UInt32.max))"
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", String(count)])
         try await listener.awaitLines(1)
         let center = try GroupNotificationCenter(containerURL: container.url)
         var inodes: Set<UInt64> = [], marks: Set<UInt64> = []
         for i in 0..<count {
             let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
-            let report = try center.postReporting(name: .init("big"), object: nil, userInfo: ["i": i, "blob": blob])
+            let report = try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob])
             #expect(report.delivered == 1)
             // Read before the next post: its file is free again.
             try await listener.awaitLines(i + 2)
-            let file = try #require(try frameFile())
+            let file = try #require(try frameFile(named: name))
             inodes.insert(file.inode)
             marks.insert(file.mark)
         }

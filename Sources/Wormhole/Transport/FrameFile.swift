@@ -1,3 +1,4 @@
+import Dispatch
 import Synchronization
 
 /// A memory file a poster keeps for one connection and writes its large frames into again and again, so that a
@@ -39,15 +40,20 @@ final class FrameFile: Sendable {
     /// The mark the listener writes once it has read the frame sent last; 0 while the file is free. Used under
     /// the lock of the link that holds the file.
     private let awaited = Atomic<UInt64>(0)
+    /// When the frame sent last was sent, in uptime nanoseconds.
+    private let sentAt = Atomic<UInt64>(0)
 
-    /// A file with room for a frame of `size` bytes (up to twice that, so that a larger frame seldom needs
-    /// another), or nil when this process's frame files would pass ``Limits/maximumFrameFileBytes``.
+    /// A file with room for a frame of `size` bytes, rounded up to a quarter of the power of two above it (a
+    /// larger frame seldom needs another file, and a quarter at most is spare), or nil when this process's frame
+    /// files would pass ``Limits/maximumFrameFileBytes``.
     /// - Throws: when the file cannot be made or mapped (out of memory or descriptors).
     init?(forFrameOf size: Int) throws(WormholeError) {
         let needed = Self.markSize + size
-        var capacity = max(FileMapping.pageSize, 1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount))
-        if capacity > Self.maximumSize { capacity = max(needed, Self.maximumSize) }
-        guard needed <= capacity, Self.reserve(capacity) else { return nil }
+        guard needed <= Self.maximumSize else { return nil }
+        let power = 1 << (Int.bitWidth - (needed - 1).leadingZeroBitCount)
+        let granule = max(FileMapping.pageSize, power / 4)
+        let capacity = min((needed + granule - 1) / granule * granule, Self.maximumSize)
+        guard Self.reserve(capacity) else { return nil }
         do throws(WormholeError) {
             let file = try MemoryFile.fixedSize(capacity)
             mapping = try SharedMapping(file.rawValue, count: capacity, writable: true)
@@ -69,9 +75,14 @@ final class FrameFile: Sendable {
         return false
     }
 
-    /// Whether `frame` fits, and has a sequence its mark can tell from a file not read (the last one cannot).
+    /// Whether `frame` fits.
     func canTake(_ frame: OutgoingFrame) -> Bool {
-        Self.markSize + frame.count <= mapping.bytes.count && frame.frame.sequence != .max
+        Self.markSize + frame.count <= mapping.bytes.count
+    }
+
+    /// Whether the frame sent last has waited for its mark longer than `limit`.
+    func hasWaited(longerThan limit: Interval) -> Bool {
+        DispatchTime.now().uptimeNanoseconds &- sentAt.load(ordering: .relaxed) > limit.nanoseconds
     }
 
     /// Whether the listener has read the frame sent last (or none was sent): the file may be written again.
@@ -83,11 +94,15 @@ final class FrameFile: Sendable {
             try? Sys.preadAll(file.rawValue, into: bytes, at: 0)
         }
         guard read == Self.markSize, UInt64(bigEndian: mark) == awaited else { return false }
+        // What the listener copied out before it wrote the mark is behind it: nothing written from here on
+        // reaches its copy.
+        atomicMemoryFence(ordering: .acquiring)
         self.awaited.store(0, ordering: .relaxed)
         return true
     }
 
-    /// Writes `frame` into the file, which must be free and able to take it (``canTake(_:)``), and sends the descriptor with its message
+    /// Writes `frame`, whose sequence must not be `UInt64.max` (its mark would read as a file not read), into the
+    /// file, which must be free and able to take it (``canTake(_:)``), and sends the descriptor with its message
     /// over `socket`, without blocking.
     /// - Throws: as ``UnixSocket/send(_:_:)``, whose ``WormholeError/peerState`` says what became of the
     ///   listener; the file is free again then, since the listener did not get it.
@@ -101,6 +116,7 @@ final class FrameFile: Sendable {
         try SharedFrame.send(SharedFrame.message(for: frame, as: Self.kind), passing: file.rawValue, over: socket)
         // The sequence plus one, as the listener marks it.
         awaited.store(frame.frame.sequence &+ 1, ordering: .relaxed)
+        sentAt.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
     }
 }
 
@@ -178,9 +194,12 @@ extension FrameFile {
         }
     }
 
-    /// Writes the mark that tells the poster its file was read: best effort (a sender's file sealed against
-    /// writing only keeps its own sender from writing it again).
+    /// Writes the mark that tells the poster its file was read. The file was found writable through `file`
+    /// (``MemoryFile/checkFixedSize(_:)``); should the write fail all the same, the poster does not write the file
+    /// again, and lets it go after ``Limits/frameFileWait``.
     private static func markRead(_ file: CInt, _ sequence: UInt64) {
+        // The copies out of the mapping are done before the poster can see the mark.
+        atomicMemoryFence(ordering: .sequentiallyConsistent)
         withUnsafeBytes(of: (sequence &+ 1).bigEndian) { mark in
             do throws(WormholeError) { try Sys.pwriteAll(file, mark, at: 0) } catch {}
         }

@@ -206,13 +206,21 @@ final class PeerLink: Sendable {
     /// the one it holds, making the file (or a larger one) as needed; false leaves the frame to a shared frame:
     /// the file is still being read, the post goes to more listeners than ``Limits/frameFileListeners``, or
     /// this process's frame files are at their budget.
-    /// - Throws: as ``FrameFile/send(_:over:)``, or when the file cannot be made.
+    /// - Throws: as ``FrameFile/send(_:over:)``.
     private func sendThroughFrameFile(_ frame: OutgoingFrame, over fd: CInt, _ state: inout State) throws(WormholeError) -> Bool {
-        guard FrameFile.isAvailable, frame.usesFrameFiles else { return false }
-        if let file = state.frameFile, !file.isFree() { return false }
+        guard FrameFile.isAvailable, frame.usesFrameFiles, frame.frame.sequence != .max else { return false }
+        if let file = state.frameFile, !file.isFree() {
+            // A listener that has not marked it within the wait may never do (it lost the descriptor, or could
+            // not map the file): let go, never to be written again, it makes room for a new one.
+            guard file.hasWaited(longerThan: Limits.frameFileWait) else { return false }
+            state.frameFile = nil
+        }
         if let file = state.frameFile, !file.canTake(frame) { state.frameFile = nil }
-        if state.frameFile == nil { state.frameFile = try FrameFile(forFrameOf: frame.count) }
-        guard let file = state.frameFile, file.canTake(frame) else { return false }
+        if state.frameFile == nil {
+            // A file that cannot be made now (out of memory or descriptors) leaves the frame to a sealed file.
+            do throws(WormholeError) { state.frameFile = try FrameFile(forFrameOf: frame.count) } catch { return false }
+        }
+        guard let file = state.frameFile else { return false }
         try file.send(frame, over: fd)
         return true
     }

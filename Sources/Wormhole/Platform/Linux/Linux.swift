@@ -244,7 +244,9 @@ enum MemoryFile {
     /// lose a page.
     static func fixedSize(_ size: Int) throws(WormholeError) -> OwnedDescriptor {
         let file = try LinuxCalls.makeMemoryFile("wormhole-frames")
-        let failure = posix_fallocate(file.rawValue, 0, off_t(size))
+        var failure = EINTR
+        // Allocating stops at a signal; a few tries, then the caller's other way.
+        for _ in 0..<4 where failure == EINTR { failure = posix_fallocate(file.rawValue, 0, off_t(size)) }
         guard failure == 0 else {
             throw WormholeError(.system, "posix_fallocate of a \(size)-byte memory file", errno: failure)
         }
@@ -253,8 +255,9 @@ enum MemoryFile {
     }
 
     /// Throws ``WormholeError/Code/corruptData`` unless `fd` is a memory file sealed against growing and
-    /// shrinking, so that a mapping of it never faults; it may still be written. `F_GET_SEALS` answers within
-    /// the kernel, as for ``checkSealed(_:)``.
+    /// shrinking, so that a mapping of it never faults, and that this process can write through `fd` (open for
+    /// reading and writing, with no seal against writing). `F_GET_SEALS` answers within the kernel, as for
+    /// ``checkSealed(_:)``.
     static func checkFixedSize(_ fd: CInt) throws(WormholeError) {
         let seals: CInt
         do throws(WormholeError) {
@@ -264,6 +267,9 @@ enum MemoryFile {
         }
         guard seals & LinuxCalls.sizeSeals == LinuxCalls.sizeSeals else {
             throw WormholeError(.corruptData, "frame file is not sealed against resizing")
+        }
+        guard seals & (LinuxCalls.sealWrite | LinuxCalls.sealFutureWrite) == 0, fcntl(fd, F_GETFL) & O_ACCMODE == O_RDWR else {
+            throw WormholeError(.corruptData, "frame file cannot be written through its descriptor")
         }
     }
 

@@ -26,6 +26,7 @@ enum LinuxCalls {
     static let sealShrink: CInt = 0x2
     static let sealGrow: CInt = 0x4
     static let sealWrite: CInt = 0x8
+    static let sealFutureWrite: CInt = 0x10
     static let payloadSeals: CInt = sealSeal | sealShrink | sealGrow | sealWrite
     /// The seals of a file that keeps its size but may be written: no shrinking or growing, and no new seals.
     static let sizeSeals: CInt = sealSeal | sealShrink | sealGrow
