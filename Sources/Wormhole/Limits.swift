@@ -269,8 +269,6 @@ package enum Limits {
     static let frameFileListeners = 2
     /// How long a frame file waits for its listener's mark before its poster lets it go and makes another.
     static let frameFileWait: Interval = .seconds(1)
-    /// How many posters' frame files a listener keeps mapped.
-    static let keptFrameFiles = 4
     /// The most received descriptors left open waiting for the closer; past it they are closed where they are,
     /// so that a sender cannot make this process run out of descriptors.
     static let maximumPendingCloses = 64

@@ -33,39 +33,44 @@ struct FrameFileTests {
         return message
     }
 
-    private func read(_ message: [UInt8], _ fd: CInt, _ kept: inout FrameFile.Kept) throws -> Frame {
-        try message.withRawBytes { (bytes) throws(WormholeError) in try FrameFile.read(bytes, file: fd, kept: &kept) }
+    private func read(_ message: [UInt8], _ fd: CInt) throws -> Frame {
+        try message.withRawBytes { (bytes) throws(WormholeError) in try FrameFile.read(bytes, file: fd) }
     }
 
-    @Test("a frame file is read through one kept mapping, marked read, and refused until written again")
+    @Test("a frame file is read, marked read, and refused until written again")
     func readMarkAndReplay() throws {
         try #require(FrameFile.isAvailable)
         let blob = Data((0..<(200 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         let first = Frame(poster: 5, sequence: 41, name: "big", object: "o", userInfo: try UserInfoCodec.encode(["blob": blob], maximumSize: 1 << 20))
         let file = try frameFile(first.encoded(), size: 1 << 20)
-        var kept = FrameFile.Kept(capacity: 2)
-        let received = try read(message(for: first.encoded()), file.fd, &kept)
+        let received = try read(message(for: first.encoded()), file.fd)
         #expect(received.poster == 5 && received.sequence == 41 && received.name == "big" && received.object == "o")
         let userInfo = try UserInfoCodec.decode(try #require(received.userInfo), allowed: .propertyList)
         #expect(userInfo["blob"] as? Data == blob)
-        // Read from a copy: the userInfo is not a mapping the poster could change.
+        // Read into memory of its own: the userInfo is not a mapping the poster could change.
         #expect(received.userInfo?.mapping == nil)
         #expect(try mark(of: file.fd) == 42)
         // The same frame again, not written since: a replay, refused.
-        #expect(throws: WormholeError.self) { try read(message(for: first.encoded()), file.fd, &kept) }
-        // Written again, as the poster does once it finds the mark: read through the same mapping.
+        #expect(throws: WormholeError.self) { try read(message(for: first.encoded()), file.fd) }
+        // Written again, as the poster does once it finds the mark: read again.
         let second = Frame(poster: 5, sequence: 44, name: "big", object: nil, userInfo: [9, 9])
         try write(second.encoded(), to: file.fd)
-        #expect(try read(message(for: second.encoded()), file.fd, &kept).sequence == 44)
-        #expect(kept.count == 1)
+        let again = try read(message(for: second.encoded()), file.fd)
+        #expect(again.sequence == 44 && again.userInfo?.array == [9, 9])
         #expect(try mark(of: file.fd) == 45)
-        // Other posters' files take the room of the one used longest ago.
-        for sequence in UInt64(1)...3 {
-            let other = Frame(poster: 6, sequence: sequence, name: "big", object: nil, userInfo: nil).encoded()
-            let file = try frameFile(other)
-            _ = try read(message(for: other), file.fd, &kept)
-        }
-        #expect(kept.count == 2)
+        // A hole punched in it: refused as sparse (this process would allocate the page), and nothing allocated.
+        let third = Frame(poster: 5, sequence: 46, name: "big", object: nil, userInfo: [UInt8](repeating: 7, count: 300 << 10)).encoded()
+        try write(third, to: file.fd)
+        // `fallocate(2)`, which Swift's Glibc does not declare, with FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE.
+        typealias Allocate = @convention(c) (CInt, CInt, off_t, off_t) -> CInt
+        let symbol = try #require(dlsym(UnsafeMutableRawPointer(bitPattern: 0), "fallocate"))
+        try #require(unsafeBitCast(symbol, to: Allocate.self)(file.fd, 0x02 | 0x01, 64 << 10, 64 << 10) == 0)
+        var before = stat()
+        try #require(fstat(file.fd, &before) == 0)
+        #expect(throws: WormholeError.self) { try read(message(for: third), file.fd) }
+        var after = stat()
+        try #require(fstat(file.fd, &after) == 0)
+        #expect(after.st_blocks == before.st_blocks)
     }
 
     @Test("forged frame files are refused; one that was read is marked, so its poster may write it again")
@@ -73,9 +78,8 @@ struct FrameFileTests {
         try #require(FrameFile.isAvailable)
         let frame = Frame(poster: 7, sequence: 1, name: "ok", object: nil, userInfo: [1, 2, 3]).encoded()
         let other = Frame(poster: 7, sequence: 2, name: "ok", object: nil, userInfo: nil).encoded()
-        var kept = FrameFile.Kept(capacity: Limits.keptFrameFiles)
         func refused(_ message: [UInt8], _ fd: CInt) -> Bool {
-            (try? read(message, fd, &kept)) == nil
+            (try? read(message, fd)) == nil
         }
         // Not sealed against resizing: a mapping of it could fault.
         let resizable = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
@@ -123,7 +127,7 @@ struct FrameFileTests {
             let sealed = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
             try #require(posix_fallocate(sealed.fd, 0, 1 << 16) == 0)
             try write(frame, to: sealed.fd)
-            try LinuxCalls.addSeals(sealed.fd, LinuxCalls.sizeSeals & ~LinuxCalls.sealSeal | seal)
+            try LinuxCalls.addSeals(sealed.fd, LinuxCalls.sizeSeals | seal)
             #expect(refused(message(for: frame), sealed.fd))
         }
         #expect(try mark(of: writable.fd) == 0)
@@ -131,7 +135,7 @@ struct FrameFileTests {
         #expect(refused(Array(message(for: frame).prefix(Frame.headerSize + 3)), small.fd))
         // A good one still reads.
         let good = try frameFile(frame)
-        #expect(try read(message(for: frame), good.fd, &kept).sequence == 1)
+        #expect(try read(message(for: frame), good.fd).sequence == 1)
     }
 
     /// The inode and the mark of the one frame file this process holds whose frame is named `name` (tests run

@@ -5,22 +5,23 @@ import Synchronization
 /// frame too large for the socket costs a copy into pages already there rather than a new sealed file
 /// (``SharedFrame``), whose fresh pages cost far more than the copy.
 ///
-/// The file keeps its size (sealed against shrinking and growing, so no mapping of it can fault) and every page
-/// of it is allocated; the poster maps it and writes a frame after an 8-byte mark, then sends the descriptor with
+/// The file keeps its size (sealed against shrinking and growing, so the poster's mapping of it cannot fault)
+/// and every page of it is allocated; the poster maps it once and writes a frame after an 8-byte mark, then sends the descriptor with
 /// a message like a shared frame's, of its own kind:
 /// ```
 /// file:    mark:u64  frame
 /// message: "WH"  version:u8  kind:u8 = 4  poster:u64  sequence:u64  size:u64
 /// ```
 /// The poster writes the mark as 0 with each frame. The listener takes the file only when it is such a memory
-/// file and the mark is 0 (a file not written again since it was read is a sender replaying it), maps it once and
-/// keeps the mapping for the next frames (``Kept``), copies the frame out (the poster may write the file again
-/// once it is read, so nothing is used in place), and writes the mark as the sequence plus one. The poster writes
-/// the file again only when it finds that mark; until then, and when a post goes to more listeners than the
-/// files' budget covers, a large frame goes as a sealed shared frame, as before.
+/// file that it can write, and the mark is 0 (a file not written again since it was read is a sender replaying
+/// it); it reads the frame out with `pread` (the poster may write the file again once it is read, so nothing is
+/// used in place), and writes the mark as the sequence plus one. The poster writes the file again only when it
+/// finds that mark. Until then (a file whose mark has not come within ``Limits/frameFileWait`` is let go and
+/// another made), for a post to more than ``Limits/frameFileListeners`` listeners, and past this process's
+/// budget of frame files, a large frame goes as a sealed shared frame, as before.
 ///
 /// A listener that lies about the mark, or a sender that writes the file while it is read, spoils only frames
-/// that it sent or was sent: what the listener copied out is decoded as any other bytes from another process.
+/// that it sent or was sent: what the listener read is decoded as any other bytes from another process.
 ///
 /// Linux only (``isAvailable``), as shared frames are.
 final class FrameFile: Sendable {
@@ -43,9 +44,10 @@ final class FrameFile: Sendable {
     /// When the frame sent last was sent, in uptime nanoseconds.
     private let sentAt = Atomic<UInt64>(0)
 
-    /// A file with room for a frame of `size` bytes, rounded up to a quarter of the power of two above it (a
-    /// larger frame seldom needs another file, and a quarter at most is spare), or nil when this process's frame
-    /// files would pass ``Limits/maximumFrameFileBytes``.
+    /// A file with room for a frame of `size` bytes, rounded up to a multiple of a quarter of the power of two
+    /// above it (so a slightly larger frame seldom needs another file, and the room spare is under that quarter:
+    /// a 1 MiB frame gets 1.5 MiB), or nil when this process's frame files would pass
+    /// ``Limits/maximumFrameFileBytes``.
     /// - Throws: when the file cannot be made or mapped (out of memory or descriptors).
     init?(forFrameOf size: Int) throws(WormholeError) {
         let needed = Self.markSize + size
@@ -56,7 +58,7 @@ final class FrameFile: Sendable {
         guard Self.reserve(capacity) else { return nil }
         do throws(WormholeError) {
             let file = try MemoryFile.fixedSize(capacity)
-            mapping = try SharedMapping(file.rawValue, count: capacity, writable: true)
+            mapping = try SharedMapping(file.rawValue, count: capacity)
             self.file = file
         } catch {
             Self.held.subtract(capacity, ordering: .relaxed)
@@ -121,44 +123,13 @@ final class FrameFile: Sendable {
 }
 
 extension FrameFile {
-    /// The mappings a listener keeps of the frame files posters sent it, the one used longest ago dropped first.
-    /// Each keeps its file (and the poster's pages) alive, so they are few.
-    struct Kept {
-        private struct Entry {
-            let identity: FileIdentity
-            let mapping: SharedMapping
-        }
-
-        let capacity: Int
-        private var entries: [Entry] = []
-
-        init(capacity: Int) {
-            self.capacity = capacity
-        }
-
-        var count: Int { entries.count }
-
-        /// The mapping of `file` (`size` bytes, which `identity` names): kept, or made and kept.
-        mutating func mapping(of file: CInt, identity: FileIdentity, size: Int) throws(WormholeError) -> SharedMapping {
-            if let index = entries.firstIndex(where: { $0.identity == identity }) {
-                let entry = entries.remove(at: index)
-                entries.append(entry)
-                // The file was sealed at its size: a mapping of it has all of it.
-                if entry.mapping.bytes.count == size { return entry.mapping }
-                entries.removeLast()
-            }
-            let mapping = try SharedMapping(file, count: size, writable: false)
-            if entries.count >= capacity { entries.removeFirst() }
-            entries.append(Entry(identity: identity, mapping: mapping))
-            return mapping
-        }
-    }
-
-    /// Reads the frame a frame file's `message` announces from `file`, which the caller closes, through the
-    /// mapping `kept` holds of it (made on first use), and marks it read.
+    /// Reads the frame a frame file's `message` announces from `file`, which the caller closes, and marks it read.
+    /// The frame is read with `pread(2)` rather than through a mapping: the file stays writable by its sender, who
+    /// could punch holes in it after it was checked, and a mapping's reads would allocate pages for those holes
+    /// (charged to this process, and kept while the sender keeps the file), where a read takes them as zeros.
     /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
     ///   a poster sends.
-    static func read(_ message: UnsafeRawBufferPointer, file: CInt, kept: inout Kept) throws(WormholeError) -> Frame {
+    static func read(_ message: UnsafeRawBufferPointer, file: CInt) throws(WormholeError) -> Frame {
         let announced = try SharedFrame.Announced(message)
         let size = announced.size
         // The seals first: asked of the kernel alone, before any call reaches the file's server.
@@ -167,38 +138,25 @@ extension FrameFile {
         guard status.isRegularFile, status.size >= markSize + size, status.size <= maximumSize else {
             throw WormholeError(.corruptData, "frame file is not a regular file of \(markSize + size) to \(maximumSize) bytes")
         }
-        // A sparse file would have this process allocate the pages its sender did not.
+        // A sparse file costs its sender nothing and this process a full read.
         guard status.allocatedBytes >= status.size else {
             throw WormholeError(.corruptData, "frame file of \(status.size) bytes is sparse")
         }
-        guard status.preferredBlockSize == FileMapping.pageSize else {
-            throw WormholeError(.corruptData, "frame file's blocks are not pages")
-        }
-        let mapping = try kept.mapping(of: file, identity: status.identity, size: status.size)
         // Read or refused, the poster may write the file again.
         defer { markRead(file, announced.sequence) }
-        let bytes = UnsafeRawBufferPointer(mapping.bytes)
-        guard bytes.loadUnaligned(fromByteOffset: 0, as: UInt64.self) == 0 else {
+        let head = try ArchiveBytes.read(markSize + min(size, Frame.maximumHeadSize), from: file, at: 0).array
+        guard head.prefix(markSize).allSatisfy({ $0 == 0 }) else {
             throw WormholeError(.corruptData, "frame file was not written again since it was read: a sender is replaying it")
         }
-        let frameBytes = UnsafeRawBufferPointer(rebasing: bytes[markSize..<(markSize + size)])
-        let (frame, range) = try announced.frame(head: copy(frameBytes, 0..<min(size, Frame.maximumHeadSize)))
-        return range.isEmpty ? frame : frame.with(userInfo: ArchiveBytes(copy(frameBytes, range)))
-    }
-
-    /// `range` of `bytes` in an array of their own.
-    private static func copy(_ bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> [UInt8] {
-        [UInt8](unsafeUninitializedCapacity: range.count) { buffer, count in
-            UnsafeMutableRawBufferPointer(buffer).copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[range]))
-            count = range.count
-        }
+        let (frame, range) = try announced.frame(head: Array(head.dropFirst(markSize)))
+        return range.isEmpty ? frame : frame.with(userInfo: try ArchiveBytes.read(range.count, from: file, at: markSize + range.lowerBound))
     }
 
     /// Writes the mark that tells the poster its file was read. The file was found writable through `file`
     /// (``MemoryFile/checkFixedSize(_:)``); should the write fail all the same, the poster does not write the file
     /// again, and lets it go after ``Limits/frameFileWait``.
     private static func markRead(_ file: CInt, _ sequence: UInt64) {
-        // The copies out of the mapping are done before the poster can see the mark.
+        // The reads are done before the poster can see the mark.
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         withUnsafeBytes(of: (sequence &+ 1).bigEndian) { mark in
             do throws(WormholeError) { try Sys.pwriteAll(file, mark, at: 0) } catch {}

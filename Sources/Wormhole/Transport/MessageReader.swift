@@ -13,7 +13,6 @@ final class MessageReader {
     /// The empty datagrams this round read: wake-ups of a read that waits (``ReceiveThread/wake()``).
     @exclusivity(unchecked) private(set) var roundWakes = 0
     private var recentSharedFiles = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
-    private var frameFiles = FrameFile.Kept(capacity: Limits.keptFrameFiles)
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: Limits.readBatchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
@@ -128,7 +127,7 @@ final class MessageReader {
                         .corruptData, "shared frame came with \(message.descriptors.count) descriptors, not one")
                 }
                 let frame = kind == FrameFile.kind
-                    ? try FrameFile.read(message.bytes, file: file, kept: &frameFiles)
+                    ? try FrameFile.read(message.bytes, file: file)
                     : try SharedFrame.read(message.bytes, file: file, recent: &recentSharedFiles)
                 roundBytes += frame.userInfo?.count ?? 0
                 frames.append(frame)

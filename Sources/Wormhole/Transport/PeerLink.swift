@@ -204,8 +204,9 @@ final class PeerLink: Sendable {
 
     /// Sends a frame too large for the socket through this connection's frame file, when the listener has read
     /// the one it holds, making the file (or a larger one) as needed; false leaves the frame to a shared frame:
-    /// the file is still being read, the post goes to more listeners than ``Limits/frameFileListeners``, or
-    /// this process's frame files are at their budget.
+    /// the file is still being read, the post goes to more listeners than ``Limits/frameFileListeners``, this
+    /// process's frame files are at their budget or one cannot be made now, or the frame's sequence is the last
+    /// there is (which a mark cannot tell from a file not read).
     /// - Throws: as ``FrameFile/send(_:over:)``.
     private func sendThroughFrameFile(_ frame: OutgoingFrame, over fd: CInt, _ state: inout State) throws(WormholeError) -> Bool {
         guard FrameFile.isAvailable, frame.usesFrameFiles, frame.frame.sequence != .max else { return false }

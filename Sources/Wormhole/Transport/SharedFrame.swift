@@ -113,7 +113,7 @@ enum SharedFrame {
         guard !recent.contains(status.identity) else {
             throw WormholeError(.corruptData, "shared frame's file was read before: a sender is replaying it")
         }
-        let (frame, range) = try announced.frame(head: readExactly(min(size, Frame.maximumHeadSize), from: file, at: 0))
+        let (frame, range) = try announced.frame(head: ArchiveBytes.read(min(size, Frame.maximumHeadSize), from: file, at: 0).array)
         let whole = range.isEmpty ? frame : frame.with(userInfo: try userInfo(
             of: file, size: size, at: range.lowerBound, count: range.count, mappable: status.preferredBlockSize == FileMapping.pageSize))
         recent.insert(status.identity)
@@ -133,24 +133,6 @@ enum SharedFrame {
                 Log.warning("shared frame read instead of mapped: \(error)")
             }
         }
-        return ArchiveBytes(try readExactly(count, from: file, at: offset))
-    }
-
-    /// `count` bytes of `file` from `offset`, all of them, or an error.
-    private static func readExactly(_ count: Int, from file: CInt, at offset: Int) throws(WormholeError) -> [UInt8] {
-        var readFailure: WormholeError?
-        let bytes = [UInt8](unsafeUninitializedCapacity: count) { buffer, read in
-            do throws(WormholeError) {
-                read = try Sys.preadAll(file, into: UnsafeMutableRawBufferPointer(buffer), at: offset)
-            } catch {
-                readFailure = error
-                read = 0
-            }
-        }
-        if let readFailure { throw readFailure }
-        guard bytes.count == count else {
-            throw WormholeError(.corruptData, "shared frame's file held \(bytes.count) of \(count) bytes at \(offset)")
-        }
-        return bytes
+        return try ArchiveBytes.read(count, from: file, at: offset)
     }
 }
