@@ -85,6 +85,7 @@ struct FrameFileTests {
         let resizable = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
         try write(frame, to: resizable.fd)
         #expect(refused(message(for: frame), resizable.fd))
+        #expect(try mark(of: resizable.fd) == 0, "not marked: the file was not looked at")
         // A regular file on disk, and a pipe: not memory files.
         let container = TemporaryContainer()
         let disk = open(container.path + "/frame", O_RDWR | O_CREAT, 0o600)
@@ -102,10 +103,12 @@ struct FrameFileTests {
         try write(frame, to: sparse.fd)
         try LinuxCalls.addSeals(sparse.fd, LinuxCalls.sizeSeals)
         #expect(refused(message(for: frame), sparse.fd))
+        #expect(try mark(of: sparse.fd) == 0)
         // Smaller than the mark and the frame it declares.
         let small = try frameFile(frame, size: 4096)
         #expect(refused(message(for: frame, size: 4096), small.fd))
         #expect(refused(message(for: frame, size: 1 << 40), small.fd))
+        #expect(try mark(of: small.fd) == 0)
         // Another frame than the message names, and a frame whose userInfo does not end where it says: refused,
         // and marked, since the file was looked at.
         let mismatched = try frameFile(other)

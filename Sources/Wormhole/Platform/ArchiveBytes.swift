@@ -12,7 +12,7 @@ struct ArchiveBytes: Sendable {
     /// Memory of its own, freed with the last reference, aligned so that the kernel copies into it at full
     /// speed: on this project's VM a `pread(2)` of a memory file into memory 16 bytes past a 32-byte boundary
     /// (where an array's elements may begin) took six times as long.
-    final class Owned: Sendable {
+    fileprivate final class Owned: Sendable {
         static let alignment = 64
         // Safe because: written once, by the read that makes it, before it is shared.
         nonisolated(unsafe) let bytes: UnsafeMutableRawBufferPointer
@@ -67,7 +67,7 @@ struct ArchiveBytes: Sendable {
         }
     }
 
-    /// The mapping that holds the bytes, for values that share them; nil for an array.
+    /// The mapping that holds the bytes, for values that share them; nil for an array or a read.
     var mapping: FileMapping? {
         if case .mapped(let mapping, _, _) = storage { return mapping }
         return nil

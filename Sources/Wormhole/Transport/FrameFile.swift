@@ -6,8 +6,8 @@ import Synchronization
 /// (``SharedFrame``), whose fresh pages cost far more than the copy.
 ///
 /// The file keeps its size (sealed against shrinking and growing, so the poster's mapping of it cannot fault)
-/// and every page of it is allocated; the poster maps it once and writes a frame after an 8-byte mark, then sends the descriptor with
-/// a message like a shared frame's, of its own kind:
+/// and every page of it is allocated; the poster maps it once and writes a frame after an 8-byte mark, then
+/// sends the descriptor with a message like a shared frame's, of its own kind:
 /// ```
 /// file:    mark:u64  frame
 /// message: "WH"  version:u8  kind:u8 = 4  poster:u64  sequence:u64  size:u64
@@ -29,7 +29,8 @@ final class FrameFile: Sendable {
     /// The bytes of the mark before the frame.
     static let markSize = 8
     /// The largest file a frame needs: room for the mark and the largest frame, in a whole number of pages.
-    static let maximumSize = (markSize + SharedFrame.maximumSize + FileMapping.pageSize - 1) / FileMapping.pageSize * FileMapping.pageSize
+    static let maximumSize =
+        (markSize + SharedFrame.maximumSize + FileMapping.pageSize - 1) / FileMapping.pageSize * FileMapping.pageSize
 
     static var isAvailable: Bool { MemoryFile.isAvailable }
 
@@ -144,12 +145,15 @@ extension FrameFile {
         }
         // Read or refused, the poster may write the file again.
         defer { markRead(file, announced.sequence) }
-        let head = try ArchiveBytes.read(markSize + min(size, Frame.maximumHeadSize), from: file, at: 0).array
-        guard head.prefix(markSize).allSatisfy({ $0 == 0 }) else {
+        var mark: UInt64 = 0
+        let read = try withUnsafeMutableBytes(of: &mark) { (bytes) throws(WormholeError) in try Sys.preadAll(file, into: bytes, at: 0) }
+        guard read == markSize, mark == 0 else {
             throw WormholeError(.corruptData, "frame file was not written again since it was read: a sender is replaying it")
         }
-        let (frame, range) = try announced.frame(head: Array(head.dropFirst(markSize)))
-        return range.isEmpty ? frame : frame.with(userInfo: try ArchiveBytes.read(range.count, from: file, at: markSize + range.lowerBound))
+        let head = try ArchiveBytes.read(min(size, Frame.maximumHeadSize), from: file, at: markSize).array
+        let (frame, range) = try announced.frame(head: head)
+        guard !range.isEmpty else { return frame }
+        return frame.with(userInfo: try ArchiveBytes.read(range.count, from: file, at: markSize + range.lowerBound))
     }
 
     /// Writes the mark that tells the poster its file was read. The file was found writable through `file`
