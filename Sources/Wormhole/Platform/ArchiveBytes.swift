@@ -1,29 +1,11 @@
 /// The bytes of a userInfo archive: in an array (or part of one: the frame or record it was read with, which
-/// then is not copied again), read from a file into memory of their own (``read(_:from:at:)``), or read-only in
-/// a mapped sealed memory file (``SharedFrame``), whose large `Data` values the decoder shares instead of
-/// copying.
+/// then is not copied again, or the aligned part of an array a file was read into: ``read(_:from:at:)``), or
+/// read-only in a mapped sealed memory file (``SharedFrame``), whose large `Data` values the decoder shares
+/// instead of copying.
 struct ArchiveBytes: Sendable {
     private enum Storage {
         case array(ArraySlice<UInt8>)
-        case read(Owned)
         case mapped(FileMapping, offset: Int, count: Int)
-    }
-
-    /// Memory of its own, freed with the last reference, aligned so that the kernel copies into it at full
-    /// speed: on this project's VM a `pread(2)` of a memory file into memory 16 bytes past a 32-byte boundary
-    /// (where an array's elements may begin) took six times as long.
-    fileprivate final class Owned: Sendable {
-        static let alignment = 64
-        // Safe because: written once, by the read that makes it, before it is shared.
-        nonisolated(unsafe) let bytes: UnsafeMutableRawBufferPointer
-
-        init(count: Int) {
-            bytes = .allocate(byteCount: count, alignment: Self.alignment)
-        }
-
-        deinit {
-            bytes.deallocate()
-        }
     }
 
     private let storage: Storage
@@ -42,32 +24,44 @@ struct ArchiveBytes: Sendable {
         storage = .mapped(mapping, offset: offset, count: count)
     }
 
-    /// `count` bytes of `file` from `offset`, read with `pread(2)` into memory of their own: all of them, or an
-    /// error.
+    /// Where in an array the bytes read from a file begin: on this boundary, so that the kernel copies into them at
+    /// full speed (on this project's VM a `pread(2)` of a memory file into memory 16 bytes past a 32-byte
+    /// boundary, where an array's elements may begin, took six times as long).
+    static let readAlignment = 64
+
+    /// `count` bytes of `file` from `offset`, read with `pread(2)` into an array of their own (a part of it aligned
+    /// to ``readAlignment``): all of them, or an error.
     /// - Throws: ``WormholeError/Code/corruptData`` when the file ends first; the read's error.
     static func read(_ count: Int, from file: CInt, at offset: Int) throws(WormholeError) -> ArchiveBytes {
-        guard count > 0 else { return ArchiveBytes([]) }
-        let owned = Owned(count: count)
-        let read = try Sys.preadAll(file, into: owned.bytes, at: offset)
+        var start = 0, read = 0
+        var failure: WormholeError?
+        let bytes = [UInt8](unsafeUninitializedCapacity: count + readAlignment) { buffer, initialized in
+            guard let base = buffer.baseAddress else { return }
+            start = (readAlignment - Int(bitPattern: UInt(bitPattern: base) % UInt(readAlignment))) % readAlignment
+            buffer[..<start].initialize(repeating: 0)
+            do throws(WormholeError) {
+                read = try Sys.preadAll(file, into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[start..<(start + count)])), at: offset)
+            } catch {
+                failure = error
+            }
+            initialized = start + read
+        }
+        if let failure { throw failure }
         guard read == count else {
             throw WormholeError(.corruptData, "file held \(read) of \(count) bytes at \(offset)")
         }
-        return ArchiveBytes(storage: .read(owned))
-    }
-
-    private init(storage: Storage) {
-        self.storage = storage
+        // The array is never changed again, so its elements stay where they were read.
+        return ArchiveBytes(bytes[start...])
     }
 
     var count: Int {
         switch storage {
         case .array(let bytes): bytes.count
-        case .read(let owned): owned.bytes.count
         case .mapped(_, _, let count): count
         }
     }
 
-    /// The mapping that holds the bytes, for values that share them; nil for an array or a read.
+    /// The mapping that holds the bytes, for values that share them; nil for an array.
     var mapping: FileMapping? {
         if case .mapped(let mapping, _, _) = storage { return mapping }
         return nil
@@ -77,8 +71,6 @@ struct ArchiveBytes: Sendable {
         switch storage {
         case .array(let bytes):
             return try bytes.withUnsafeBytes { raw in Result { () throws(E) -> R in try body(raw) } }.get()
-        case .read(let owned):
-            return try withExtendedLifetime(owned) { () throws(E) -> R in try body(UnsafeRawBufferPointer(owned.bytes)) }
         case .mapped(let mapping, let offset, let count):
             return try withExtendedLifetime(mapping) { () throws(E) -> R in
                 try body(UnsafeRawBufferPointer(rebasing: mapping.bytes[offset..<(offset + count)]))
@@ -90,19 +82,16 @@ struct ArchiveBytes: Sendable {
     var array: [UInt8] {
         switch storage {
         case .array(let bytes): Array(bytes)
-        case .read, .mapped: withBytes { [UInt8]($0) }
+        case .mapped: withBytes { [UInt8]($0) }
         }
     }
 
-    /// Whether `other` is known to hold the same bytes: two arrays compared, or the same bytes of one read or
-    /// mapping. Bytes of two reads or mappings are not compared: decoding them again costs less than comparing
-    /// them.
+    /// Whether `other` is known to hold the same bytes: two arrays compared, or the same bytes of one mapping.
+    /// Bytes of two mappings are not compared: decoding them again costs less than comparing them.
     func isKnownEqual(to other: ArchiveBytes) -> Bool {
         switch (storage, other.storage) {
         case (.array(let bytes), .array(let others)):
             return bytes == others
-        case (.read(let owned), .read(let others)):
-            return owned === others
         case (.mapped(let mapping, let offset, let count), .mapped(let others, let otherOffset, let otherCount)):
             return mapping === others && offset == otherOffset && count == otherCount
         default:

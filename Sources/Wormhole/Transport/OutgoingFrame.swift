@@ -10,15 +10,16 @@ final class OutgoingFrame {
     let count: Int
     /// The encoded frame, once made: memory of its own, which costs less to make than an array (whose storage
     /// type the runtime looks up for each one on Linux).
-    private var whole: UnsafeMutableRawBufferPointer?
-    private var head: [UInt8]?
-    private var sharedFile: OwnedDescriptor?
+    /// Used on the posting thread alone, as every stored property here: no run-time exclusivity checks.
+    @exclusivity(unchecked) private var whole: UnsafeMutableRawBufferPointer?
+    @exclusivity(unchecked) private var head: [UInt8]?
+    @exclusivity(unchecked) private var sharedFile: OwnedDescriptor?
     /// Why the memory file could not be made, so that it is not tried again for every listener of the post.
-    private var sharedFailure: WormholeError?
+    @exclusivity(unchecked) private var sharedFailure: WormholeError?
     /// Whether the frame may go through the listeners' frame files (``FrameFile``): a copy for each costs less
     /// than a sealed file for a post to one or two, but more for a post to many, whose copies outgrow the caches
     /// and are made besides the sealed file that listeners whose files are busy share.
-    private(set) var usesFrameFiles = false
+    @exclusivity(unchecked) private(set) var usesFrameFiles = false
 
     init(_ frame: consuming Frame) {
         self.frame = frame
