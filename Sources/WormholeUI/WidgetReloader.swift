@@ -72,10 +72,15 @@ public final class WidgetReloader: Sendable {
     /// Tells the reloader of a change it cannot observe (one this process made outside Wormhole): it reloads as
     /// for a change it observed.
     public func changed() {
-        let decision = throttle.withLock { $0.changed(at: .now) }
-        switch decision {
+        // Decided where the reloads are made, just before one: reloads are an interval apart as they are made,
+        // however long the queue took to get to them.
+        reloads.async { [self] in decide() }
+    }
+
+    private func decide() {
+        switch throttle.withLock({ $0.changed(at: .now) }) {
         case .reload:
-            reloads.async { [self] in reloadAll() }
+            reloadAll()
         case .schedule(let at):
             let (seconds, attoseconds) = (at - .now).components
             let delay = max(0, Double(seconds) + Double(attoseconds) / 1e18)
