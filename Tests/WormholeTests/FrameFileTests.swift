@@ -197,6 +197,47 @@ struct FrameFileTests {
         }
     }
 
+    @Test("a file not marked within its wait is let go: the next large post goes through a new one; both arrive whole")
+    func unmarkedFileLetGo() async throws {
+        try #require(FrameFile.isAvailable)
+        let container = TemporaryContainer()
+        let size = 1 << 20
+        let name = "let-go-\(UInt32.random(in: 0...UInt32.max))"
+        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", "3"])
+        try await listener.awaitLines(1)
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        func post(_ i: Int) throws {
+            let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
+            #expect(try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob]).delivered == 1)
+        }
+        // A stopped listener marks nothing: to its poster it is one that lost the descriptor.
+        try listener.suspend()
+        try post(0)
+        let first = try #require(try frameFile(named: name))
+        #expect(first.mark == 0)
+        // What is tested is a time: the wait passes, and nothing else can tell it has.
+        try await Task.sleep(for: .milliseconds(Int(Limits.frameFileWait.nanoseconds / 1_000_000) + 200))
+        try post(1)
+        // The poster holds only the new file; the first is the listener's alone now, never written again.
+        let second = try #require(try frameFile(named: name))
+        #expect(second.inode != first.inode && second.mark == 0)
+        listener.signal(SIGCONT)
+        try await listener.awaitLines(3)
+        // The new file was read and marked: the next post goes through it again.
+        let read = try #require(try frameFile(named: name))
+        #expect(read.inode == second.inode && read.mark != 0)
+        try post(2)
+        #expect(try await listener.awaitExit(timeout: 60) == 0)
+        let last = try #require(try frameFile(named: name))
+        #expect(last.inode == second.inode && last.mark != read.mark)
+        let received = listener.jsonLines().dropFirst()
+        #expect(received.map { $0["i"] as? Int } == Array(0..<3))
+        for line in received {
+            let i = try #require(line["i"] as? Int)
+            #expect(line["blobSum"] as? Int == (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
+        }
+    }
+
     @Test("large posts to a listener that keeps up go through one file, written again each time, whole and in order")
     func oneFileAgainAndAgain() async throws {
         try #require(FrameFile.isAvailable)
