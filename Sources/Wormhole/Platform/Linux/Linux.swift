@@ -259,12 +259,7 @@ enum MemoryFile {
     /// reading and writing, with no seal against writing). `F_GET_SEALS` answers within the kernel, as for
     /// ``checkSealed(_:)``.
     static func checkFixedSize(_ fd: CInt) throws(WormholeError) {
-        let seals: CInt
-        do throws(WormholeError) {
-            seals = try LinuxCalls.seals(of: fd)
-        } catch {
-            throw WormholeError(.corruptData, "frame file's descriptor is not a sealable memory file: \(error)")
-        }
+        let seals = try memoryFileSeals(fd, of: "frame file")
         guard seals & LinuxCalls.sizeSeals == LinuxCalls.sizeSeals else {
             throw WormholeError(.corruptData, "frame file is not sealed against resizing")
         }
@@ -278,14 +273,19 @@ enum MemoryFile {
     /// descriptor of a file whose server could stall a call (FUSE) is refused before any call reaches it; only a
     /// memfd made to be sealed can carry these seals.
     static func checkSealed(_ fd: CInt) throws(WormholeError) {
-        let seals: CInt
-        do throws(WormholeError) {
-            seals = try LinuxCalls.seals(of: fd)
-        } catch {
-            throw WormholeError(.corruptData, "shared frame's descriptor is not a sealable memory file: \(error)")
-        }
+        let seals = try memoryFileSeals(fd, of: "shared frame")
         guard seals & LinuxCalls.payloadSeals == LinuxCalls.payloadSeals else {
             throw WormholeError(.corruptData, "shared frame's file is not sealed against writing and resizing")
+        }
+    }
+
+    /// The seals of `fd`, a memory file sent as `what`.
+    /// - Throws: ``WormholeError/Code/corruptData`` for anything but a memory file that can carry seals.
+    private static func memoryFileSeals(_ fd: CInt, of what: String) throws(WormholeError) -> CInt {
+        do throws(WormholeError) {
+            return try LinuxCalls.seals(of: fd)
+        } catch {
+            throw WormholeError(.corruptData, "\(what)'s descriptor is not a sealable memory file: \(error)")
         }
     }
 }
