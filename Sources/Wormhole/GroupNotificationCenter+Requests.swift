@@ -44,7 +44,7 @@ extension GroupNotificationCenter {
     ) async throws -> Notification {
         let id = try startRequest(name: name, object: object, userInfo: userInfo, timeout: timeout)
         let reply = try await replies.pending.reply(to: id)
-        return Notification(name: name, object: object, userInfo: reply.value.userInfo)
+        return Notification(name: name, object: object, userInfo: reply.userInfo)
     }
     #else
     /// Asks the processes of the group that answer `name` and returns the first reply, in the caller's
@@ -62,7 +62,7 @@ extension GroupNotificationCenter {
     ) async throws -> Notification {
         let id = try startRequest(name: name, object: object, userInfo: userInfo, timeout: timeout)
         let reply = try await replies.pending.reply(to: id)
-        return Notification(name: name, object: object, userInfo: reply.value.userInfo)
+        return Notification(name: name, object: object, userInfo: reply.userInfo)
     }
     #endif
 

@@ -19,8 +19,7 @@ struct DeliveryBatch {
     private var frameCalls: [(Observer, Frame)] = []
 
     mutating func add(_ observer: Observer, frame: Frame, userInfo: [AnyHashable: Any]?) {
-        let note = SendableNotification(
-            Notification(name: Notification.Name(frame.name), object: frame.object, userInfo: userInfo))
+        let note = SendableNotification(name: frame.name, object: frame.object, userInfo: userInfo)
         if observer.hold(note, frame: FrameIdentity(frame), bytes: frame.byteCount) { return }
         guard !observer.runsOnReceiveThread else {
             if groupsBeforeCalls == nil { groupsBeforeCalls = groups.count }
