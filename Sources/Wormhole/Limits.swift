@@ -274,26 +274,33 @@ package enum Limits {
     static let maximumPendingCloses = 64
 }
 
-/// A time limit: a `Duration`, and the units it is counted in where it is used, worked out once (a
-/// `Duration`'s conversion divides 128-bit numbers, which posts and receive rounds should not do each time).
+/// A time limit, held as whole nanoseconds, and the units it is counted in where it is used (a `Duration`'s
+/// conversion divides 128-bit numbers, which posts and receive rounds should not do each time). The limits made
+/// with ``seconds(_:)`` and its kin are constants the compiler lays out in the binary: reading one costs no
+/// check that it was made.
 struct Interval: Sendable {
-    let duration: Duration
-    /// In whole nanoseconds, for uptime arithmetic.
-    let nanoseconds: UInt64
     /// In whole nanoseconds, for ages that may be negative.
     let signedNanoseconds: Int64
-    /// In whole milliseconds, for `poll(2)`.
-    let milliseconds: Int32
 
+    /// `duration` in whole nanoseconds, within what an `Int64` holds.
     init(_ duration: Duration) {
-        self.duration = duration
         let (seconds, attoseconds) = duration.components
-        signedNanoseconds = seconds * 1_000_000_000 + attoseconds / 1_000_000_000
-        nanoseconds = UInt64(max(0, signedNanoseconds))
-        milliseconds = Int32(clamping: signedNanoseconds / 1_000_000)
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        let (sum, overflowAgain) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        signedNanoseconds = overflow || overflowAgain ? (seconds < 0 ? .min : .max) : sum
     }
 
-    static func seconds(_ count: Int) -> Interval { Interval(.seconds(count)) }
-    static func milliseconds(_ count: Int) -> Interval { Interval(.milliseconds(count)) }
-    static func microseconds(_ count: Int) -> Interval { Interval(.microseconds(count)) }
+    @inline(__always) private init(nanoseconds: Int64) {
+        signedNanoseconds = nanoseconds
+    }
+
+    var duration: Duration { .nanoseconds(signedNanoseconds) }
+    /// In whole nanoseconds, for uptime arithmetic.
+    var nanoseconds: UInt64 { UInt64(max(0, signedNanoseconds)) }
+    /// In whole milliseconds, for `poll(2)`.
+    var milliseconds: Int32 { Int32(clamping: signedNanoseconds / 1_000_000) }
+
+    @inline(__always) static func seconds(_ count: Int) -> Interval { Interval(nanoseconds: Int64(count) &* 1_000_000_000) }
+    @inline(__always) static func milliseconds(_ count: Int) -> Interval { Interval(nanoseconds: Int64(count) &* 1_000_000) }
+    @inline(__always) static func microseconds(_ count: Int) -> Interval { Interval(nanoseconds: Int64(count) &* 1_000) }
 }
