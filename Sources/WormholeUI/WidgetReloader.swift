@@ -72,8 +72,8 @@ public final class WidgetReloader: Sendable {
     /// Tells the reloader of a change it cannot observe (one this process made outside Wormhole): it reloads as
     /// for a change it observed.
     public func changed() {
-        // Decided where the reloads are made, just before one: reloads are an interval apart as they are made,
-        // however long the queue took to get to them.
+        // Decided where the reloads are called, just before one: the calls are an interval apart, however long
+        // the queue took to get to them.
         reloads.async { [self] in decide() }
     }
 

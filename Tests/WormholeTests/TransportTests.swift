@@ -39,8 +39,9 @@ private struct WaitingReads: @unchecked Sendable {
         let reading = began.load(ordering: .sequentiallyConsistent)
         try #require(reading, "the read did not begin")
         thread.wake()
-        // Half the time of the longest read: a read that a wake did not end is still waiting then.
-        for _ in 0..<2_000 where ended.withLock({ $0 }) == nil { try await Task.sleep(for: .milliseconds(5)) }
+        // The read's whole time, and 10 seconds more for a loaded machine to let its thread go on.
+        let deadline = ContinuousClock.now + .milliseconds(Int(timeoutMilliseconds)) + .seconds(10)
+        while ended.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
         return try #require(ended.withLock { $0 }, "the read did not end")
     }
 }
