@@ -109,6 +109,18 @@ enum Sys {
         _ = libcClose(fd)
     }
 
+    /// `count` bytes from `malloc(3)` (aligned for any value), given back with ``free(_:)``; nil when there is no
+    /// memory. Swift's own allocation of raw memory asks `posix_memalign` on Linux, at about twice the cost.
+    static func allocate(_ count: Int) -> UnsafeMutableRawBufferPointer? {
+        guard let memory = malloc(max(count, 1)) else { return nil }
+        return UnsafeMutableRawBufferPointer(start: memory, count: count)
+    }
+
+    /// Gives back memory from ``allocate(_:)``.
+    static func free(_ memory: UnsafeMutableRawBufferPointer) {
+        libcFree(memory.baseAddress)
+    }
+
     static func readSome(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int {
         try valueOrErrno("read") { libcRead(fd, buffer.baseAddress, buffer.count) }
     }
@@ -238,7 +250,7 @@ enum Sys {
     /// `path` with every symbolic link, `.` and `..` resolved, or nil when it cannot be (`realpath(3)`).
     static func realPath(_ path: String) -> String? {
         guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
+        defer { libcFree(resolved) }
         return String(cString: resolved)
     }
 
@@ -257,6 +269,7 @@ enum Sys {
 
 
 private func libcClose(_ fd: CInt) -> CInt { close(fd) }
+private func libcFree(_ memory: UnsafeMutableRawPointer?) { free(memory) }
 private func libcRead(_ fd: CInt, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int { read(fd, buffer, count) }
 private func libcWrite(_ fd: CInt, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int { write(fd, buffer, count) }
 

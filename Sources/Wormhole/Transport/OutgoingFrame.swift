@@ -8,8 +8,9 @@ final class OutgoingFrame {
     let frame: Frame
     /// The encoded frame's size.
     let count: Int
-    /// The encoded frame, once made: memory of its own, which costs less to make than an array (whose storage
-    /// type the runtime looks up for each one on Linux).
+    /// The encoded frame, once made: memory of its own from `malloc(3)` (``Sys/allocate(_:)``), which costs less
+    /// to make than an array (whose storage type the runtime looks up for each one on Linux) or Swift's raw
+    /// allocation.
     /// Used on the posting thread alone, as every stored property here: no run-time exclusivity checks.
     @exclusivity(unchecked) private var whole: UnsafeMutableRawBufferPointer?
     @exclusivity(unchecked) private var head: [UInt8]?
@@ -27,13 +28,17 @@ final class OutgoingFrame {
     }
 
     deinit {
-        whole?.deallocate()
+        if let whole { Sys.free(whole) }
     }
 
     /// Runs `body` with the encoded frame, made on first use.
     func withBytes<Result, Failure: Error>(_ body: (UnsafeRawBufferPointer) throws(Failure) -> Result) throws(Failure) -> Result {
         if let whole { return try body(UnsafeRawBufferPointer(whole)) }
-        let made = UnsafeMutableRawBufferPointer.allocate(byteCount: count, alignment: 8)
+        guard let made = Sys.allocate(count) else {
+            // Out of memory: an array this once, which stops the process if it cannot be made either, as any
+            // allocation of Swift's does.
+            return try frame.encoded().withUnsafeBytes { raw in Swift.Result { () throws(Failure) -> Result in try body(raw) } }.get()
+        }
         let written = UnsafeMutableRawBufferPointer(rebasing: made[..<frame.encode(into: made)])
         whole = written
         return try body(UnsafeRawBufferPointer(written))
