@@ -24,8 +24,9 @@ struct Frame: Sendable {
     let kind: Kind
     let poster: UInt64
     let sequence: UInt64
-    /// The frame's strings and archive, held once: a copy of the frame, as it goes from the socket to the
-    /// observers, retains one object rather than each of them.
+    /// The frame's strings and archive, in place: a name and an object of up to 15 UTF-8 bytes are held in
+    /// their strings, so a copy of such a frame without userInfo retains nothing, and none costs an object of
+    /// its own to make and free (which each frame did, on each side, when they were held in one).
     private let contents: Contents
 
     var name: String { contents.name }
@@ -33,16 +34,10 @@ struct Frame: Sendable {
     /// The archive of userInfo, or nil when the notification has none.
     var userInfo: ArchiveBytes? { contents.userInfo }
 
-    private final class Contents: Sendable {
+    private struct Contents: Sendable {
         let name: String
         let object: String?
         let userInfo: ArchiveBytes?
-
-        init(name: String, object: String?, userInfo: ArchiveBytes?) {
-            self.name = name
-            self.object = object
-            self.userInfo = userInfo
-        }
 
         /// A nudge's: no name, no object, no userInfo.
         static let none = Contents(name: "", object: nil, userInfo: nil)
