@@ -196,6 +196,18 @@ struct TransportTests {
         #expect(rebinds.allSatisfy { $0.contains("EINVAL") || $0.contains("Invalid argument") }, "\(rebinds)")
     }
 
+    @Test("a poster that finds no memory for a frame's bytes encodes each into an array: every post arrives, in order")
+    func noMemoryForFrameBytes() async throws {
+        let run = try await postThroughFault(
+            .processDefault, count: 300, posterFaults: ["WORMHOLE_INJECT_ALLOCATE": "1"], posterArguments: ["--payload", "100"]).0
+        // Each frame whole: its blob of 100 bytes, byte k being k * 31 + i.
+        for line in run.listener.jsonLines() {
+            guard let i = line["i"] as? Int else { continue }
+            #expect(line["blobBytes"] as? Int == 100)
+            #expect(line["blobSum"] as? Int == (0..<100).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
+        }
+    }
+
     @Test("a socket bound anew leaves none of the old ones open, and what posters sent across the rebinds arrives in order", arguments: Transport.allCases)
     func reboundSocketsAreClosed(transport: Transport) async throws {
         let container = TemporaryContainer()

@@ -10,7 +10,8 @@ import Synchronization
 /// third send of a socket fail with `ENOBUFS`, as a full datagram socket does on Darwin and never on Linux, so
 /// that tests run the handling of errno values this machine does not return; `WORMHOLE_INJECT_MEMORY_FILE=1`
 /// makes every `memfd_create` fail with `EMFILE`, so that large frames take the spool as they do where there is
-/// no memory file. Release builds compile it to nothing.
+/// no memory file; `WORMHOLE_INJECT_ALLOCATE=1` makes `Sys.allocate` find no memory. Release builds compile it
+/// to nothing.
 enum InjectedFault {
     #if DEBUG
     /// An errno and a count, from `NAME/COUNT` in the environment variable `variable`.
@@ -33,6 +34,7 @@ enum InjectedFault {
     private static let pollFailure = failure("WORMHOLE_INJECT_POLL")
     private static let polls = Atomic<Int>(0)
     private static let memoryFilesFail = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_MEMORY_FILE"] == "1"
+    private static let allocationsFail = ProcessInfo.processInfo.environment["WORMHOLE_INJECT_ALLOCATE"] == "1"
     private static let segmentOpenFailure = failure("WORMHOLE_INJECT_SEGMENT_OPEN")
     private static let segmentOpens = Atomic<Int>(0)
     #endif
@@ -98,6 +100,17 @@ enum InjectedFault {
     static func failMemoryFile() throws(WormholeError) {
         #if DEBUG
         if memoryFilesFail { throw WormholeError(.system, "memfd_create (injected)", errno: EMFILE) }
+        #endif
+    }
+
+    /// Whether ``Sys/allocate(_:)`` is to find no memory (`WORMHOLE_INJECT_ALLOCATE=1`), so that tests run what
+    /// its callers do then.
+    @inline(__always)
+    static var allocationFails: Bool {
+        #if DEBUG
+        return allocationsFail
+        #else
+        return false
         #endif
     }
 

@@ -109,15 +109,16 @@ enum Sys {
         _ = libcClose(fd)
     }
 
-    /// `count` bytes from `malloc(3)` (aligned for any value), given back with ``free(_:)``; nil when there is no
-    /// memory. Swift's own allocation of raw memory asks `posix_memalign` on Linux, at about twice the cost.
+    /// `count` bytes from `malloc(3)` (aligned as it aligns: 16 bytes on 64-bit platforms), given back with
+    /// ``deallocate(_:)``; nil when there is no memory. Swift's own allocation of raw memory asks
+    /// `posix_memalign` on Linux, at about twice the cost.
     static func allocate(_ count: Int) -> UnsafeMutableRawBufferPointer? {
-        guard let memory = malloc(max(count, 1)) else { return nil }
+        guard !InjectedFault.allocationFails, let memory = malloc(max(count, 1)) else { return nil }
         return UnsafeMutableRawBufferPointer(start: memory, count: count)
     }
 
     /// Gives back memory from ``allocate(_:)``.
-    static func free(_ memory: UnsafeMutableRawBufferPointer) {
+    static func deallocate(_ memory: UnsafeMutableRawBufferPointer) {
         libcFree(memory.baseAddress)
     }
 

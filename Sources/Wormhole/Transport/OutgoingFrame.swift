@@ -28,7 +28,7 @@ final class OutgoingFrame {
     }
 
     deinit {
-        if let whole { Sys.free(whole) }
+        if let whole { Sys.deallocate(whole) }
     }
 
     /// Runs `body` with the encoded frame, made on first use.
