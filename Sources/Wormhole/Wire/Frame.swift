@@ -24,9 +24,10 @@ struct Frame: Sendable {
     let kind: Kind
     let poster: UInt64
     let sequence: UInt64
-    /// The frame's strings and archive, in place: a name and an object of up to 15 UTF-8 bytes are held in
-    /// their strings, so a copy of such a frame without userInfo retains nothing, and none costs an object of
-    /// its own to make and free (which each frame did, on each side, when they were held in one).
+    /// The frame's strings and archive, in place: on 64-bit platforms a name and an object of up to 15 UTF-8
+    /// bytes read from the wire are held in their strings, so a copy of such a frame without userInfo retains
+    /// nothing; and no frame costs an object of its own to make and free (which each did, on each side, when
+    /// they were held in one: that cost more than the retains it saved, even for long names with a userInfo).
     private let contents: Contents
 
     var name: String { contents.name }
