@@ -375,6 +375,9 @@ struct TransportTests {
             try post(0..<100)
             #expect(try await recorder.wait(for: 100).compactMap(\.number) == Array(0..<100))
         }
+        // Its receive thread may still be finishing the recorder's last call (closing does not wait for observers'
+        // code): looked at every 10 ms, 10 seconds at most.
+        for _ in 0..<1_000 where center.listenerStatus().first?.state != .offline { try await Task.sleep(for: .milliseconds(10)) }
         #expect(center.listenerStatus().first?.state == .offline)
         try post(100..<200)
         let second = try Peer(
