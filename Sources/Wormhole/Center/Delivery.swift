@@ -61,7 +61,9 @@ final class Delivery: Sendable {
         // The observers as they are now, once for the batch: one removed meanwhile runs nothing (``Observer/call(_:)``,
         // ``Handoff``).
         let observers = self.observers.withLock { $0.observers }
-        for frame in frames {
+        // By index: a `for frame in frames` took a copy of each frame as well, retaining its strings and archive.
+        for index in frames.indices {
+            let frame = frames[index]
             if RelayMark.isRelayed(frame.poster), !isNew(relayed: frame) { continue }
             var matched = false
             for observer in observers where observer.subscription.matches(name: frame.name, object: frame.object) {

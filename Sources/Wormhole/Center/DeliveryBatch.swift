@@ -84,8 +84,8 @@ struct DeliveryBatch {
         }
 
         func forEach(_ body: (Observer, SendableNotification) -> Void) {
-            guard let first else { return }
-            body(first.0, first.1)
+            // Through `map`, which reads the first in place: a `guard let` copied it, retaining what it holds.
+            guard first.map({ body($0.0, $0.1) }) != nil else { return }
             for (observer, note) in rest { body(observer, note) }
         }
     }

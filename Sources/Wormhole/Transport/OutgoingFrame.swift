@@ -23,8 +23,9 @@ final class OutgoingFrame {
     @exclusivity(unchecked) private(set) var usesFrameFiles = false
 
     init(_ frame: consuming Frame) {
-        self.frame = frame
+        // Measured before the frame moves in: a use after the move would copy it.
         count = frame.encodedSize
+        self.frame = frame
     }
 
     deinit {
