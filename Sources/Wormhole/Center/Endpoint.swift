@@ -101,7 +101,7 @@ final class Endpoint: Sendable {
         if retain { try retained.store(outgoing.bytes, name: name) }
         counters.count { $0.posted += 1 }
         // One look at the clock for both.
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Sys.uptimeNanoseconds
         try fanout.checkContainerIsAtItsPath(now: now)
         let ownID = reception.listenerID
         var (report, gone) = fanout.send(outgoing, to: try registry.read(now: now), except: ownID)

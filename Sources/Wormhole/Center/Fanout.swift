@@ -198,7 +198,7 @@ final class Fanout: Sendable {
 
     /// Refuses to post into a container whose path now names another folder (moved, removed or recreated):
     /// nobody there would hear it. Looked at once a tenth of a second.
-    func checkContainerIsAtItsPath(now: UInt64 = DispatchTime.now().uptimeNanoseconds) throws(WormholeError) {
+    func checkContainerIsAtItsPath(now: UInt64 = Sys.uptimeNanoseconds) throws(WormholeError) {
         guard now &- containerChecked.load(ordering: .relaxed) > Limits.registryRecheck.nanoseconds else { return }
         guard container.isAtItsPath else {
             throw WormholeError(

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// The container's registry of listening processes: the folder `registry/`, one file per listener, which only
@@ -75,7 +74,7 @@ final class Registry: Sendable {
     /// - Throws: the system's error when this process never read the registry and cannot now: it cannot tell who
     ///   listens, and a post sent to nobody would look like one that nobody observes.
     /// `now` (uptime nanoseconds) must be taken before the call: a change marked after it is seen once the trust ends.
-    func read(now: UInt64 = DispatchTime.now().uptimeNanoseconds) throws(WormholeError) -> RegistrySnapshot {
+    func read(now: UInt64 = Sys.uptimeNanoseconds) throws(WormholeError) -> RegistrySnapshot {
         let (trusted, changesBefore) = cache.withLock { cache in (cache.isTrusted(at: now) ? cache.snapshot : nil, cache.changes) }
         if let trusted { return trusted }
         let mark = changes.value
@@ -222,7 +221,7 @@ final class Registry: Sendable {
             cache.trustedSince = 0
             cache.changes += 1
         }
-        let until = DispatchTime.now().uptimeNanoseconds + (inPlace ? 0 : Limits.registryMarkRecheck.nanoseconds) + Limits.registryTrust.nanoseconds
+        let until = Sys.uptimeNanoseconds + (inPlace ? 0 : Limits.registryMarkRecheck.nanoseconds) + Limits.registryTrust.nanoseconds
         trustedUntil.withLock { $0 = max($0, until) }
     }
 
@@ -230,7 +229,7 @@ final class Registry: Sendable {
     /// afterwards, in any process, sees the change.
     func settle() {
         let until = trustedUntil.withLock { $0 }
-        while case let now = DispatchTime.now().uptimeNanoseconds, now < until {
+        while case let now = Sys.uptimeNanoseconds, now < until {
             Sys.sleep(nanoseconds: until - now)
         }
     }

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// The cap on what all the spools of a container hold together, as one posting process sees it: the total is
@@ -25,7 +24,7 @@ final class SpoolBudget: Sendable {
     /// Counts `bytes` against the cap; throws ``WormholeError/Code/spoolFull`` when they would pass it, and the
     /// system's error when this process is out of descriptors or memory to measure the spools (``measure(_:)``).
     func reserve(_ bytes: Int) throws(WormholeError) {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Sys.uptimeNanoseconds
         try state.withLock { (state) throws(WormholeError) in
             // Compared by subtraction: a measured total may be held at Int.max.
             let over = bytes > limit - state.total

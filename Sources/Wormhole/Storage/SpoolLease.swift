@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A poster's reservation of room in one listener's spool, so that the listener's cap holds when many posters
@@ -72,7 +71,7 @@ struct SpoolLease: ~Copyable {
     ///   or measure the folder (``WormholeError/isOutOfResources``): it cannot tell what the spool holds, and
     ///   reserves nothing. Leases of gone posters and damaged ones are not a reason.
     mutating func reserve(_ size: Int, in folder: SpoolFolder) throws(WormholeError) {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Sys.uptimeNanoseconds
         if renewed != 0, now &- renewed <= Limits.leaseRenewal.nanoseconds, remaining >= size {
             remaining -= size
             spent += size
@@ -219,7 +218,7 @@ final class LeaseDamage: Sendable {
     /// than that is said again at most that often, not at every renewal.
     func report(listener: UInt64, name: String, identity: FileIdentity?, _ reason: String) {
         let key = Key(listener: listener, name: name, identity: identity)
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Sys.uptimeNanoseconds
         let isNew = reported.withLock { reported in
             if reported.keys.contains(key) { return false }
             if reported.keys.count >= Limits.rememberedDamagedLeases {

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A memory file a poster keeps for one connection and writes its large frames into again and again, so that a
@@ -85,7 +84,7 @@ final class FrameFile: Sendable {
 
     /// Whether the frame sent last has waited for its mark longer than `limit`.
     func hasWaited(longerThan limit: Interval) -> Bool {
-        DispatchTime.now().uptimeNanoseconds &- sentAt.load(ordering: .relaxed) > limit.nanoseconds
+        Sys.uptimeNanoseconds &- sentAt.load(ordering: .relaxed) > limit.nanoseconds
     }
 
     /// Whether the listener has read the frame sent last (or none was sent): the file may be written again.
@@ -119,7 +118,7 @@ final class FrameFile: Sendable {
         try SharedFrame.send(SharedFrame.message(for: frame, as: Self.kind), passing: file.rawValue, over: socket)
         // The sequence plus one, as the listener marks it.
         awaited.store(frame.frame.sequence &+ 1, ordering: .relaxed)
-        sentAt.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        sentAt.store(Sys.uptimeNanoseconds, ordering: .relaxed)
     }
 }
 

@@ -1,4 +1,3 @@
-import Dispatch
 import Synchronization
 
 /// A poster's way to one listener: a connected socket kept across posts, and segments of its own in that
@@ -125,7 +124,7 @@ final class PeerLink: Sendable {
     /// taken first.
     private func isSegmentPending(_ state: inout State) -> Bool {
         // Found there a few microseconds ago (a flood of posts): no need to look again yet.
-        if state.segment != nil && DispatchTime.now().uptimeNanoseconds &- state.heldAt < Limits.segmentRecheck.nanoseconds { return true }
+        if state.segment != nil && Sys.uptimeNanoseconds &- state.heldAt < Limits.segmentRecheck.nanoseconds { return true }
         guard let folder = state.folder, let segment = state.segment.take() else { return true }
         guard folder.holds(segment) else { return false }
         state.segment = consume segment
@@ -180,7 +179,7 @@ final class PeerLink: Sendable {
     /// Makes `segment`, which now holds a record of `size` bytes, the one this link appends to. The record is in
     /// the folder now, where the spool counts it: its room in the lease is given back.
     private func keep(_ segment: consuming SpoolSegment, _ size: Int, _ state: inout State) {
-        state.heldAt = DispatchTime.now().uptimeNanoseconds
+        state.heldAt = Sys.uptimeNanoseconds
         state.segment = consume segment
         state.lease.recordWritten()
     }

@@ -7,7 +7,7 @@ extension Listener {
     func run() {
         guard let inbox = inbox.withLock({ $0.take() }) else { return }
         var drain = SpoolDrain(folder: spool, handlers: spoolHandlers())
-        var schedule = ReceiveSchedule(now: DispatchTime.now().uptimeNanoseconds)
+        var schedule = ReceiveSchedule(now: Sys.uptimeNanoseconds)
         var events = PollSet()
         /// What a round read from the sockets: its storage is kept from round to round.
         var received: [Frame] = []
@@ -77,7 +77,7 @@ extension Listener {
             }
         } catch {
             // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
-            let says = schedule.waitFailed(at: DispatchTime.now().uptimeNanoseconds)
+            let says = schedule.waitFailed(at: Sys.uptimeNanoseconds)
             sink.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
             Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
             return true
@@ -91,7 +91,7 @@ extension Listener {
             received.removeAll(keepingCapacity: true)
             if thread.isStopping { return false }
         }
-        let round = schedule.begin(at: DispatchTime.now().uptimeNanoseconds, ready: ready, timeout: timeout)
+        let round = schedule.begin(at: Sys.uptimeNanoseconds, ready: ready, timeout: timeout)
         // The hand-over goes on when the observers have room. Meanwhile the sockets are not polled or bound anew,
         // and the spool is not looked at; what is read all the same (a datagram inbox's sealed sockets) goes
         // after the hand-over (``SpoolDrain/keepIfWaiting(_:)``).

@@ -177,7 +177,7 @@ final class ReceiveThread: Sendable {
     /// observers goes on, the thread reads nothing for ``Limits/handOverSettle`` from now, so that nothing posted
     /// to the observer once it registers overtakes what the spool holds for it.
     func observerAdding(settling: Bool) {
-        settle(settling, now: DispatchTime.now().uptimeNanoseconds, added: false)
+        settle(settling, now: Sys.uptimeNanoseconds, added: false)
     }
 
     /// An observer was added: held-back spooled frames may have one now. With `settling` (the spool holds
@@ -186,7 +186,7 @@ final class ReceiveThread: Sendable {
     /// (``readingWait()``); without, at once. An observer added while the thread waits so starts the wait again,
     /// whatever the spool holds.
     func observerAdded(settling: Bool) {
-        settle(settling, now: DispatchTime.now().uptimeNanoseconds, added: true)
+        settle(settling, now: Sys.uptimeNanoseconds, added: true)
     }
 
     private func settle(_ settling: Bool, now: UInt64, added: Bool) {
@@ -223,7 +223,7 @@ final class ReceiveThread: Sendable {
     /// while no observer was added, the rest of a wait for observers, nil when it reads. A wait that is over
     /// ends here, and asks for held-back frames to be offered.
     func readingWait() -> UInt64? {
-        let now = DispatchTime.now().uptimeNanoseconds
+        let now = Sys.uptimeNanoseconds
         return state.withLock { state -> UInt64? in
             guard state.observed else { return .max }
             guard let settling = state.settling else { return nil }

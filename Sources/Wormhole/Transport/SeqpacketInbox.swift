@@ -1,5 +1,3 @@
-import Dispatch
-
 /// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
 ///
 /// Used by its listener's receive thread alone; what each read touches goes without run-time exclusivity checks.
@@ -39,7 +37,7 @@ final class SeqpacketInbox: Inbox {
     private var isAccepting: Bool {
         guard boundSocketFailure == nil else { return false }
         guard acceptPausedUntil != 0 else { return true }
-        guard DispatchTime.now().uptimeNanoseconds >= acceptPausedUntil else { return false }
+        guard Sys.uptimeNanoseconds >= acceptPausedUntil else { return false }
         acceptPausedUntil = 0
         return true
     }
@@ -131,7 +129,7 @@ final class SeqpacketInbox: Inbox {
                 // Out of descriptors: make room, and leave the listening socket alone for a moment rather than
                 // spin on it.
                 closeLeastRecent(max(1, connections.count / 8), &frames)
-                let now = DispatchTime.now().uptimeNanoseconds
+                let now = Sys.uptimeNanoseconds
                 acceptPausedUntil = now + Limits.acceptPause.nanoseconds
                 // Said at most every ten seconds: the condition can last.
                 if now &- lastDescriptorWarning > Limits.descriptorWarningInterval.nanoseconds {
