@@ -93,6 +93,8 @@ struct OpenOptions: OptionSet, Sendable {
     static let directory = OpenOptions(rawValue: O_DIRECTORY)
 }
 
+/// Paths go to the system through `withCString`, which hands over a string's own bytes when they end in a
+/// zero already: passed as they are, a String is copied into an array of its own for every call.
 enum Sys {
     /// What a path relative to no folder is relative to: the working directory (`AT_FDCWD`).
     static let currentDirectory: CInt = AT_FDCWD
@@ -100,7 +102,9 @@ enum Sys {
     static func open(_ path: String, _ options: OpenOptions = [], mode: UInt16 = 0o600, relativeTo directory: CInt = currentDirectory)
         throws(WormholeError) -> OwnedDescriptor
     {
-        let fd = try valueOrErrno("open \(path)") { openat(directory, path, options.rawValue | O_CLOEXEC, mode_t(mode)) }
+        let fd = try valueOrErrno("open \(path)") {
+            path.withCString { openat(directory, $0, options.rawValue | O_CLOEXEC, mode_t(mode)) }
+        }
         return OwnedDescriptor(rawValue: fd)
     }
 
@@ -160,7 +164,7 @@ enum Sys {
     {
         var info = SystemStatus()
         let flags = followLinks ? 0 : AT_SYMLINK_NOFOLLOW
-        _ = try valueOrErrno("stat \(path)") { fstatat(directory, path, &info, flags) }
+        _ = try valueOrErrno("stat \(path)") { path.withCString { fstatat(directory, $0, &info, flags) } }
         return FileStatus(info)
     }
 
