@@ -354,4 +354,37 @@ struct CodecTests {
             _ = try? Frame(decoding: bytes)
         }
     }
+
+    @Test("a receive thread's names, found again by their bytes, are exactly what decoding gives")
+    func decodedNames() throws {
+        var names = DecodedNames()
+        func decode(_ name: String) throws -> String {
+            try Frame(decoding: Frame(poster: 1, sequence: 1, name: name, object: nil, userInfo: nil).encoded(), names: &names).name
+        }
+        /// Where a string's bytes are: the same for two strings that share their storage.
+        func storage(_ string: String) -> UInt? {
+            string.utf8.withContiguousStorageIfAvailable { UInt(bitPattern: $0.baseAddress) } ?? nil
+        }
+        let long = "com.example.cart.changed"
+        let first = try decode(long)
+        let again = try decode(long)
+        #expect(first == long && again == long)
+        #expect(storage(first) != nil && storage(first) == storage(again), "found again, not decoded again")
+        // Of the same length, and one byte apart: in the first word compared, the last, and the bytes after them.
+        for variant in ["Com.example.cart.changed", "com.example.cart.chAnged", "com.example.cart.change_", "com.example.cart.changed.", "com.example.cart.change"] {
+            #expect(try decode(variant) == variant)
+            #expect(try decode(long) == long)
+        }
+        // As many other names push it out: decoded anew.
+        for index in 0..<DecodedNames.capacity { #expect(try decode("com.example.other.\(index)") == "com.example.other.\(index)") }
+        let later = try decode(long)
+        #expect(later == long && storage(later) != storage(first))
+        // Names a string holds in place are decoded each time, and bytes that are not UTF-8 are refused.
+        #expect(try decode("ping") == "ping" && decode("ping") == "ping")
+        var invalid = Frame(poster: 1, sequence: 1, name: long, object: nil, userInfo: nil).encoded()
+        let at = try #require(invalid.firstIndex(of: UInt8(ascii: "x")))
+        invalid[at] = 0xFF
+        #expect(throws: WormholeError.self) { try Frame(decoding: invalid, names: &names) }
+        #expect(try decode(long) == long)
+    }
 }

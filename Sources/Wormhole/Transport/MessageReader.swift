@@ -13,6 +13,8 @@ final class MessageReader {
     /// The empty datagrams this round read: wake-ups of a read that waits (``ReceiveThread/wake()``).
     @exclusivity(unchecked) private(set) var roundWakes = 0
     private var recentSharedFiles = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
+    /// The names of recent frames, each decoded once.
+    @exclusivity(unchecked) private var names = DecodedNames()
     /// Every slot fits the largest frame the socket path takes, and one byte more to tell a cut message.
     private let batch = MessageBatch(capacity: Limits.readBatchSize, messageCapacity: Limits.maximumDirectFrameSize + 1)
     private let dropped: (_ count: Int, _ reason: String) -> Void
@@ -138,7 +140,7 @@ final class MessageReader {
             }
             roundBytes += message.length
             // Decoded from the receive slot, which the next read reuses: only a userInfo is copied out.
-            let frame = try Frame(decoding: message.bytes)
+            let frame = try Frame(decoding: message.bytes, names: &names)
             if frame.kind == .notification { frames.append(frame) } else { roundSawNudge = true }
         } catch {
             dropped(1, "message rejected: \(error)")

@@ -143,8 +143,14 @@ struct Frame: Sendable {
     /// receive slot), only the userInfo is copied.
     /// - Throws: ``WormholeError/Code/corruptData`` saying what is wrong.
     init(decoding bytes: some ReadableBytes) throws(WormholeError) {
+        var names = DecodedNames(keeps: false)
+        try self.init(decoding: bytes, names: &names)
+    }
+
+    /// ``init(decoding:)``, with the name found in `names` when it holds the same bytes (a receive thread's).
+    init(decoding bytes: some ReadableBytes, names: inout DecodedNames) throws(WormholeError) {
         var reader = ByteReader(bytes)
-        let head = try Self.readHead(&reader)
+        let head = try Self.readHead(&reader, names: &names)
         guard head.kind == .notification else {
             self.init(kind: head.kind, poster: head.poster, sequence: head.sequence, contents: .none)
             return
@@ -164,14 +170,15 @@ struct Frame: Sendable {
 
     /// Reads a frame's head: everything but the userInfo's length and bytes, which follow it.
     init(head reader: inout ByteReader<some ReadableBytes>) throws(WormholeError) {
-        let head = try Self.readHead(&reader)
+        var names = DecodedNames(keeps: false)
+        let head = try Self.readHead(&reader, names: &names)
         self.init(
             kind: head.kind, poster: head.poster, sequence: head.sequence,
             contents: head.kind == .notification ? Contents(name: head.name, object: head.object, userInfo: nil) : .none)
     }
 
     /// What ``init(head:)`` reads, with an error for each way it can be wrong.
-    private static func readHead(_ reader: inout ByteReader<some ReadableBytes>) throws(WormholeError)
+    private static func readHead(_ reader: inout ByteReader<some ReadableBytes>, names: inout DecodedNames) throws(WormholeError)
         -> (kind: Kind, poster: UInt64, sequence: UInt64, name: String, object: String?)
     {
         let bytes = reader.bytes
@@ -188,7 +195,7 @@ struct Frame: Sendable {
         let poster = try reader.read(UInt64.self, "poster")
         let sequence = try reader.read(UInt64.self, "sequence")
         guard kind == .notification else { return (kind, poster, sequence, "", nil) }
-        let name = try reader.readString("name", limit: Self.maximumNameLength)
+        let name = try reader.readName("name", limit: Self.maximumNameLength, names: &names)
         guard !name.isEmpty else { throw WormholeError(.corruptData, "frame has an empty name") }
         switch try reader.read(UInt8.self, "object flag") {
         case 0: return (kind, poster, sequence, name, nil)

@@ -1,0 +1,65 @@
+/// The last few long notification names a receive thread decoded, found again by their bytes: a listener mostly
+/// receives a few names over and over, and a name found here is neither checked, nor decoded, nor allocated
+/// again (the frames share its storage). Names of up to ``inPlace`` bytes, which a string holds in place, cost
+/// less to decode than to look up, and are not kept.
+///
+/// Only ever an exact match of bytes that decoded to the string before, so a hit is what decoding would give.
+/// A stream of distinct names (a poster's, or a forger's) costs each frame a look at ``capacity`` lengths, and
+/// replaces the oldest entry.
+struct DecodedNames {
+    /// How many names are kept.
+    static let capacity = 8
+    /// The most UTF-8 bytes a string holds in place, without storage of its own, on 64-bit platforms.
+    static let inPlace = 15
+
+    private var names: [(bytes: [UInt8], name: String)] = []
+    /// The entry the next new name replaces, once all are taken.
+    private var oldest = 0
+    private let keeps: Bool
+
+    /// A cache that keeps the long names it decodes (`keeps`), or, without, decodes every name anew: for readers
+    /// of stored frames, which do not read the same names over and over.
+    init(keeps: Bool = true) {
+        self.keeps = keeps
+    }
+
+    /// The name whose UTF-8 bytes are `field`: the one kept for the same bytes, or `field` decoded; nil when it is
+    /// not valid UTF-8.
+    mutating func name(_ field: UnsafeRawBufferPointer) -> String? {
+        guard keeps, field.count > Self.inPlace else { return Self.decode(field) }
+        for index in names.indices where names[index].bytes.count == field.count {
+            if names[index].bytes.withUnsafeBytes({ Self.equal($0, field) }) { return names[index].name }
+        }
+        guard let decoded = Self.decode(field) else { return nil }
+        if names.count < Self.capacity {
+            names.append(([UInt8](field), decoded))
+        } else {
+            names[oldest] = ([UInt8](field), decoded)
+            oldest = (oldest + 1) % Self.capacity
+        }
+        return decoded
+    }
+
+    /// Whether `a` and `b`, of the same count, hold the same bytes: eight at a time.
+    private static func equal(_ a: UnsafeRawBufferPointer, _ b: UnsafeRawBufferPointer) -> Bool {
+        var index = 0
+        while index + 8 <= a.count {
+            guard a.loadUnaligned(fromByteOffset: index, as: UInt64.self) == b.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+            else { return false }
+            index += 8
+        }
+        while index < a.count {
+            guard a[index] == b[index] else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    /// `field` as a string, or nil when it is not valid UTF-8. Names are mostly ASCII, which is valid UTF-8 as it
+    /// is: checked in one pass, then decoded without the generic validating path (a third of a frame's decoding
+    /// otherwise).
+    static func decode(_ field: UnsafeRawBufferPointer) -> String? {
+        if field.allSatisfy({ $0 < 0x80 }) { return String(decoding: field, as: UTF8.self) }
+        return String(validating: field, as: UTF8.self)
+    }
+}
