@@ -27,6 +27,32 @@ struct ObservingTests {
         #expect(removed.all.isEmpty)
     }
 
+    @Test("a process's own posts of one name reach the observers it adds and removes between them")
+    func ownPostsFollowObserverChanges() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let marker = Recorder(), recorder = Recorder()
+        center.addObserver(forName: .init("marker"), object: nil, queue: nil, using: marker.block)
+        // Asked first with no observer of the name, then again after each change.
+        center.post(name: .init("n"), object: "a", userInfo: ["i": 1])
+        let token = center.addObserver(forName: .init("n"), object: "a", queue: nil, using: recorder.block)
+        center.post(name: .init("n"), object: "a", userInfo: ["i": 2])
+        center.post(name: .init("n"), object: "b", userInfo: ["i": 3])
+        #expect(try await recorder.wait(for: 1).map(\.number) == [2])
+        center.removeObserver(token)
+        // Posted after the removal: sent on to no observer.
+        center.post(name: .init("n"), object: "a", userInfo: ["i": 4])
+        let wildcard = center.addObserver(forName: nil, object: "a", queue: nil, using: recorder.block)
+        center.post(name: .init("n"), object: "a", userInfo: ["i": 5])
+        // A removal stops what is on its way: the post is awaited first.
+        #expect(try await recorder.wait(for: 2).map(\.number) == [2, 5])
+        center.removeObserver(wildcard)
+        center.post(name: .init("n"), object: "a", userInfo: ["i": 6])
+        center.post(name: .init("marker"), object: nil, userInfo: nil)
+        _ = try await marker.wait(for: 1)
+        #expect(recorder.all.map(\.number) == [2, 5])
+    }
+
     @Test("removing by name or object removes only the matching registration")
     func removeByNameAndObject() async throws {
         let container = TemporaryContainer()

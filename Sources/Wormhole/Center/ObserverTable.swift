@@ -2,6 +2,9 @@
 struct ObserverTable {
     private(set) var observers: [Observer] = []
     private var counts: [Subscription: Int] = [:]
+    /// The last answer of ``hasMatch(name:object:)``, with what it was asked: a process mostly posts one name many
+    /// times in a row. Forgotten by every change of the observers.
+    private var lastMatch: (name: String, object: String?, matches: Bool)?
 
     /// The distinct subscriptions, in a stable order, as the registry records them.
     var subscriptions: [Subscription] {
@@ -10,6 +13,7 @@ struct ObserverTable {
 
     /// Adds `observer`; returns whether its subscription is new, so the registry must change.
     mutating func add(_ observer: Observer) -> Bool {
+        lastMatch = nil
         observers.append(observer)
         counts[observer.subscription, default: 0] += 1
         return counts[observer.subscription] == 1
@@ -19,6 +23,7 @@ struct ObserverTable {
     mutating func remove(where shouldRemove: (Observer) -> Bool) -> (removed: [Observer], changed: Bool) {
         var removed: [Observer] = []
         var changed = false
+        lastMatch = nil
         observers.removeAll { observer in
             guard shouldRemove(observer) else { return false }
             removed.append(observer)
@@ -30,8 +35,12 @@ struct ObserverTable {
         return (removed, changed)
     }
 
-    /// Whether any observer matches, without collecting them: asked on every post.
-    func hasMatch(name: String, object: String?) -> Bool {
-        observers.contains { $0.subscription.matches(name: name, object: object) }
+    /// Whether any observer matches, without collecting them: asked on every post, and answered from the last
+    /// answer when asked the same again.
+    mutating func hasMatch(name: String, object: String?) -> Bool {
+        if let last = lastMatch, last.name == name, last.object == object { return last.matches }
+        let matches = observers.contains { $0.subscription.matches(name: name, object: object) }
+        lastMatch = (name, object, matches)
+        return matches
     }
 }
