@@ -28,10 +28,11 @@ final class MessageBatch {
     let capacity: Int
     let messageCapacity: Int
     private let buffers: UnsafeMutableRawBufferPointer
-    @exclusivity(unchecked) private var lengths: [Int]
-    /// Each slot's control data: its length, and whether it was cut (`MSG_CTRUNC`).
-    @exclusivity(unchecked) private var controlLengths: [Int]
-    @exclusivity(unchecked) private var controlsCut: [Bool]
+    /// Each slot's message length and control data (its length, and whether it was cut: `MSG_CTRUNC`): memory of
+    /// their own, which a write does not check for other owners as an array's does.
+    private let lengths: UnsafeMutableBufferPointer<Int>
+    private let controlLengths: UnsafeMutableBufferPointer<Int>
+    private let controlsCut: UnsafeMutableBufferPointer<Bool>
     @exclusivity(unchecked) private(set) var count = 0
     private let controlSpace = DescriptorPassing.controlSpace(descriptors: 1)
     private let controls: UnsafeMutableRawBufferPointer
@@ -44,15 +45,22 @@ final class MessageBatch {
         self.capacity = vector?.capacity ?? 1
         self.messageCapacity = messageCapacity
         buffers = .allocate(byteCount: self.capacity * messageCapacity, alignment: 16)
-        lengths = Array(repeating: 0, count: self.capacity)
-        controlLengths = Array(repeating: 0, count: self.capacity)
-        controlsCut = Array(repeating: false, count: self.capacity)
+        lengths = .allocate(capacity: self.capacity)
+        lengths.initialize(repeating: 0)
+        controlLengths = .allocate(capacity: self.capacity)
+        controlLengths.initialize(repeating: 0)
+        controlsCut = .allocate(capacity: self.capacity)
+        controlsCut.initialize(repeating: false)
         controls = .allocate(byteCount: self.capacity * controlSpace, alignment: MemoryLayout<Int>.alignment)
+        vector?.prepare(buffer: slot, control: control)
     }
 
     deinit {
         buffers.deallocate()
         controls.deallocate()
+        lengths.deallocate()
+        controlLengths.deallocate()
+        controlsCut.deallocate()
     }
 
     private func slot(_ index: Int) -> UnsafeMutableRawBufferPointer {
@@ -72,8 +80,7 @@ final class MessageBatch {
         count = 0
         guard let vector else { return try receiveOne(fd, waiting: waiting) }
         let received = try vector.receive(
-            fd, slots: min(max(limit, 1), capacity), buffer: slot, control: control,
-            controlLength: DescriptorPassing.controlLength(descriptors: 1), waiting: waiting)
+            fd, slots: min(max(limit, 1), capacity), controlLength: DescriptorPassing.controlLength(descriptors: 1), waiting: waiting)
         guard let received else { return nil }
         for index in 0..<received {
             (lengths[index], controlLengths[index], controlsCut[index]) = vector.received(index)

@@ -188,10 +188,9 @@ final class MessageVector {
 
     init?(capacity: Int) { return nil }
 
-    func receive(
-        _ fd: CInt, slots: Int, buffer: (Int) -> UnsafeMutableRawBufferPointer,
-        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int, waiting: Bool = false
-    ) throws(WormholeError) -> Int? { nil }
+    func prepare(buffer: (Int) -> UnsafeMutableRawBufferPointer, control: (Int) -> UnsafeMutableRawPointer?) {}
+
+    func receive(_ fd: CInt, slots: Int, controlLength: Int, waiting: Bool = false) throws(WormholeError) -> Int? { nil }
 
     func received(_ index: Int) -> (length: Int, controlLength: Int, controlCut: Bool) { (0, 0, false) }
 }

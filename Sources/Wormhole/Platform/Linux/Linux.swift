@@ -184,24 +184,27 @@ final class MessageVector {
         pieces.deallocate()
     }
 
-    /// Receives up to `slots` messages without blocking, the one at index i into `buffer(i)` with room for
-    /// `controlLength` bytes of descriptors at `control(i)`. Returns how many, or nil when nothing is waiting;
-    /// a connection reset reads as one message of no bytes. With `waiting`, waits for the first as
-    /// ``UnixSocket/receiveMessage(_:_:waiting:)`` does.
-    func receive(
-        _ fd: CInt, slots: Int, buffer: (Int) -> UnsafeMutableRawBufferPointer,
-        control: (Int) -> UnsafeMutableRawPointer?, controlLength: Int, waiting: Bool = false
-    ) throws(WormholeError) -> Int? {
-        for index in 0..<slots {
+    /// Points slot i's header at `buffer(i)`, with room for descriptors at `control(i)`: once, since a receive
+    /// writes back only the lengths and flags.
+    func prepare(buffer: (Int) -> UnsafeMutableRawBufferPointer, control: (Int) -> UnsafeMutableRawPointer?) {
+        for index in 0..<capacity {
             let slot = buffer(index)
             pieces[index] = iovec(iov_base: slot.baseAddress, iov_len: slot.count)
             var header = msghdr()
             header.msg_iov = pieces.baseAddress.map { $0 + index }
             header.msg_iovlen = 1
             header.msg_control = control(index)
-            header.msg_controllen = .init(controlLength)
             entries[index] = LinuxCalls.MessageVectorEntry(header: header, length: 0)
         }
+    }
+
+    /// Receives up to `slots` messages without blocking, into the slots ``prepare(buffer:control:)`` set, with
+    /// room for `controlLength` bytes of descriptors each. Returns how many, or nil when nothing is waiting;
+    /// a connection reset reads as one message of no bytes. With `waiting`, waits for the first as
+    /// ``UnixSocket/receiveMessage(_:_:waiting:)`` does.
+    func receive(_ fd: CInt, slots: Int, controlLength: Int, waiting: Bool = false) throws(WormholeError) -> Int? {
+        // The one field a receive changes that it also reads.
+        for index in 0..<slots { entries[index].header.msg_controllen = .init(controlLength) }
         do throws(WormholeError) {
             return try LinuxCalls.receiveMessages(
                 fd, UnsafeMutableBufferPointer(rebasing: entries[0..<slots]), flags: CInt(MSG_TRUNC) | LinuxCalls.receiveCloseOnExec,
@@ -214,7 +217,7 @@ final class MessageVector {
         }
     }
 
-    /// What the last ``receive(_:slots:buffer:control:controlLength:)`` put in slot `index`: the message's real
+    /// What the last ``receive(_:slots:controlLength:waiting:)`` put in slot `index`: the message's real
     /// length, the length of its control data, and whether that was cut (`MSG_CTRUNC`).
     func received(_ index: Int) -> (length: Int, controlLength: Int, controlCut: Bool) {
         let entry = entries[index]
