@@ -108,20 +108,22 @@ extension Listener {
             if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
             return true
         }
+        var failure = inbox.boundSocketFailure
         var signs = ReceiveSchedule.SpoolSigns(
             recheckHeld: thread.takeRecheck(), suggestsSpooling: inbox.suggestsSpooling, drainWaiting: drain.isWaiting,
-            socketFailed: inbox.boundSocketFailure != nil)
+            socketFailed: failure != nil)
         if schedule.looksAtBell(signs), schedule.drains(bell: spool.bell.value, signs) {
             // The drain reads the sockets after the bell: what it read there came after this look.
             let outcome = drain.drain(inbox, includingHeld: signs.recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
             if outcome.heldNotOffered { thread.recheckLater() }
             signs.suggestsSpooling = inbox.suggestsSpooling
             schedule.drained(readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling)
+            failure = inbox.boundSocketFailure
         }
         if thread.isStopping { return false }
         // The socket posters reach failed (it is no longer polled): bound anew, at most once a second while the
         // failure persists.
-        if let failure = inbox.boundSocketFailure, schedule.rebindsFailedSocket() {
+        if let failure, schedule.rebindsFailedSocket() {
             sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
             keepSocketFile(inbox, force: true, &drain, &schedule)
         }
