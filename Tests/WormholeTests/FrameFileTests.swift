@@ -164,110 +164,104 @@ struct FrameFileTests {
     func busyFileLeftAlone() async throws {
         try #require(FrameFile.isAvailable)
         let container = TemporaryContainer()
-        let size = 1 << 20
-        let name = "busy-\(UInt32.random(in: 0...UInt32.max))"
-        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", "5"])
-        try await listener.awaitLines(1)
-        let center = try GroupNotificationCenter(containerURL: container.url)
-        func post(_ i: Int) throws {
-            let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
-            #expect(try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob]).delivered == 1)
-        }
-        try listener.suspend()
+        let posts = try await LargePosts("busy", count: 5, in: container)
+        try posts.listener.suspend()
         // The first goes through the file; the file is not read yet, so the next two go as sealed files.
-        for i in 0..<3 { try post(i) }
-        let written = try #require(try frameFile(named: name))
+        for i in 0..<3 { #expect(try posts.post(i).delivered == 1) }
+        let written = try #require(try frameFile(named: posts.name))
         #expect(written.mark == 0)
-        listener.signal(SIGCONT)
-        try await listener.awaitLines(4)
+        posts.listener.signal(SIGCONT)
+        try await posts.listener.awaitLines(4)
         // Read and marked: the next posts go through the same file again.
-        let read = try #require(try frameFile(named: name))
+        let read = try #require(try frameFile(named: posts.name))
         #expect(read.inode == written.inode && read.mark != 0)
-        try post(3)
-        try await listener.awaitLines(5)
-        try post(4)
-        #expect(try await listener.awaitExit(timeout: 60) == 0)
-        let last = try #require(try frameFile(named: name))
+        #expect(try posts.post(3).delivered == 1)
+        try await posts.listener.awaitLines(5)
+        #expect(try posts.post(4).delivered == 1)
+        try await posts.expectReceivedWhole(5)
+        let last = try #require(try frameFile(named: posts.name))
         #expect(last.inode == written.inode && last.mark != read.mark)
-        let received = listener.jsonLines().dropFirst()
-        #expect(received.map { $0["i"] as? Int } == Array(0..<5))
-        for line in received {
-            let i = try #require(line["i"] as? Int)
-            #expect(line["blobSum"] as? Int == (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
-        }
     }
 
     @Test("a file not marked within its wait is let go: the next large post goes through a new one; both arrive whole")
     func unmarkedFileLetGo() async throws {
         try #require(FrameFile.isAvailable)
         let container = TemporaryContainer()
-        let size = 1 << 20
-        let name = "let-go-\(UInt32.random(in: 0...UInt32.max))"
-        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", "3"])
-        try await listener.awaitLines(1)
-        let center = try GroupNotificationCenter(containerURL: container.url)
-        func post(_ i: Int) throws {
-            let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
-            #expect(try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob]).delivered == 1)
-        }
+        let posts = try await LargePosts("let-go", count: 3, in: container)
         // A stopped listener marks nothing: to its poster it is one that lost the descriptor.
-        try listener.suspend()
-        try post(0)
-        let first = try #require(try frameFile(named: name))
+        try posts.listener.suspend()
+        #expect(try posts.post(0).delivered == 1)
+        let first = try #require(try frameFile(named: posts.name))
         #expect(first.mark == 0)
         // What is tested is a time: the wait passes, and nothing else can tell it has.
         try await Task.sleep(for: .milliseconds(Int(Limits.frameFileWait.nanoseconds / 1_000_000) + 200))
-        try post(1)
+        #expect(try posts.post(1).delivered == 1)
         // The poster holds only the new file; the first is the listener's alone now, never written again.
-        let second = try #require(try frameFile(named: name))
+        let second = try #require(try frameFile(named: posts.name))
         #expect(second.inode != first.inode && second.mark == 0)
-        listener.signal(SIGCONT)
-        try await listener.awaitLines(3)
+        posts.listener.signal(SIGCONT)
+        try await posts.listener.awaitLines(3)
         // The new file was read and marked: the next post goes through it again.
-        let read = try #require(try frameFile(named: name))
+        let read = try #require(try frameFile(named: posts.name))
         #expect(read.inode == second.inode && read.mark != 0)
-        try post(2)
-        #expect(try await listener.awaitExit(timeout: 60) == 0)
-        let last = try #require(try frameFile(named: name))
+        #expect(try posts.post(2).delivered == 1)
+        try await posts.expectReceivedWhole(3)
+        let last = try #require(try frameFile(named: posts.name))
         #expect(last.inode == second.inode && last.mark != read.mark)
-        let received = listener.jsonLines().dropFirst()
-        #expect(received.map { $0["i"] as? Int } == Array(0..<3))
-        for line in received {
-            let i = try #require(line["i"] as? Int)
-            #expect(line["blobSum"] as? Int == (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
-        }
     }
 
     @Test("large posts to a listener that keeps up go through one file, written again each time, whole and in order")
     func oneFileAgainAndAgain() async throws {
         try #require(FrameFile.isAvailable)
         let container = TemporaryContainer()
-        let size = 1 << 20
         let count = 6
-        let name = "again-\(UInt32.random(in: 0...UInt32.max))"
-        let listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", String(count)])
-        try await listener.awaitLines(1)
-        let center = try GroupNotificationCenter(containerURL: container.url)
+        let posts = try await LargePosts("again", count: count, in: container)
         var inodes: Set<UInt64> = [], marks: Set<UInt64> = []
         for i in 0..<count {
-            let blob = Data((0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
-            let report = try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob])
-            #expect(report.delivered == 1)
+            #expect(try posts.post(i).delivered == 1)
             // Read before the next post: its file is free again.
-            try await listener.awaitLines(i + 2)
-            let file = try #require(try frameFile(named: name))
+            try await posts.listener.awaitLines(i + 2)
+            let file = try #require(try frameFile(named: posts.name))
             inodes.insert(file.inode)
             marks.insert(file.mark)
         }
         // Each post went through the file (its listener marked each read), and no other file was made.
         #expect(inodes.count == 1 && marks.count == count && !marks.contains(0))
-        #expect(try await listener.awaitExit(timeout: 60) == 0)
+        try await posts.expectReceivedWhole(count)
+    }
+}
+
+/// A listener in another process that takes `count` large posts of a name of its own, the center that posts
+/// them (1 MiB each, a blob whose bytes depend on the post's number), and the check of what it received.
+private struct LargePosts {
+    static let size = 1 << 20
+    let name: String
+    let listener: Peer
+    let center: GroupNotificationCenter
+
+    init(_ prefix: String, count: Int, in container: TemporaryContainer) async throws {
+        name = "\(prefix)-\(UInt32.random(in: 0...UInt32.max))"
+        listener = try Peer("wormhole-test-peer", ["listen", "--container", container.path, "--name", name, "--count", String(count)])
+        try await listener.awaitLines(1)
+        center = try GroupNotificationCenter(containerURL: container.url)
+    }
+
+    /// Posts the `i`th blob.
+    func post(_ i: Int) throws -> PostReport {
+        let blob = Data((0..<Self.size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ i) })
+        return try center.postReporting(name: .init(name), object: nil, userInfo: ["i": i, "blob": blob])
+    }
+
+    /// Waits for the listener to end, and checks that it received the first `count` posts, whole and in order.
+    func expectReceivedWhole(_ count: Int, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        #expect(try await listener.awaitExit(timeout: 60) == 0, sourceLocation: sourceLocation)
         let received = listener.jsonLines().dropFirst()
-        #expect(received.map { $0["i"] as? Int } == Array(0..<count))
+        #expect(received.map { $0["i"] as? Int } == Array(0..<count), sourceLocation: sourceLocation)
         for line in received {
-            let i = try #require(line["i"] as? Int)
-            #expect(line["blobBytes"] as? Int == size)
-            #expect(line["blobSum"] as? Int == (0..<size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) })
+            let i = try #require(line["i"] as? Int, sourceLocation: sourceLocation)
+            #expect(line["blobBytes"] as? Int == Self.size, sourceLocation: sourceLocation)
+            let sum = (0..<Self.size).reduce(0) { $0 &+ Int(UInt8(truncatingIfNeeded: $1 &* 31 &+ i)) }
+            #expect(line["blobSum"] as? Int == sum, sourceLocation: sourceLocation)
         }
     }
 }
