@@ -209,8 +209,9 @@ final class PingLoop: @unchecked Sendable {  // Unchecked because: only one thre
     private let rounds: Int
     private let center: GroupNotificationCenter
     private let payload: Payload
-    /// Read and written by the one thread that runs `next`: no run-time exclusivity checks, which would count in
-    /// the instructions a notification is measured to cost.
+    /// Read and written by one thread at a time (the one that runs `next`, then the one that reads the samples
+    /// once the rounds are done): no run-time exclusivity checks, which would count in the instructions a
+    /// notification is measured to cost.
     @exclusivity(unchecked) private var start: UInt64 = 0
     @exclusivity(unchecked) private(set) var samples: [UInt64] = []
 

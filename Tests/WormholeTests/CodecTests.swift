@@ -370,11 +370,15 @@ struct CodecTests {
         let again = try decode(long)
         #expect(first == long && again == long)
         #expect(storage(first) != nil && storage(first) == storage(again), "found again, not decoded again")
-        // Of the same length, and one byte apart: in the first word compared, the last, and the bytes after them.
-        for variant in ["Com.example.cart.changed", "com.example.cart.chAnged", "com.example.cart.change_", "com.example.cart.changed.", "com.example.cart.change"] {
+        // One byte apart, of the same length: in the first word compared and in the last. Then longer and shorter.
+        for variant in ["Com.example.cart.changed", "com.example.cart.change_", "com.example.cart.changed.", "com.example.cart.change"] {
             #expect(try decode(variant) == variant)
             #expect(try decode(long) == long)
         }
+        // Of 25 bytes, a word and a byte past three words: one byte apart in the byte after the words.
+        #expect(try decode("com.example.cart.changed1") == "com.example.cart.changed1")
+        #expect(try decode("com.example.cart.changed2") == "com.example.cart.changed2")
+        #expect(try decode("com.example.cart.changed1") == "com.example.cart.changed1")
         // As many other names push it out: decoded anew.
         for index in 0..<DecodedNames.capacity { #expect(try decode("com.example.other.\(index)") == "com.example.other.\(index)") }
         let later = try decode(long)

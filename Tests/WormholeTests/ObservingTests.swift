@@ -33,24 +33,28 @@ struct ObservingTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         let marker = Recorder(), recorder = Recorder()
         center.addObserver(forName: .init("marker"), object: nil, queue: nil, using: marker.block)
-        // Asked first with no observer of the name, then again after each change.
-        center.post(name: .init("n"), object: "a", userInfo: ["i": 1])
+        /// How many observers of this process a post of `i` was handed to: no other process listens.
+        func post(_ i: Int, object: String = "a") throws -> Int {
+            try center.postReporting(name: .init("n"), object: object, userInfo: ["i": i]).delivered
+        }
+        // Each asked right after the same was asked before a change: the answer before it must not stand.
+        #expect(try post(1) == 0)
         let token = center.addObserver(forName: .init("n"), object: "a", queue: nil, using: recorder.block)
-        center.post(name: .init("n"), object: "a", userInfo: ["i": 2])
-        center.post(name: .init("n"), object: "b", userInfo: ["i": 3])
-        #expect(try await recorder.wait(for: 1).map(\.number) == [2])
+        #expect(try post(2) == 1)
+        #expect(try post(3, object: "b") == 0)
+        #expect(try post(4) == 1)
+        // A removal stops what is on its way: what was posted is awaited first.
+        #expect(try await recorder.wait(for: 2).map(\.number) == [2, 4])
         center.removeObserver(token)
-        // Posted after the removal: sent on to no observer.
-        center.post(name: .init("n"), object: "a", userInfo: ["i": 4])
+        #expect(try post(5) == 0)
         let wildcard = center.addObserver(forName: nil, object: "a", queue: nil, using: recorder.block)
-        center.post(name: .init("n"), object: "a", userInfo: ["i": 5])
-        // A removal stops what is on its way: the post is awaited first.
-        #expect(try await recorder.wait(for: 2).map(\.number) == [2, 5])
+        #expect(try post(6) == 1)
+        #expect(try await recorder.wait(for: 3).map(\.number) == [2, 4, 6])
         center.removeObserver(wildcard)
-        center.post(name: .init("n"), object: "a", userInfo: ["i": 6])
+        #expect(try post(7) == 0)
         center.post(name: .init("marker"), object: nil, userInfo: nil)
         _ = try await marker.wait(for: 1)
-        #expect(recorder.all.map(\.number) == [2, 5])
+        #expect(recorder.all.map(\.number) == [2, 4, 6])
     }
 
     @Test("removing by name or object removes only the matching registration")

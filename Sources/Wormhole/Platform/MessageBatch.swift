@@ -9,7 +9,6 @@ import Darwin
 #endif
 
 /// Buffers for up to ``capacity`` messages of up to ``messageCapacity`` bytes each, reused for every receive.
-/// Owned by one receive thread.
 /// Used by one thread at a time (its listener's receive thread), and its state is never lent out across a call
 /// that could reach it again, so its stored properties go without run-time exclusivity checks.
 final class MessageBatch {

@@ -93,8 +93,6 @@ struct OpenOptions: OptionSet, Sendable {
     static let directory = OpenOptions(rawValue: O_DIRECTORY)
 }
 
-/// Paths go to the system through `withCString`, which hands over a string's own bytes when they end in a
-/// zero already: passed as they are, a String is copied into an array of its own for every call.
 enum Sys {
     /// What a path relative to no folder is relative to: the working directory (`AT_FDCWD`).
     static let currentDirectory: CInt = AT_FDCWD
@@ -102,6 +100,9 @@ enum Sys {
     static func open(_ path: String, _ options: OpenOptions = [], mode: UInt16 = 0o600, relativeTo directory: CInt = currentDirectory)
         throws(WormholeError) -> OwnedDescriptor
     {
+        // Through `withCString`, which hands over a native string's own bytes, which end in a zero already: passed
+        // as it is, a String is copied into an array of its own for every call. Here and in `status`, which a post
+        // may call; the calls that change files are rare enough to take the copy.
         let fd = try valueOrErrno("open \(path)") {
             path.withCString { openat(directory, $0, options.rawValue | O_CLOEXEC, mode_t(mode)) }
         }

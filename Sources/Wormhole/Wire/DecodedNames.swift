@@ -3,16 +3,18 @@
 /// again (the frames share its storage). Names of up to ``inPlace`` bytes, which a string holds in place, cost
 /// less to decode than to look up, and are not kept.
 ///
-/// Only ever an exact match of bytes that decoded to the string before, so a hit is what decoding would give.
-/// A stream of distinct names (a poster's, or a forger's) costs each frame a look at ``capacity`` lengths, and
-/// replaces the oldest entry.
+/// Only ever an exact match of a kept name's own UTF-8 bytes, which are the bytes it was decoded from (valid
+/// UTF-8 decodes to itself), so a hit is what decoding would give. A name not found costs its decoding, as
+/// without the cache, and a comparison with each kept name of its length (at most ``capacity`` of them, a word
+/// at a time): a stream of distinct names, a poster's or a forger's, costs each frame at most that, and keeps
+/// no more than ``capacity`` names.
 struct DecodedNames {
     /// How many names are kept.
     static let capacity = 8
     /// The most UTF-8 bytes a string holds in place, without storage of its own, on 64-bit platforms.
     static let inPlace = 15
 
-    private var names: [(bytes: [UInt8], name: String)] = []
+    private var names: [String] = []
     /// The entry the next new name replaces, once all are taken.
     private var oldest = 0
     private let keeps: Bool
@@ -27,14 +29,16 @@ struct DecodedNames {
     /// not valid UTF-8.
     mutating func name(_ field: UnsafeRawBufferPointer) -> String? {
         guard keeps, field.count > Self.inPlace else { return Self.decode(field) }
-        for index in names.indices where names[index].bytes.count == field.count {
-            if names[index].bytes.withUnsafeBytes({ Self.equal($0, field) }) { return names[index].name }
+        for index in names.indices where names[index].utf8.count == field.count {
+            // A decoded long string's bytes are its own storage: compared where they lie.
+            let same = names[index].utf8.withContiguousStorageIfAvailable { Self.equal(UnsafeRawBufferPointer($0), field) }
+            if same == true { return names[index] }
         }
         guard let decoded = Self.decode(field) else { return nil }
         if names.count < Self.capacity {
-            names.append(([UInt8](field), decoded))
+            names.append(decoded)
         } else {
-            names[oldest] = ([UInt8](field), decoded)
+            names[oldest] = decoded
             oldest = (oldest + 1) % Self.capacity
         }
         return decoded
