@@ -260,6 +260,7 @@ struct CompactArchiveReader: ~Copyable {
     private static let smallIntegerCount = 256
     private static let truth = (false: NSNumber(value: false), true: NSNumber(value: true))
 
+    @inline(__always)
     private mutating func byte() throws(WormholeError) -> UInt8 {
         guard offset < base.count else { throw cutShort() }
         defer { offset += 1 }
@@ -267,6 +268,7 @@ struct CompactArchiveReader: ~Copyable {
     }
 
     /// An LEB128 of at most 64 bits.
+    @inline(__always)
     private mutating func varint() throws(WormholeError) -> UInt64 {
         // Most lengths, counts and small integers take one byte.
         if offset < base.count, base[offset] < 0x80 {
@@ -285,6 +287,7 @@ struct CompactArchiveReader: ~Copyable {
     }
 
     /// A count of elements each at least `perElement` bytes long, which the bytes left must hold.
+    @inline(__always)
     private mutating func count(perElement: Int) throws(WormholeError) -> Int {
         let count = try varint()
         guard count <= UInt64(base.count - offset) / UInt64(perElement) else {
@@ -293,6 +296,7 @@ struct CompactArchiveReader: ~Copyable {
         return Int(count)
     }
 
+    @inline(__always)
     private mutating func string() throws(WormholeError) -> String {
         let count = try count(perElement: 1)
         let utf8 = UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)
@@ -306,12 +310,14 @@ struct CompactArchiveReader: ~Copyable {
         return string
     }
 
+    @inline(__always)
     private mutating func real() throws(WormholeError) -> Double {
         guard base.count - offset >= 8 else { throw cutShort() }
         defer { offset += 8 }
         return Double(bitPattern: UInt64(littleEndian: base.loadUnaligned(fromByteOffset: offset, as: UInt64.self)))
     }
 
+    @inline(__always)
     private func require(_ name: String, as canonical: AllowedClasses.Canonical, at position: Int) throws(WormholeError) {
         guard allowed.permits(name, as: canonical) else {
             throw WormholeError(.disallowedClass, "compact archive value at byte \(position) is of class \(name), which is not allowed")

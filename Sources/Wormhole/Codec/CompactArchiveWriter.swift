@@ -51,6 +51,7 @@ struct CompactArchiveWriter: ~Copyable {
 
     /// Appends `source`: gathered while it fits the room pending, else straight to `bytes` (through a typed
     /// buffer: Array's memcpy path).
+    @inline(__always)
     private mutating func append(_ source: UnsafeRawBufferPointer) {
         if source.count > pending.count - pendingCount {
             flush()
@@ -293,6 +294,7 @@ struct CompactArchiveWriter: ~Copyable {
         }
     }
 
+    @inline(__always)
     private mutating func write(_ string: String) {
         var string = string
         string.withUTF8 { utf8 in
@@ -301,6 +303,7 @@ struct CompactArchiveWriter: ~Copyable {
         }
     }
 
+    @inline(__always)
     private mutating func write(integer: Int64) {
         append(CompactArchive.Tag.integer.rawValue)
         write(varint: UInt64(bitPattern: integer << 1 ^ integer >> 63))
@@ -311,11 +314,13 @@ struct CompactArchiveWriter: ~Copyable {
         withUnsafeBytes(of: real.bitPattern.littleEndian) { append($0) }
     }
 
+    @inline(__always)
     private mutating func write(tag: CompactArchive.Tag, length: Int) {
         append(tag.rawValue)
         write(varint: UInt64(length))
     }
 
+    @inline(__always)
     private mutating func write(varint value: UInt64) {
         var value = value
         while value >= 0x80 {
@@ -325,6 +330,7 @@ struct CompactArchiveWriter: ~Copyable {
         append(UInt8(value))
     }
 
+    @inline(__always)
     private mutating func descend() -> Bool {
         guard depthLeft > 0 else { return false }
         depthLeft -= 1
