@@ -221,14 +221,14 @@ struct CompactArchiveReader: ~Copyable {
         let length = try count(perElement: 1)
         let range = offset..<(offset + length)
         let bytes = UnsafeRawBufferPointer(rebasing: base[range])
-        guard !bytes.contains(where: { $0 >= 0x80 }),
+        guard UTF8Text.isASCII(bytes),
             !earlier.contains(where: { $0.count == length && UnsafeRawBufferPointer(rebasing: base[$0]).elementsEqual(bytes) })
         else {
             offset = keyStart
             return nil
         }
         offset = range.upperBound
-        return (String(decoding: bytes, as: UTF8.self), range)
+        return (UTF8Text.ascii(bytes), range)
     }
 
     /// Reads `count` entries into `dictionary`, a later one of the same key taking the place of an earlier one.
@@ -299,12 +299,8 @@ struct CompactArchiveReader: ~Copyable {
     @inline(__always)
     private mutating func string() throws(WormholeError) -> String {
         let count = try count(perElement: 1)
-        let utf8 = UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)]).assumingMemoryBound(to: UInt8.self)
-        // Not String(validating:), which is unspecialised here and costs as much as the rest of a small archive.
-        var string = String(decoding: utf8, as: UTF8.self)
-        if utf8.contains(where: { $0 >= 0x80 }) {
-            // String(decoding:) repairs what is not UTF-8: the string differs from its bytes exactly then.
-            guard string.withUTF8({ $0.elementsEqual(utf8) }) else { throw corrupt("has a string that is not UTF-8") }
+        guard let string = UTF8Text.string(UnsafeRawBufferPointer(rebasing: base[offset..<(offset + count)])) else {
+            throw corrupt("has a string that is not UTF-8")
         }
         offset += count
         return string

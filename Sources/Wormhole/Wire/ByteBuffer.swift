@@ -105,7 +105,7 @@ struct ByteReader<Bytes: ReadableBytes> {
 
     /// A `UInt32` count then that many bytes of UTF-8, which must be valid.
     mutating func readString(_ what: @autoclosure () -> String, limit: Int) throws(WormholeError) -> String {
-        try readString(what(), limit: limit) { DecodedNames.decode($0) }
+        try readString(what(), limit: limit) { UTF8Text.string($0) }
     }
 
     /// ``readString(_:limit:)`` for a notification's name, found in `names` when it holds the same bytes.

@@ -1,7 +1,7 @@
 /// The last few long notification names a receive thread decoded, found again by their bytes: a listener mostly
 /// receives a few names over and over, and a name found here is neither checked, nor decoded, nor allocated
-/// again (the frames share its storage). Names of up to ``inPlace`` bytes, which a string holds in place, cost
-/// less to decode than to look up, and are not kept.
+/// again (the frames share its storage). Names of up to ``UTF8Text/inPlace`` bytes, which a string holds in
+/// place, cost less to decode than to look up, and are not kept.
 ///
 /// Only ever an exact match of a kept name's own UTF-8 bytes, which are the bytes it was decoded from (valid
 /// UTF-8 decodes to itself), so a hit is what decoding would give. A name not found costs its decoding, as
@@ -11,8 +11,6 @@
 struct DecodedNames {
     /// How many names are kept.
     static let capacity = 8
-    /// The most UTF-8 bytes a string holds in place, without storage of its own, on 64-bit platforms.
-    static let inPlace = 15
 
     private var names: [String] = []
     /// The entry the next new name replaces, once all are taken.
@@ -28,13 +26,13 @@ struct DecodedNames {
     /// The name whose UTF-8 bytes are `field`: the one kept for the same bytes, or `field` decoded; nil when it is
     /// not valid UTF-8.
     mutating func name(_ field: UnsafeRawBufferPointer) -> String? {
-        guard keeps, field.count > Self.inPlace else { return Self.decode(field) }
+        guard keeps, field.count > UTF8Text.inPlace else { return UTF8Text.string(field) }
         for index in names.indices where names[index].utf8.count == field.count {
             // A decoded long string's bytes are its own storage: compared where they lie.
             let same = names[index].utf8.withContiguousStorageIfAvailable { Self.equal(UnsafeRawBufferPointer($0), field) }
             if same == true { return names[index] }
         }
-        guard let decoded = Self.decode(field) else { return nil }
+        guard let decoded = UTF8Text.string(field) else { return nil }
         if names.count < Self.capacity {
             names.append(decoded)
         } else {
@@ -57,13 +55,5 @@ struct DecodedNames {
             index += 1
         }
         return true
-    }
-
-    /// `field` as a string, or nil when it is not valid UTF-8. Names are mostly ASCII, which is valid UTF-8 as it
-    /// is: checked in one pass, then decoded without the generic validating path (a third of a frame's decoding
-    /// otherwise).
-    static func decode(_ field: UnsafeRawBufferPointer) -> String? {
-        if field.allSatisfy({ $0 < 0x80 }) { return String(decoding: field, as: UTF8.self) }
-        return String(validating: field, as: UTF8.self)
     }
 }
