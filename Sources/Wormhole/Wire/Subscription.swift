@@ -6,9 +6,7 @@ struct Subscription: Hashable, Sendable {
 
     func matches(name notificationName: String, object notificationObject: String?) -> Bool {
         if let name {
-            // Lengths first: names of another length, most of those an observer does not observe, differ without
-            // a comparison of their characters.
-            if name.utf8.count != notificationName.utf8.count || name != notificationName { return false }
+            if name != notificationName { return false }
         } else if ReservedNames.isReserved(notificationName) {
             return false
         }
