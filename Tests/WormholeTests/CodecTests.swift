@@ -355,6 +355,23 @@ struct CodecTests {
         }
     }
 
+    @Test("strings made from another process's bytes are exactly what validating decoding gives")
+    func utf8Text() {
+        let ascii15 = Array("abcdefghijklmno".utf8), ascii16 = Array("abcdefghijklmnop".utf8)
+        let cases: [[UInt8]] = [
+            [], ascii15, ascii16, Array("héllo ✓".utf8), Array("e\u{301}".utf8), [0xEF, 0xBF, 0xBD], [0xEF, 0xBB, 0xBF, 0x61], [0],
+            // Overlong, a surrogate, past U+10FFFF, never a lead byte, a lone continuation, cut short.
+            [0xC0, 0x80], [0xE0, 0x80, 0x80], [0xED, 0xA0, 0x80], [0xF4, 0x90, 0x80, 0x80], [0xF5], [0x80], [0xE2, 0x82],
+            // An invalid last byte where a string held in place ends, and one past it.
+            Array(ascii15.dropLast()) + [0xFF], Array(ascii16.dropLast()) + [0xFF], Array(ascii15.dropLast(2)) + [0xE2, 0x82],
+        ]
+        for bytes in cases {
+            let made = bytes.withUnsafeBytes { UTF8Text.string($0) }
+            #expect(made == String(validating: bytes, as: UTF8.self), "\(bytes)")
+            #expect(made.map { Array($0.utf8) } ?? bytes == bytes, "kept as written: \(bytes)")
+        }
+    }
+
     @Test("a receive thread's names, found again by their bytes, are exactly what decoding gives")
     func decodedNames() throws {
         var names = DecodedNames()

@@ -57,6 +57,27 @@ struct ObservingTests {
         #expect(recorder.all.map(\.number) == [2, 4, 6])
     }
 
+    @Test("a name from another process matches as Swift compares strings: each spelling of a character the other's")
+    func canonicallyEquivalentNames() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let precomposed = Recorder(), decomposed = Recorder()
+        // "é" as one scalar (2 bytes of UTF-8) and as "e" and a combining accent (3 bytes).
+        center.addObserver(forName: .init("caf\u{E9}"), object: nil, queue: nil, using: precomposed.block)
+        center.addObserver(forName: .init("cafe\u{301}"), object: nil, queue: nil, using: decomposed.block)
+        for (start, name) in [(0, "cafe\u{301}"), (1, "caf\u{E9}")] {
+            let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--start", "\(start)"])
+            #expect(try await poster.awaitExit(timeout: 60) == 0)
+        }
+        for recorder in [precomposed, decomposed] {
+            // Two posters: in either order.
+            let received = try await recorder.wait(for: 2).sorted { ($0.number ?? -1) < ($1.number ?? -1) }
+            #expect(received.map(\.number) == [0, 1])
+            // Delivered as the poster wrote it.
+            #expect(received.map { Array($0.name.utf8) } == [Array("cafe\u{301}".utf8), Array("caf\u{E9}".utf8)])
+        }
+    }
+
     @Test("removing by name or object removes only the matching registration")
     func removeByNameAndObject() async throws {
         let container = TemporaryContainer()

@@ -19,7 +19,8 @@ enum UTF8Text {
 
     /// `bytes`, every one ASCII (``isASCII(_:)``), as a string. One short enough to be held in the string itself
     /// is copied there, and its bytes are not looked at again: `String(decoding:as:)` checks them once more and
-    /// then gathers the string byte by byte.
+    /// then gathers the string byte by byte. (Where a string holds fewer in itself than ``inPlace``, on watchOS's
+    /// 32-bit pointers, a longer one is made with storage of its own and checked again: the same string, slower.)
     @inline(__always)
     static func ascii(_ bytes: UnsafeRawBufferPointer) -> String {
         guard bytes.count <= inPlace else { return String(decoding: bytes, as: UTF8.self) }
@@ -29,6 +30,7 @@ enum UTF8Text {
         }
     }
 
-    /// The most UTF-8 bytes a string holds in itself, without storage of its own, on 64-bit platforms.
+    /// The most UTF-8 bytes a string holds in itself, without storage of its own, on 64-bit platforms (10 with
+    /// watchOS's 32-bit pointers).
     static let inPlace = 15
 }
