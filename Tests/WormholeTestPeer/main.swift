@@ -13,6 +13,18 @@ func option(_ name: String) -> String? {
 
 func flag(_ name: String) -> Bool { CommandLine.arguments.contains("--" + name) }
 
+/// The string whose UTF-8 bytes `hex` spells, two digits a byte; nil when it spells none.
+func utf8FromHex(_ hex: String) -> String? {
+    let digits = Array(hex.utf8)
+    guard digits.count % 2 == 0 else { return nil }
+    var bytes: [UInt8] = []
+    for index in stride(from: 0, to: digits.count, by: 2) {
+        guard let byte = UInt8(String(decoding: digits[index..<(index + 2)], as: UTF8.self), radix: 16) else { return nil }
+        bytes.append(byte)
+    }
+    return String(validating: bytes, as: UTF8.self)
+}
+
 func emit(_ object: [String: Any]) {
     let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
     var line = [UInt8](data)
@@ -64,7 +76,9 @@ let center = try GroupNotificationCenter(
     containerURL: URL(fileURLWithPath: container), clientIdentifier: option("client"),
     configuration: GroupNotificationCenter.Configuration(
         maximumSpoolSize: option("spool-limit").flatMap { Int($0) } ?? GroupNotificationCenter.maximumSpoolSize))
-let name = option("name").map { Notification.Name($0) }
+// --name-hex: the name as the hex of its UTF-8 bytes, which reach this process as written (Darwin's Process
+// passes a non-ASCII argument decomposed).
+let name = (option("name-hex").flatMap(utf8FromHex) ?? option("name")).map { Notification.Name($0) }
 let object = option("object")
 
 switch CommandLine.arguments.dropFirst().first {

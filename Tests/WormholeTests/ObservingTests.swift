@@ -66,7 +66,9 @@ struct ObservingTests {
         center.addObserver(forName: .init("caf\u{E9}"), object: nil, queue: nil, using: precomposed.block)
         center.addObserver(forName: .init("cafe\u{301}"), object: nil, queue: nil, using: decomposed.block)
         for (start, name) in [(0, "cafe\u{301}"), (1, "caf\u{E9}")] {
-            let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name", name, "--start", "\(start)"])
+            // As the hex of its bytes: Darwin's Process would pass the name decomposed.
+            let hex = name.utf8.map { String(format: "%02x", $0) }.joined()
+            let poster = try Peer("wormhole-test-peer", ["post", "--container", container.path, "--name-hex", hex, "--start", "\(start)"])
             #expect(try await poster.awaitExit(timeout: 60) == 0)
         }
         for recorder in [precomposed, decomposed] {
