@@ -166,6 +166,16 @@ func option(_ name: String) -> String? {
     return arguments[index + 1]
 }
 
+/// The `--container` a role was started with; the process ends when it is missing or empty, which would make the
+/// current folder the container.
+func containerOption() -> String {
+    guard let container = option("--container"), !container.isEmpty else {
+        FileHandle.standardError.write(Data("wormhole-bench: \(CommandLine.arguments.dropFirst().first ?? "") needs --container DIR\n".utf8))
+        exit(2)
+    }
+    return container
+}
+
 /// The transport `--transport` names, for the processes the benchmark starts; nil when it names none.
 func transportOption() -> Transport? {
     option("--transport").flatMap(Transport.init(rawValue:))

@@ -35,24 +35,24 @@ let roles: Set = [
 ]
 if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
-case "wormhole-peer": try WormholeWay.peer(container: option("--container") ?? "")
-case "wormhole-sink": try WormholeWay.sink(container: option("--container") ?? "")
+case "wormhole-peer": try WormholeWay.peer(container: containerOption())
+case "wormhole-sink": try WormholeWay.sink(container: containerOption())
 case "raw-peer": RawSocket.peer(path: option("--path") ?? "", transport: transportOption() ?? .sequencedPacket)
 case "file-peer": FileWay.peer(folder: option("--folder") ?? "")
 case "dbus-peer": DBusWay.peer(address: option("--bus") ?? "", members: ["Ping", "Stamp", "Flood"])
 case "dbus-sink": DBusWay.peer(address: option("--bus") ?? "", members: ["Fan"])
 case "crowd":
-    try RegistryGrowth.crowd(container: option("--container") ?? "", count: option("--count").flatMap(Int.init) ?? 0)
+    try RegistryGrowth.crowd(container: containerOption(), count: option("--count").flatMap(Int.init) ?? 0)
 case "fan-out": try FanOut.child()
-case "spool-listener": try SpoolMemory.listen(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
-case "spool-poster": try SpoolMemory.post(container: option("--container") ?? "", size: option("--size").flatMap(Int.init) ?? 0)
+case "spool-listener": try SpoolMemory.listen(container: containerOption(), size: option("--size").flatMap(Int.init) ?? 0)
+case "spool-poster": try SpoolMemory.post(container: containerOption(), size: option("--size").flatMap(Int.init) ?? 0)
 case "raw-run": try ObserverCost.rawRun(path: option("--path") ?? "", rounds: option("--rounds").flatMap(Int.init) ?? 0)
 case "observer-run":
     try ObserverCost.run(
-        container: option("--container") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
+        container: containerOption(), kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
         rounds: option("--rounds").flatMap(Int.init) ?? 0)
 case "observer-echo":
-    try ObserverCost.echo(container: option("--container") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
+    try ObserverCost.echo(container: containerOption(), kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
 default: break
 }
 

@@ -27,13 +27,23 @@ func text(_ name: String) -> String? {
     return arguments[index + 1]
 }
 
+/// The `--container` a poster or receiver was started with; the process ends when it is missing or empty, which
+/// would make the current folder the container.
+func container() -> String {
+    guard let container = text("container"), !container.isEmpty else {
+        FileHandle.standardError.write(Data("chaos: \(CommandLine.arguments.dropFirst().first ?? "") needs --container DIR\n".utf8))
+        exit(2)
+    }
+    return container
+}
+
 switch CommandLine.arguments.dropFirst().first {
 case "poster":
     try Roles.poster(
-        container: text("container") ?? "", id: option("id", 0), first: option("first", 0), end: option("end", 0),
+        container: container(), id: option("id", 0), first: option("first", 0), end: option("end", 0),
         rate: option("rate", 0))
 case "receiver":
-    try Roles.receiver(container: text("container") ?? "", forgetEvery: option("forget-every", 0))
+    try Roles.receiver(container: container(), forgetEvery: option("forget-every", 0))
 default:
     var transport = GroupNotificationCenter.Transport.processDefault
     if let name = text("transport") ?? (CommandLine.arguments.last == "--transport" ? "" : nil) {
