@@ -11,6 +11,9 @@ final class Reception: ListenerSink {
     private let delivery: Delivery
     private let counters: Counters
     private let listener = Mutex<Listener?>(nil)
+    /// The running listener's id, 0 while none runs (no listener's id is 0): set and cleared under `listener`'s
+    /// lock, and read without it by every post.
+    private let runningID = Atomic<UInt64>(0)
     /// Whether a durable identity has had an observer in this run: until then its registry entry keeps the
     /// subscriptions of its last run, so that posters keep spooling for it while the process starts up.
     private let adopted = Atomic<Bool>(false)
@@ -28,7 +31,10 @@ final class Reception: ListenerSink {
     }
 
     /// The listener's id, once it listens.
-    var listenerID: UInt64? { listener.withLock { $0?.id } }
+    var listenerID: UInt64? {
+        let id = runningID.load(ordering: .acquiring)
+        return id == 0 ? nil : id
+    }
 
     /// The listener's own spool folder, once it listens.
     var spool: SpoolFolder? { listener.withLock { $0?.spool } }
@@ -43,6 +49,7 @@ final class Reception: ListenerSink {
             let started = try Listener(container: container, identity: identity, transport: transport, sink: self)
             started.start()
             current = started
+            runningID.store(started.id, ordering: .releasing)
         }
         if observed { adopted.store(true, ordering: .relaxed) }
     }
@@ -81,7 +88,12 @@ final class Reception: ListenerSink {
     /// Stops the listener without waiting for its receive thread (which finishes handing over what it has read,
     /// then ends) and takes this process out of the registry, or marks a durable identity offline.
     func stop() {
-        guard let listener = listener.withLock({ current in defer { current = nil }; return current }) else { return }
+        let stopped = listener.withLock { current in
+            defer { current = nil }
+            runningID.store(0, ordering: .releasing)
+            return current
+        }
+        guard let listener = stopped else { return }
         listener.stop()
         membership.leave(listener.id)
     }
