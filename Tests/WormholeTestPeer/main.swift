@@ -22,7 +22,9 @@ func utf8FromHex(_ hex: String) -> String? {
         guard let byte = UInt8(String(decoding: digits[index..<(index + 2)], as: UTF8.self), radix: 16) else { return nil }
         bytes.append(byte)
     }
-    return String(validating: bytes, as: UTF8.self)
+    // Decoded, then compared: decoding repairs what is not UTF-8.
+    let string = String(decoding: bytes, as: UTF8.self)
+    return Array(string.utf8) == bytes ? string : nil
 }
 
 func emit(_ object: [String: Any]) {
