@@ -73,7 +73,9 @@ def imports(program):
 
 def build(program, index, work, modules, mode):
     """Compiles one program to an object file; returns the compiler's diagnostics, or '' when clean."""
-    source = work / f"program{index}" / "main.swift"
+    # A folder per program and mode: the modes of one program build at the same time, and a file rewritten while
+    # the other compiles it fails that build ("modified during the build").
+    source = work / f"program{index}-{mode}" / "main.swift"
     source.parent.mkdir(exist_ok=True)
     # Each block's lines keep their place in their page, so diagnostics name the page and line.
     source.write_text("".join(f'#sourceLocation(file: "{path}", line: {line})\n{code}' for path, line, code in program)
