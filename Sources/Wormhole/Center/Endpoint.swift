@@ -141,17 +141,24 @@ final class Endpoint: Sendable {
         guard let first = observers.first else { return }
         reception.observerAdding()
         for observer in observers { _ = delivery.add(observer) }
+        defer { reception.observerAdded() }
+        let name = first.subscription.name ?? "any name"
         do throws(WormholeError) {
             try reception.listen(observed: true)
+        } catch {
+            // This process's own posts reach its observers through the listener too.
+            Log.warning("observer of \(name) receives nothing: no listener could start in \(container.path): \(error); the next observer added tries again")
+            return
+        }
+        do throws(WormholeError) {
             // Also when this subscription is not new: another thread adding it may still be writing it, and
             // publishing waits for that (and writes nothing when the entry says it already).
             try publishSubscriptions()
             // Posters read the registry's mark only so often: returns once each has to read it again.
             registry.settle()
         } catch {
-            Log.warning("observer of \(first.subscription.name ?? "any name") is not registered in \(container.path): \(error); it sees only this process's posts")
+            Log.warning("observer of \(name) is not registered in \(container.path): \(error); it sees only this process's posts")
         }
-        reception.observerAdded()
     }
 
     /// Hands a durable spool over to the observers added so far, without waiting for more (``add(_:)``).

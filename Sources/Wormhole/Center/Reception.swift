@@ -47,9 +47,10 @@ final class Reception: ListenerSink {
         try listener.withLock { (current) throws(WormholeError) in
             guard current == nil else { return }
             let started = try Listener(container: container, identity: identity, transport: transport, sink: self)
-            started.start()
-            current = started
+            // Known before its thread runs: what the thread hands up may meet a post that asks for it.
             runningID.store(started.id, ordering: .releasing)
+            current = started
+            started.start()
         }
         if observed { adopted.store(true, ordering: .relaxed) }
     }
