@@ -26,7 +26,7 @@ enum FanOut {
     static func child() throws -> Never {
         guard let mechanism = option("--mechanism"), let index = option("--payload").flatMap(Int.init),
             Payload.all.indices.contains(index), let count = option("--count").flatMap(Int.init),
-            let folder = option("--folder")
+            let folder = option("--folder"), !folder.isEmpty
         else { exit(2) }
         let payload = Payload.all[index]
         let transport = transportOption() ?? .sequencedPacket

@@ -70,6 +70,12 @@ enum ObserverCost {
         }
         guard let raw = perNotification({ ["raw-run", "--path", place() + ".socket", "--rounds", "\($0)"] }) else { return [] }
         var results = [Result(label: "raw seqpacket socket", microseconds: raw, ratio: raw.map { _ in 1 })]
+        // The raw socket again, each side waiting in poll(2) before its read as a Wormhole listener does: the
+        // part of Wormhole's cost that is the wait's, not its own code's.
+        if let polled = perNotification({ ["raw-run", "--path", place() + ".socket", "--rounds", "\($0)", "--polled"] }) {
+            let ratio = polled.flatMap { cost in raw.map { cost / $0 } }
+            results.append(Result(label: "raw seqpacket socket, polled before each read", microseconds: polled, ratio: ratio))
+        }
         for kind in Kind.allCases {
             guard let cost = perNotification({ ["observer-run", "--container", place(), "--kind", kind.rawValue, "--rounds", "\($0)"] })
             else { continue }
@@ -101,10 +107,11 @@ enum ObserverCost {
 
     // MARK: The runs
 
-    /// `raw-run`: `rounds` round trips on the raw seqpacket socket, no payload; then its peer is stopped and waited for.
-    static func rawRun(path: String, rounds: Int) throws -> Never {
+    /// `raw-run`: `rounds` round trips on the raw seqpacket socket, no payload, each side waiting in poll(2)
+    /// before its reads if `polled`; then its peer is stopped and waited for.
+    static func rawRun(path: String, rounds: Int, polled: Bool) throws -> Never {
         try FileManager.default.createDirectory(atPath: path + ".d", withIntermediateDirectories: true)
-        let raw = try RawSocket(folder: path + ".d", transport: .sequencedPacket)
+        let raw = try RawSocket(folder: path + ".d", transport: .sequencedPacket, polled: polled)
         let done = raw.pingPong(Payload.all[0], rounds: rounds).count == rounds
         raw.finish()
         exit(done ? 0 : 1)

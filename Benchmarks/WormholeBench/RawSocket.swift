@@ -9,6 +9,10 @@
 //
 // A message is a 20-byte header (kind, total, stamp, payload size) and the payload, sent in pieces of at most
 // 64 KiB, the largest a default socket buffer takes whole.
+//
+// Polled (`polled`, for sequenced packets): each side waits in poll(2) before each read, on three descriptors as a
+// Wormhole listener does (its wake pipe, its listening socket, a poster's connection), then reads without
+// waiting. What that costs over a read that waits is the part of Wormhole's cost its wait takes.
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -30,6 +34,8 @@ final class RawSocket: Mechanism {
     let slowness = 1
     private let fd: Int32
     private let peer: Process
+    /// Set when each read waits in poll(2) first, as a Wormhole listener's does.
+    private let polled: Bool
     private static let headerSize = 20
     private static let pieceSize = 64 * 1024
     private static let noSignal = Int32(MSG_NOSIGNAL)
@@ -38,10 +44,11 @@ final class RawSocket: Mechanism {
         case ping = 0x50, stamp = 0x53, flood = 0x46
     }
 
-    init(folder: String, transport: Transport) throws {
+    init(folder: String, transport: Transport, polled: Bool = false) throws {
         socketType = transport
+        self.polled = polled
         let path = folder + "/raw-\(transport)-peer.socket"
-        peer = try spawnSelf(["raw-peer", "--path", path, "--transport", transport.rawValue])
+        peer = try spawnSelf(["raw-peer", "--path", path, "--transport", transport.rawValue] + (polled ? ["--polled"] : []))
         guard let fd = Self.connect(path: path, transport: transport) else { throw BenchError("the raw \(transport) peer did not start") }
         self.fd = fd
     }
@@ -156,12 +163,15 @@ final class RawSocket: Mechanism {
         let size = pieces.reduce(0) { $0 + $1.count }
         var buffer = [UInt8](repeating: 0, count: Self.pieceSize)
         var samples: [UInt64] = []
+        let wait = polled ? PollBeforeRead(fd, besides: nil) : nil
         for _ in 0..<rounds {
             let start = monotonicNanoseconds()
             if pieces.count == 1 {
                 // One piece: a blocking send and a blocking receive, as a client of a socket writes it.
                 transmit(pieces)
-                guard buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, 0) }) > 0 else { return samples }
+                guard wait?.wait() ?? true,
+                    buffer.withUnsafeMutableBytes({ recv(fd, $0.baseAddress, $0.count, wait == nil ? 0 : Int32(MSG_DONTWAIT)) }) > 0
+                else { return samples }
                 samples.append((monotonicNanoseconds() - start) / 2)
                 continue
             }
@@ -204,7 +214,7 @@ final class RawSocket: Mechanism {
     /// The peer: echoes pings piece by piece, collects stamps and answers with their percentiles, counts
     /// floods and answers the last with its peak memory. On a datagram socket it answers whoever sent last,
     /// without connecting, so that senders' datagrams queue as they do at a Wormhole datagram listener.
-    static func peer(path: String, transport: Transport) -> Never {
+    static func peer(path: String, transport: Transport, polled: Bool) -> Never {
         let listener = makeSocket(transport)
         guard bind(listener, path: path) else { exit(1) }
         let connection: Int32
@@ -233,12 +243,15 @@ final class RawSocket: Mechanism {
         var total = 0, stamp: UInt64 = 0
         var flooded = 0
         var collector = StampCollector()
+        let wait = polled && transport != .datagram ? PollBeforeRead(connection, besides: listener) : nil
+        let flags = wait == nil ? 0 : Int32(MSG_DONTWAIT)
         while true {
             senderLength = socklen_t(MemoryLayout<sockaddr_un>.size)
+            if let ready = wait?.wait(), !ready { exit(0) }
             let count = buffer.withUnsafeMutableBytes { bytes in
                 withUnsafeMutablePointer(to: &sender) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                        recvfrom(connection, bytes.baseAddress, bytes.count, 0, $0, &senderLength)
+                        recvfrom(connection, bytes.baseAddress, bytes.count, flags, $0, &senderLength)
                     }
                 }
             }
@@ -302,5 +315,26 @@ final class RawSocket: Mechanism {
         }
         let rate = Double(count) / (Double(monotonicNanoseconds() - start) / 1e9)
         return FanOutResult(rate: rate, posterKiB: peakResidentKiB(), sinkKiB: largest)
+    }
+}
+
+/// A wait in poll(2) before a read, on as many descriptors as a Wormhole listener's receive thread waits on with
+/// one poster connected: a pipe of its own (its wake pipe), `besides` (a listening socket; when nil, the pipe's
+/// write end, which never reads as ready), and the connection.
+final class PollBeforeRead {
+    private var descriptors: [pollfd]
+    private var ends: [Int32] = [-1, -1]
+
+    init(_ connection: Int32, besides other: Int32?) {
+        if pipe(&ends) != 0 { ends = [-1, -1] }
+        descriptors = [ends[0], other ?? ends[1], connection].map { pollfd(fd: $0, events: Int16(POLLIN), revents: 0) }
+    }
+
+    deinit { ends.filter { $0 >= 0 }.forEach { close($0) } }
+
+    /// Waits until a descriptor is ready; false when the wait failed.
+    func wait() -> Bool {
+        let count = nfds_t(descriptors.count)
+        return descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, count, -1) } > 0
     }
 }

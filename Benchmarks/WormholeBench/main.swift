@@ -37,7 +37,10 @@ if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { ex
 switch CommandLine.arguments.dropFirst().first {
 case "wormhole-peer": try WormholeWay.peer(container: containerOption())
 case "wormhole-sink": try WormholeWay.sink(container: containerOption())
-case "raw-peer": RawSocket.peer(path: option("--path") ?? "", transport: transportOption() ?? .sequencedPacket)
+case "raw-peer":
+    RawSocket.peer(
+        path: option("--path") ?? "", transport: transportOption() ?? .sequencedPacket,
+        polled: CommandLine.arguments.contains("--polled"))
 case "file-peer": FileWay.peer(folder: option("--folder") ?? "")
 case "dbus-peer": DBusWay.peer(address: option("--bus") ?? "", members: ["Ping", "Stamp", "Flood"])
 case "dbus-sink": DBusWay.peer(address: option("--bus") ?? "", members: ["Fan"])
@@ -46,7 +49,10 @@ case "crowd":
 case "fan-out": try FanOut.child()
 case "spool-listener": try SpoolMemory.listen(container: containerOption(), size: option("--size").flatMap(Int.init) ?? 0)
 case "spool-poster": try SpoolMemory.post(container: containerOption(), size: option("--size").flatMap(Int.init) ?? 0)
-case "raw-run": try ObserverCost.rawRun(path: option("--path") ?? "", rounds: option("--rounds").flatMap(Int.init) ?? 0)
+case "raw-run":
+    try ObserverCost.rawRun(
+        path: option("--path") ?? "", rounds: option("--rounds").flatMap(Int.init) ?? 0,
+        polled: CommandLine.arguments.contains("--polled"))
 case "observer-run":
     try ObserverCost.run(
         container: containerOption(), kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
@@ -78,8 +84,7 @@ func spoolMemoryReport() throws -> [(size: Int, poster: Double, listener: Double
 }
 if let rounds = option("--ping-pong").flatMap(Int.init) {
     try? FileManager.default.removeItem(atPath: folder)
-    guard let container = option("--container") else { throw BenchError("--ping-pong needs --container DIR") }
-    try InstructionCount.run(rounds: rounds, container: container)
+    try InstructionCount.run(rounds: rounds, container: containerOption())
 }
 if CommandLine.arguments.contains("--spool-memory") {
     _ = try spoolMemoryReport()
