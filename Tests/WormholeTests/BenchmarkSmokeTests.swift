@@ -26,7 +26,7 @@ struct BenchmarkSmokeTests {
         }
         #expect((document["registry_growth"] as? [[String: Any]])?.count == 3)
         #expect(document["stopped_receiver"] is [String: Any])
-        // The raw socket and four kinds of observer.
-        #expect((document["observer_kinds"] as? [[String: Any]])?.count == 5)
+        // The raw socket, blocking and polled, and four kinds of observer.
+        #expect((document["observer_kinds"] as? [[String: Any]])?.count == 6)
     }
 }
