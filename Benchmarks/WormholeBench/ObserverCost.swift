@@ -47,8 +47,9 @@ enum ObserverCost {
     static let shortRounds = 2_000
     static let longRounds = 12_000
 
-    /// Measures the raw socket and each kind, leaving out a kind whose run failed (and all, if the raw socket's did).
-    static func measure(folder: String, runs: Int, quick: Bool) -> [Result] {
+    /// Measures the raw socket of `transport` and each kind over it, leaving out a kind whose run failed (and all,
+    /// if the raw socket's did).
+    static func measure(folder: String, runs: Int, quick: Bool, transport: Transport = .sequencedPacket) -> [Result] {
         let (shortRounds, longRounds) = quick ? (Self.shortRounds / 10, Self.longRounds / 10) : (Self.shortRounds, Self.longRounds)
         // The fastest short run and the fastest long run, each the best of `runs`: the difference of one pair would
         // take a short run that something else slowed for the best, and could come out negative. Nil when a run
@@ -56,7 +57,9 @@ enum ObserverCost {
         func perNotification(_ arguments: (Int) -> [String]) -> Double?? {
             var (short, long) = (Double.infinity, Double.infinity)
             for _ in 0..<runs {
-                guard let shortRun = cpuSeconds(arguments(shortRounds)), let longRun = cpuSeconds(arguments(longRounds)) else { return nil }
+                guard let shortRun = cpuSeconds(arguments(shortRounds), transport),
+                    let longRun = cpuSeconds(arguments(longRounds), transport)
+                else { return nil }
                 (short, long) = (min(short, shortRun), min(long, longRun))
             }
             // Two notifications a round trip.
@@ -68,11 +71,12 @@ enum ObserverCost {
             index += 1
             return folder + "/observer-cost-\(index)"
         }
-        guard let raw = perNotification({ ["raw-run", "--path", place() + ".socket", "--rounds", "\($0)"] }) else { return [] }
-        var results = [Result(label: "raw seqpacket socket", microseconds: raw, ratio: raw.map { _ in 1 })]
-        // The raw socket again, each side waiting in poll(2) before its read as a Wormhole listener does: the
-        // part of Wormhole's cost that is the wait's, not its own code's.
-        if let polled = perNotification({ ["raw-run", "--path", place() + ".socket", "--rounds", "\($0)", "--polled"] }) {
+        let rawRun = { (rounds: Int) in ["raw-run", "--path", place() + ".socket", "--rounds", "\(rounds)", "--transport", transport.rawValue] }
+        guard let raw = perNotification(rawRun) else { return [] }
+        var results = [Result(label: "raw \(transport) socket", microseconds: raw, ratio: raw.map { _ in 1 })]
+        // The raw socket again, each side waiting in poll(2) before its read as a sequenced-packet listener does:
+        // the part of Wormhole's cost that is the wait's, not its own code's. A datagram listener waits in its read.
+        if transport == .sequencedPacket, let polled = perNotification({ rawRun($0) + ["--polled"] }) {
             let ratio = polled.flatMap { cost in raw.map { cost / $0 } }
             results.append(Result(label: "raw seqpacket socket, polled before each read", microseconds: polled, ratio: ratio))
         }
@@ -86,9 +90,9 @@ enum ObserverCost {
     }
 
     /// The CPU seconds (user + system) of a run of this executable with `arguments` and of what it started.
-    private static func cpuSeconds(_ arguments: [String]) -> Double? {
+    private static func cpuSeconds(_ arguments: [String], _ transport: Transport) -> Double? {
         let before = childrenSeconds()
-        guard let process = try? spawnSelf(arguments, transport: .sequencedPacket) else { return nil }
+        guard let process = try? spawnSelf(arguments, transport: transport) else { return nil }
         process.waitUntilExit()
         guard process.terminationStatus == 0 else { return nil }
         return childrenSeconds() - before
@@ -107,11 +111,11 @@ enum ObserverCost {
 
     // MARK: The runs
 
-    /// `raw-run`: `rounds` round trips on the raw seqpacket socket, no payload, each side waiting in poll(2)
-    /// before its reads if `polled`; then its peer is stopped and waited for.
-    static func rawRun(path: String, rounds: Int, polled: Bool) throws -> Never {
+    /// `raw-run`: `rounds` round trips on the raw socket of `transport`, no payload, each side waiting in poll(2)
+    /// before its reads if `polled` (sequenced packets); then its peer is stopped and waited for.
+    static func rawRun(path: String, rounds: Int, polled: Bool, transport: Transport) throws -> Never {
         try FileManager.default.createDirectory(atPath: path + ".d", withIntermediateDirectories: true)
-        let raw = try RawSocket(folder: path + ".d", transport: .sequencedPacket, polled: polled)
+        let raw = try RawSocket(folder: path + ".d", transport: transport, polled: polled)
         let done = raw.pingPong(Payload.all[0], rounds: rounds).count == rounds
         raw.finish()
         exit(done ? 0 : 1)

@@ -8,7 +8,7 @@
 // against Foundation's archiver.
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
-//         [--cpu N] [--spool-memory] [--observer-kinds] [--waiting-poster]
+//         [--cpu N] [--spool-memory] [--observer-kinds [--transport datagram]] [--waiting-poster]
 //         [--ping-pong ROUNDS --container DIR [--payload none|3-key|1mib]]
 //
 // `--ping-pong` runs that many ping-pong rounds on Wormhole alone and nothing else, for counting instructions
@@ -19,7 +19,8 @@
 //
 // `--spool-memory` measures only what a large post through the spool costs each side in memory (SpoolMemory).
 // `--observer-kinds` measures only the CPU time per notification of each kind of observer (ObserverCost); run it
-// with `--cpu 0` (or under `taskset -c 0`) so that both processes share one CPU.
+// with `--cpu 0` (or under `taskset -c 0`) so that both processes share one CPU; with `--transport datagram`, over
+// datagrams against the raw datagram socket.
 //
 // `--only raw` keeps both raw sockets, `--only wormhole` both of Wormhole's transports. The benchmark's own
 // centers name their transport in their Configuration; the processes it starts get theirs through
@@ -52,7 +53,7 @@ case "spool-poster": try SpoolMemory.post(container: containerOption(), size: op
 case "raw-run":
     try ObserverCost.rawRun(
         path: option("--path") ?? "", rounds: option("--rounds").flatMap(Int.init) ?? 0,
-        polled: CommandLine.arguments.contains("--polled"))
+        polled: CommandLine.arguments.contains("--polled"), transport: transportOption() ?? .sequencedPacket)
 case "observer-run":
     try ObserverCost.run(
         container: containerOption(), kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
@@ -92,9 +93,9 @@ if CommandLine.arguments.contains("--spool-memory") {
     exit(0)
 }
 
-/// CPU time per notification with each kind of observer, against the raw socket.
-func observerCostReport() -> [ObserverCost.Result] {
-    let results = ObserverCost.measure(folder: folder, runs: quick ? 1 : 3, quick: quick)
+/// CPU time per notification with each kind of observer, against the raw socket, over `transport`.
+func observerCostReport(_ transport: Transport = .sequencedPacket) -> [ObserverCost.Result] {
+    let results = ObserverCost.measure(folder: folder, runs: quick ? 1 : 3, quick: quick, transport: transport)
     let (short, long) = quick ? (ObserverCost.shortRounds / 10, ObserverCost.longRounds / 10) : (ObserverCost.shortRounds, ObserverCost.longRounds)
     print("CPU time per notification, ping-pong, both sides observing with one kind (getrusage user + system, "
         + "\(long) minus \(short) round trips, best of \(quick ? 1 : 3))")
@@ -107,7 +108,7 @@ func observerCostReport() -> [ObserverCost.Result] {
     return results
 }
 if CommandLine.arguments.contains("--observer-kinds") {
-    _ = observerCostReport()
+    _ = observerCostReport(transportOption() ?? .sequencedPacket)
     try? FileManager.default.removeItem(atPath: folder)
     exit(0)
 }
