@@ -332,9 +332,14 @@ final class PollBeforeRead {
 
     deinit { ends.filter { $0 >= 0 }.forEach { close($0) } }
 
-    /// Waits until a descriptor is ready; false when the wait failed.
+    /// Waits until the connection is ready to read (or has ended); false when the wait failed. Another descriptor
+    /// found ready, or a wait a signal broke, waits again.
     func wait() -> Bool {
         let count = nfds_t(descriptors.count)
-        return descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, count, -1) } > 0
+        while true {
+            let result = descriptors.withUnsafeMutableBufferPointer { poll($0.baseAddress, count, -1) }
+            if result < 0 && errno != EINTR { return false }
+            if result > 0, let connection = descriptors.last, connection.revents != 0 { return true }
+        }
     }
 }
