@@ -46,7 +46,8 @@ final class RawSocket: Mechanism {
 
     init(folder: String, transport: Transport, polled: Bool = false) throws {
         socketType = transport
-        self.polled = polled
+        // A datagram peer waits in its read, as a Wormhole datagram listener does: polled applies to connections.
+        self.polled = polled && transport == .sequencedPacket
         let path = folder + "/raw-\(transport)-peer.socket"
         peer = try spawnSelf(["raw-peer", "--path", path, "--transport", transport.rawValue] + (polled ? ["--polled"] : []))
         guard let fd = Self.connect(path: path, transport: transport) else { throw BenchError("the raw \(transport) peer did not start") }
@@ -247,7 +248,7 @@ final class RawSocket: Mechanism {
         let flags = wait == nil ? 0 : Int32(MSG_DONTWAIT)
         while true {
             senderLength = socklen_t(MemoryLayout<sockaddr_un>.size)
-            if let ready = wait?.wait(), !ready { exit(0) }
+            if let ready = wait?.wait(), !ready { exit(1) }
             let count = buffer.withUnsafeMutableBytes { bytes in
                 withUnsafeMutablePointer(to: &sender) {
                     $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {

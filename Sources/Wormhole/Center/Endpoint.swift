@@ -147,7 +147,7 @@ final class Endpoint: Sendable {
             try reception.listen(observed: true)
         } catch {
             // This process's own posts reach its observers through the listener too.
-            Log.warning("observer of \(name) receives nothing: no listener could start in \(container.path): \(error); the next observer added tries again")
+            Log.warning("observer of \(name) receives no posts: no listener could start in \(container.path): \(error); the next observer added tries again")
             return
         }
         do throws(WormholeError) {
