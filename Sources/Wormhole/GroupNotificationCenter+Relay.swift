@@ -51,6 +51,13 @@ extension GroupNotificationCenter {
         try self.init(containerURL: containerURL, clientIdentifier: clientIdentifier, configuration: configuration)
     }
 
+    /// This center's container folder, open anew by descriptor: where a relay keeps its files, in folders it
+    /// opens beneath it without following links (``ContainerFolder``). The folder this center opened, even when
+    /// its path names another one now.
+    package func containerFolder() throws(WormholeError) -> ContainerFolder {
+        try ContainerFolder(of: endpoint.container)
+    }
+
     /// A relay's observer: its name, and its block, which gets each notification as it came (its poster,
     /// sequence and undecoded userInfo), on the receive thread.
     package typealias RelayObserver = (name: String?, block: @Sendable (RelayedNotification) -> Void)

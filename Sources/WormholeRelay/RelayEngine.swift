@@ -11,6 +11,9 @@ final class RelayEngine: @unchecked Sendable {
     private let link: any RelayLink
     private let center: GroupNotificationCenter
     private let queue = DispatchQueue(label: "Wormhole.Relay")
+    /// Which relay of this process it is (``RelayClaims``).
+    private let key: RelayClaims.Key
+    private let generation: UInt64
     private let stateFile: StateFile
     private var postedLog: PostedLog
     private var state: RelayState
@@ -38,21 +41,30 @@ final class RelayEngine: @unchecked Sendable {
 
     private static let maximumEarly = Limits.relayEarlyItems
 
-    init(folder: URL, routes: [RelayRoute], link: any RelayLink, center: GroupNotificationCenter) throws {
+    /// The engine of the relay folder `folder` (`relay/<client identifier>/` in the container, open by
+    /// descriptor), as the relay `key` of this process, the `generation`th there: made while ``RelayClaims`` holds
+    /// the key, so that it alone writes the folder.
+    init(
+        folder: ContainerFolder, key: RelayClaims.Key, generation: UInt64, routes: [RelayRoute], link: any RelayLink,
+        center: GroupNotificationCenter
+    ) throws {
         self.routes = routes
         self.link = link
         self.center = center
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        stateFile = StateFile(url: folder.appendingPathComponent("state"), limit: RelayState.maximumFileSize)
+        self.key = key
+        self.generation = generation
+        // Left by a run killed in the middle of a write: nobody else writes here.
+        folder.removeTemporaries()
+        stateFile = StateFile(folder: folder, name: "state", limit: RelayState.maximumFileSize)
         let loaded = RelayState.load(from: stateFile, log: Self.log)
         var state = loaded.state
-        postedLog = PostedLog(url: folder.appendingPathComponent("posted"))
+        postedLog = PostedLog(folder: folder)
         // What was posted after the state was last saved.
         for record in postedLog.records(log: Self.log) {
             state.applied = max(state.applied, record.link)
             _ = state.posted.advance(poster: record.poster, sequence: record.sequence)
         }
-        outbox = try Outbox(folder: folder.appendingPathComponent("outbox", isDirectory: true), log: Self.log)
+        outbox = try Outbox(folder: try folder.folder("outbox", create: true), log: Self.log)
         // A new device id: the other side numbers what comes from it from 1 again, and would hold items numbered
         // past that as early for ever.
         if loaded.isNew { try outbox.renumber() }
@@ -65,7 +77,11 @@ final class RelayEngine: @unchecked Sendable {
         try state.save(to: stateFile)
         postedLog.clear()
         let waiting = outbox.count
-        published.withLock { $0.waiting = waiting }
+        let damaged = outbox.damaged
+        published.withLock {
+            $0.waiting = waiting
+            $0.dropped = damaged
+        }
     }
 
     static func log(_ message: String) {
@@ -83,7 +99,12 @@ final class RelayEngine: @unchecked Sendable {
     }
 
     func close() {
-        queue.sync { closed = true }
+        queue.sync {
+            closed = true
+            // The ways back of the requests it carried close with it: a reply that comes later is not carried.
+            for route in replyRoutes.values { replyCenter?.removeObserver(route.token) }
+            replyRoutes = [:]
+        }
         watchers.withLock { watchers in
             for continuation in watchers.values { continuation.finish() }
             watchers = [:]
@@ -117,45 +138,64 @@ final class RelayEngine: @unchecked Sendable {
         guard !note.isRelayed else { return }
         let isReply = GroupNotificationCenter.isReplyName(note.name)
         guard isReply || routes.sends(notification: note.name) else { return }
-        queue.sync {
-            // Also once closed: a block that began before its observer was removed may end after, and what the
-            // center handed over here is gone from its spool. The next start sends it.
-            // A reply goes back only for a request this side carried, while its time lasts.
-            if isReply, replyRoutes[note.name] == nil { return }
-            var deadline: Int64? = nil
-            if routes.sends(request: note.name) {
-                guard let archive = note.userInfo, let (_, remaining) = GroupNotificationCenter.requestTimeLeft(archive), remaining > 0 else {
-                    count { $0.dropped += 1 }
-                    Self.log("request \(note.name) not carried: expired, or not a request the relay can read (its userInfo must hold value classes only)")
-                    return
-                }
-                deadline = GroupNotificationCenter.uptimeNanoseconds + remaining
-            }
-            // Handed over again (a durable hand-over after a kill): it is in the outbox already.
-            guard state.sent.isPast(poster: note.poster, sequence: note.sequence) else { return }
-            guard outbox.count < Outbox.capacity else {
-                count { $0.dropped += 1 }
-                Self.log("relay outbox holds \(Outbox.capacity) notifications; \(note.name) dropped")
-                return
-            }
-            let item = RelayItem(
-                link: state.nextLink, poster: note.poster, sequence: note.sequence, name: note.name, object: note.object,
-                userInfo: note.userInfo.map { Data($0) }, deadline: deadline)
-            do {
-                // The item is what counts: the numbering and the posters go on from it at the next start, and
-                // the state is saved before an acknowledged item is removed.
-                try outbox.add(item)
-                state.nextLink += 1
-                // Only once it is kept: one not kept is taken again if it is handed over again.
-                _ = state.sent.advance(poster: note.poster, sequence: note.sequence)
-            } catch {
-                count { $0.dropped += 1 }
-                Self.log("\(note.name) not kept for the other device: \(error)")
-                return
-            }
-            count { $0.waiting = outbox.count }
-            pump()
+        let kept = queue.sync { () -> Bool in
+            guard !closed else { return false }
+            keep(note, isReply: isReply)
+            return true
         }
+        // Once closed: a block that began before its observer was removed may end after, and what the center
+        // handed over here is gone from its spool. It is kept all the same, by this engine while no other relay
+        // of this process ran on its folder since (the next start sends it), else by the one that runs there now.
+        // A reply's way back closed with the relay.
+        guard !kept, !isReply else { return }
+        switch RelayClaims.route(lateFor: key, generation: generation, keep: { queue.sync { keep(note, isReply: false) } }) {
+        case .kept:
+            break
+        case .forward(let owner):
+            owner.taken(note)
+        case .lost:
+            count { $0.dropped += 1 }
+            Self.log("\(note.name) reached a closed relay after another one ran on its folder and closed; dropped")
+        }
+    }
+
+    /// Writes a notification this group posted into the outbox, and hands the link what waits; on `queue`.
+    private func keep(_ note: RelayedNotification, isReply: Bool) {
+        // A reply goes back only for a request this side carried, while its time lasts.
+        if isReply, replyRoutes[note.name] == nil { return }
+        var deadline: Int64? = nil
+        if routes.sends(request: note.name) {
+            guard let archive = note.userInfo, let (_, remaining) = GroupNotificationCenter.requestTimeLeft(archive), remaining > 0 else {
+                count { $0.dropped += 1 }
+                Self.log("request \(note.name) not carried: expired, or not a request the relay can read (its userInfo must hold value classes only)")
+                return
+            }
+            deadline = GroupNotificationCenter.uptimeNanoseconds + remaining
+        }
+        // Handed over again (a durable hand-over after a kill): it is in the outbox already.
+        guard state.sent.isPast(poster: note.poster, sequence: note.sequence) else { return }
+        guard outbox.count < Outbox.capacity else {
+            count { $0.dropped += 1 }
+            Self.log("relay outbox holds \(Outbox.capacity) notifications; \(note.name) dropped")
+            return
+        }
+        let item = RelayItem(
+            link: state.nextLink, poster: note.poster, sequence: note.sequence, name: note.name, object: note.object,
+            userInfo: note.userInfo.map { Data($0) }, deadline: deadline)
+        do {
+            // The item is what counts: the numbering and the posters go on from it at the next start, and
+            // the state is saved before an acknowledged item is removed.
+            try outbox.add(item)
+            state.nextLink += 1
+            // Only once it is kept: one not kept is taken again if it is handed over again.
+            _ = state.sent.advance(poster: note.poster, sequence: note.sequence)
+        } catch {
+            count { $0.dropped += 1 }
+            Self.log("\(note.name) not kept for the other device: \(error)")
+            return
+        }
+        count { $0.waiting = outbox.count }
+        pump()
     }
 
     /// Hands the link what it does not hold yet: by message while the other side is reachable (a transfer if

@@ -14,7 +14,8 @@ public struct RelayStatus: Sendable, Hashable, CustomStringConvertible {
     /// Retained notifications and group values applied from the other device since the relay started.
     public var valuesApplied = 0
     /// What could not be carried and was dropped, each logged: a payload too large for the link, a notification
-    /// the other side sent that this group refuses, a payload that does not decode.
+    /// the other side sent that this group refuses, a payload that does not decode, an outbox item found damaged
+    /// when the relay started.
     public var dropped = 0
     /// Each failure the link reported, counted by kind.
     public var errors: [RelayLinkError.Code: Int] = [:]

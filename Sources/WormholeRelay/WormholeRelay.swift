@@ -32,6 +32,8 @@ public final class WormholeRelay: Sendable {
 
     private let engine: RelayEngine
     private let center: GroupNotificationCenter
+    /// Its place in this process's table of relays, given up when it closes.
+    private let key: RelayClaims.Key
     /// The relay's observers while it runs.
     private let tokens = Mutex<[any NSObjectProtocol]>([])
     /// Whether it was closed; changed and read under the lock of `tokens`, so that `start()` and `close()` never
@@ -46,17 +48,30 @@ public final class WormholeRelay: Sendable {
     ///   - routes: What crosses, and which way.
     ///   - link: The link to the other device: `WatchSessionLink()` between an iPhone app and its Watch app.
     ///   - clientIdentifier: The relay's durable identity in the group; one relay per container.
-    /// - Throws: The errors of ``Wormhole/GroupNotificationCenter/init(containerURL:clientIdentifier:)``
-    ///   (``Wormhole/WormholeError/Code/identityInUse`` when another relay runs on the container); a file system
-    ///   error when the relay's folder in the container cannot be made.
+    /// - Throws: The errors of ``Wormhole/GroupNotificationCenter/init(containerURL:clientIdentifier:)``;
+    ///   ``Wormhole/WormholeError/Code/identityInUse`` when another relay runs on the container with this client
+    ///   identifier, in another process or in this one (until that one is closed);
+    ///   ``Wormhole/WormholeError/Code/invalidContainer`` when `relay/`, `relay/<client identifier>/` or its
+    ///   `outbox/` in the container is a symbolic link or not a directory, and
+    ///   ``Wormhole/WormholeError/Code/insecureContainer`` when one is another user's or writable by group or
+    ///   others: the relay reaches its files only through its own folders, never through a link, and touches
+    ///   nothing outside the container. A system error when its files cannot be made.
     public init(
         containerURL: URL, routes: [RelayRoute], link: any RelayLink,
         clientIdentifier: String = WormholeRelay.defaultClientIdentifier
     ) throws {
-        center = try GroupNotificationCenter(relayContainerURL: containerURL, clientIdentifier: clientIdentifier)
-        let folder = containerURL.appendingPathComponent("relay", isDirectory: true)
-            .appendingPathComponent(Self.folderName(clientIdentifier), isDirectory: true)
-        engine = try RelayEngine(folder: folder, routes: routes, link: link, center: center)
+        let center = try GroupNotificationCenter(relayContainerURL: containerURL, clientIdentifier: clientIdentifier)
+        // The container the center opened, by descriptor: its path may name another folder by now.
+        let container = try center.containerFolder()
+        let key = RelayClaims.Key(container: container.identity, clientIdentifier: clientIdentifier)
+        engine = try RelayClaims.claim(key) { generation in
+            // Each folder opened beneath the one above it, without following a link.
+            let folder = try container.folder("relay", create: true).folder(Self.folderName(clientIdentifier), create: true)
+            return try RelayEngine(
+                folder: folder, key: key, generation: generation, routes: routes, link: link, center: center)
+        }
+        self.center = center
+        self.key = key
         timer = RelayTimer()
     }
 
@@ -99,7 +114,8 @@ public final class WormholeRelay: Sendable {
     }
 
     /// Stops taking and posting. What waits stays in the container for the next start, and so does what this
-    /// group posts under the relay's names meanwhile.
+    /// group posts under the relay's names meanwhile. Once closed, a new relay of this process may start on the
+    /// container with the same client identifier.
     public func close() {
         timer.source.cancel()
         let removed = tokens.withLock { tokens in
@@ -110,6 +126,7 @@ public final class WormholeRelay: Sendable {
         // Its names stay registered: what is posted until the next start waits in its spool.
         center.removeRelayObservers(removed)
         engine.close()
+        RelayClaims.release(key, by: engine)
     }
 
     /// What the relay is doing now.

@@ -1,9 +1,9 @@
 import Foundation
 import Wormhole
 
-/// What a relay remembers across its runs, in `relay/state` in the container: this device's id, its outbox's
-/// numbering, and what it already sent and posted, so that a notification handed over twice (a durable
-/// hand-over after a kill, a transfer sent again) is posted once.
+/// What a relay remembers across its runs, in `relay/<client identifier>/state` in the container: this device's
+/// id, its outbox's numbering, and what it already sent and posted, so that a notification handed over twice (a
+/// durable hand-over after a kill, a transfer sent again) is posted once.
 struct RelayState: Codable, Sendable {
     static let maximumPosters = Limits.relayRememberedPosters
     static let maximumFileSize = Limits.relayStateFileSize
@@ -43,10 +43,10 @@ struct RelayState: Codable, Sendable {
                 if state.device != 0, state.nextLink > 0, state.nextLink < Limits.relayHighestLink, state.applied < Limits.relayHighestLink {
                     return (state, false)
                 }
-                log("relay state in \(file.url.path) has no device id or numbers out of range; starting anew")
+                log("relay state in \(file.path) has no device id or numbers out of range; starting anew")
             }
         } catch {
-            log("relay state in \(file.url.path) is damaged (\(error)); starting anew: notifications may be posted twice")
+            log("relay state in \(file.path) is damaged (\(error)); starting anew: notifications may be posted twice")
         }
         return (RelayState(device: UInt64.random(in: 1...UInt64.max)), true)
     }

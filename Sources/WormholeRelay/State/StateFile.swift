@@ -1,48 +1,28 @@
 import Foundation
+import Wormhole
 
-/// A file of the relay's in the container: read whole within a limit, written whole to a temporary name and
-/// renamed into place (no lock is ever held), so a reader sees the old content or the new, never a torn one.
+/// A file of the relay's in its folder of the container, reached through the folder's descriptor and never
+/// through a link: read whole within a limit, written whole to a new file (0600) renamed into place (no lock is
+/// ever held), so a reader sees the old content or the new, never a torn one.
 struct StateFile {
-    let url: URL
+    let folder: ContainerFolder
+    let name: String
     let limit: Int
 
+    /// Where it is, for messages.
+    var path: String { folder.path + "/" + name }
+
     /// The file's bytes; nil when it does not exist.
-    /// - Throws: When it is not a regular file, is larger than `limit`, or cannot be read.
+    /// - Throws: When it is not a regular file (a link is not followed), is larger than `limit`, or cannot be read.
     func read() throws -> Data? {
-        let values: URLResourceValues
-        do {
-            values = try url.resourceValues(forKeys: [.isRegularFileKey, .fileSizeKey])
-        } catch {
-            if !FileManager.default.fileExists(atPath: url.path) { return nil }
-            throw error
-        }
-        guard values.isRegularFile == true else {
-            throw RelayLinkError(.failed, "\(url.path) is not a regular file")
-        }
-        guard let size = values.fileSize, size <= limit else {
-            throw RelayLinkError(.failed, "\(url.path) is larger than \(limit) bytes")
-        }
-        let handle = try FileHandle(forReadingFrom: url)
-        defer { try? handle.close() }
-        let data = try handle.read(upToCount: limit + 1) ?? Data()
-        guard data.count <= limit else { throw RelayLinkError(.failed, "\(url.path) grew past \(limit) bytes") }
-        return data
+        try folder.read(name, limit: limit).map { Data($0) }
     }
 
-    /// Writes `data` in place of what the file held; something else at its name (a directory) is removed first.
+    /// Writes `data` in place of what the file held. Something else at its name (a folder, a link, a FIFO) is not
+    /// the relay's: it is moved aside (``ContainerFolder/replace(_:with:)``), never removed nor written through.
     func write(_ data: Data) throws {
-        do {
-            try data.write(to: url, options: .atomic)
-        } catch {
-            // The rename fails over a directory: one planted or left there is not the relay's, and goes.
-            let type = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.type] as? FileAttributeType
-            guard let type, type != .typeRegular else { throw error }
-            remove()
-            try data.write(to: url, options: .atomic)
+        if let moved = try folder.replace(name, with: [UInt8](data)) {
+            RelayEngine.log("\(path) was not a regular file; moved aside to \(moved), where it stays")
         }
-    }
-
-    func remove() {
-        try? FileManager.default.removeItem(at: url)
     }
 }
