@@ -32,6 +32,23 @@ extension GroupNotificationCenter {
         try reporting(ValueStore.names(in: endpoint.container), in: "values")
     }
 
+    /// What ``retainedNotificationNames()`` lists, with each entry of `retained/` it skipped and why, for a caller
+    /// that says them itself (the `wormhole` tool): counted in ``WormholeStatistics/dropped``, not logged.
+    package func retainedNotificationListing() throws -> (names: [String], skipped: [(entry: String, reason: String)]) {
+        let found = try endpoint.retained.names()
+        endpoint.counters.count { $0.dropped += found.skipped.count }
+        return (found.names, found.skipped)
+    }
+
+    /// What ``groupValueNames()`` lists, with each entry of `values/` it skipped and why (a damaged value among
+    /// them), for a caller that says them itself (the `wormhole` tool): counted in
+    /// ``WormholeStatistics/dropped``, not logged.
+    package func groupValueListing() throws -> (names: [String], skipped: [(entry: String, reason: String)]) {
+        let found = try ValueStore.names(in: endpoint.container)
+        endpoint.counters.count { $0.dropped += found.skipped.count }
+        return (found.names, found.skipped)
+    }
+
     /// The names a listing found; what it skipped is counted, and said in one warning.
     private func reporting(_ found: StoredNames, in folder: String) -> [String] {
         if let first = found.skipped.first {

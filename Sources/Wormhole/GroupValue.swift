@@ -209,6 +209,21 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
         }
     }
 
+    /// The current value as ``value`` reads it, or why it cannot be read: where ``value`` reads the default for a
+    /// stored value that is damaged (no version near the newest is whole: emptied, cut short, a FIFO, a failed
+    /// check) or that does not decode as `Value` (another type, a later format), this throws. A value never set,
+    /// or reset, is the default; a damaged version behind which a whole one lies is skipped, as ``value`` skips it.
+    /// Counts nothing in ``WormholeStatistics/valuesRejected``.
+    /// - Throws: ``WormholeError/Code/corruptData`` for a damaged value, or one that is not a `Value`; a system
+    ///   error when the container cannot be read.
+    package func readValue() throws(WormholeError) -> Value {
+        let reading = try read()
+        if let damage = reading.damage {
+            throw WormholeError(.corruptData, "value \(name) is damaged: no version near the newest is whole (\(damage))")
+        }
+        return try decode(reading.archive, version: reading.version)
+    }
+
     /// The newest whole version; versions skipped as damaged are counted and logged, once each.
     private func read() throws(WormholeError) -> ValueVersions.Reading {
         try versions.latest()

@@ -59,8 +59,8 @@ indirect enum AnyValue: Codable, Sendable {
         }
     }
 
-    /// The value `--set` gives: JSON, or with `--type date` an ISO 8601 date and with `--type data` base64, which
-    /// JSON has no form for; nil for JSON's `null`, which resets the value.
+    /// The value `--set` gives: JSON, or with `--type date` an ISO 8601 date (as ``ISO8601`` reads it) and with
+    /// `--type data` base64, which JSON has no form for; nil for JSON's `null`, which resets the value.
     static func argument(_ text: String, type: String?) throws(UsageError) -> AnyValue? {
         switch type {
         case nil:
@@ -68,28 +68,17 @@ indirect enum AnyValue: Codable, Sendable {
             let json = try JSONReader.parse(text, option: "--set", maximumDepth: GroupNotificationCenter.maximumNestingDepth - 1)
             return json == .null ? nil : AnyValue(json: json)
         case "date":
-            guard let date = Self.date(from: text) else { throw UsageError("--set is not an ISO 8601 date: '\(text)'") }
-            return .date(date)
+            do {
+                return .date(try ISO8601.date(from: text))
+            } catch {
+                let shown = text.count > 40 ? text.prefix(40) + "…" : text
+                throw UsageError("--set '\(shown)' is not an ISO 8601 date: \(error)")
+            }
         case "data":
             guard let data = Data(base64Encoded: text) else { throw UsageError("--set is not base64: '\(text)'") }
             return .data(data)
         case let other?: throw UsageError("--type takes date or data, not '\(other)'")
         }
-    }
-
-    /// A date as printed: ISO 8601 with fractions of a second.
-    static func dateText(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
-
-    static func date(from text: String) -> Date? {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        if let date = formatter.date(from: text) { return date }
-        formatter.formatOptions = [.withInternetDateTime]
-        return formatter.date(from: text)
     }
 
     /// The value as JSON: a date as an ISO 8601 string, data as base64, a real always with its fraction.

@@ -129,13 +129,11 @@ indirect enum JSONValue: Equatable {
             .sorted { $0.text < $1.text }.map(\.pair))
     }
 
-    /// A date as ISO 8601 with fractions of a second; one that form cannot show (before the year 1, after 9999,
-    /// or not finite) as its seconds since 2001-01-01, a real.
+    /// A date as ISO 8601 in UTC, as ``ISO8601/text(_:)`` prints it (the fraction of a second only when not zero);
+    /// one that form cannot show (before the year 1, from 10000 on, or not finite) as its seconds since
+    /// 2001-01-01, a real.
     init(date: Date) {
-        // The years 1 to 9999, in seconds since 2001-01-01.
-        let shown = -63_113_904_000.0..<252_423_993_600.0
-        let seconds = date.timeIntervalSinceReferenceDate
-        self = shown.contains(seconds) ? .string(AnyValue.dateText(date)) : .real(seconds)
+        self = ISO8601.text(date).map(JSONValue.string) ?? .real(date.timeIntervalSinceReferenceDate)
     }
 
     /// A number as the type it holds. NSNumber's type letters: `c` is a `Bool` (JSON's true and false, and

@@ -47,6 +47,25 @@ struct Options {
         guard let value = Int(text), value >= 0 else { throw UsageError("--\(key) takes a whole number, not '\(text)'") }
         return value
     }
+
+    /// A number of seconds (`--timeout 2.5`, `--timeout 1e-3`) as the library waits it: in whole nanoseconds,
+    /// rounded to the nearest. Every duration option of the tool is read here.
+    /// - Throws: A ``UsageError`` that says why, for text that is not a number, or not finite, or not more than
+    ///   zero, or shorter than a nanosecond (the shortest wait the library has), or more than `maximum` seconds.
+    func duration(_ key: String, atMost maximum: Int) throws(UsageError) -> Duration? {
+        guard let text = values[key] else { return nil }
+        let shown = text.count > 40 ? text.prefix(40) + "…" : text
+        guard let seconds = Double(text) else { throw UsageError("--\(key) takes a number of seconds, not '\(shown)'") }
+        guard seconds.isFinite else { throw UsageError("--\(key) takes a finite number of seconds, not '\(shown)'") }
+        guard seconds > 0 else { throw UsageError("--\(key) must be more than 0 seconds, not '\(shown)'") }
+        guard seconds >= 1e-9 else {
+            throw UsageError("--\(key) \(shown) is shorter than a nanosecond, the shortest wait there is: give at least 1e-9")
+        }
+        guard seconds <= Double(maximum) else {
+            throw UsageError("--\(key) must be at most \(maximum) seconds, not '\(shown)'")
+        }
+        return .nanoseconds(max(1, Int64((seconds * 1e9).rounded())))
+    }
 }
 
 /// A mistake in the command line: exit status 2, one line naming what was wrong.

@@ -8,7 +8,8 @@ let commandHelp: [(name: String, text: String)] = [
           as a durable listener that receives what was posted for it while it was not running. SIGTERM or SIGINT
           ends it cleanly. An integer prints as its digits, a real always with a fraction or an exponent (1.0,
           1e+16), NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity"; data as base64, a date
-          as ISO 8601 (outside the years 1 to 9999, as its seconds since 2001). A dictionary two of whose keys
+          as ISO 8601 in UTC, 2024-02-29T12:00:00.250Z, the fraction only when not zero (outside the years 1 to
+          9999, as its seconds since 2001). A dictionary two of whose keys
           print alike (the number 1 and the string "1") prints as an array of [key, value] pairs.
         """),
     ("post", """
@@ -22,7 +23,9 @@ let commandHelp: [(name: String, text: String)] = [
           print the current retained notification of N as one JSON line, as listen prints it (exit 1 if none),
           or forget it. --list prints the names that have one as one JSON line,
           {"container":…,"names":[…],"skipped":K}: names sorted by their UTF-8 bytes; K counts the files of
-          retained/ that are not a whole retained notification (a FIFO, a link, damage), skipped and left
+          retained/ that are not a whole retained notification (a FIFO, a link, damage), skipped and left in
+          place, each named with why on standard error. Exit 0 whether or not some were skipped; 1 when the
+          folder cannot be listed.
         """),
     ("value", """
         usage: wormhole value (--group ID | --container DIR) [--create] (--name N [--set JSON [--type date|data] | --reset] | --list)
@@ -30,16 +33,25 @@ let commandHelp: [(name: String, text: String)] = [
           (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
           typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
           reads --set as an ISO 8601 date, --type data as base64.
-          Values print as listen prints them; dates as ISO 8601 with fractions of a second. A stored value this
-          version cannot read (a later format, damage) is a failure, exit 1, never printed as null.
+          A date is YYYY-MM-DDThh:mm:ss[.fraction](Z|±hh:mm|±hhmm), or YYYY-MM-DD (midnight UTC), in the years
+          0001 to 9999 of the proleptic Gregorian calendar. Every field is checked: a day that does not exist
+          (2023-02-29), 24:00:00, a leap second's 60 and a time without an offset are mistakes (exit 2), never
+          moved to another day. A fraction keeps what a date holds (under a microsecond now, 30 in the year 9999).
+          Values print as listen prints them: dates in UTC (...Z), the fraction only when not zero, which reads
+          back as the same date. A value that was never set, or was reset, prints null. A stored value that
+          cannot be read (damage: a version file changed, cut short or not a file; a later format) is a failure:
+          exit 1, the reason on standard error, nothing printed (never null).
           --list prints the names of the values that are set (not unset or reset) as one JSON line,
-          {"container":…,"names":[…],"skipped":K}, as retained --list does for values/.
+          {"container":…,"names":[…],"skipped":K}, as retained --list does for values/: K counts the values
+          skipped as damaged or not Wormhole's, each named with why on standard error. Exit 0 whether or not
+          some were skipped; 1 when values/ cannot be listed.
         """),
     ("request", """
         usage: wormhole request (--group ID | --container DIR) --name N [--object O] [--user-info JSON] [--timeout S]
           ask the responders of N and print the first reply as one JSON line, as listen prints a notification;
-          exit 1 when no process has a responder for N, or no reply comes within S seconds (default 5, at most
-          86400). --user-info is read as post reads it. A responder that is suspended, or durable and not
+          exit 1 when no process has a responder for N, or no reply comes within S seconds (default 5; from
+          1e-9, a nanosecond, to 86400; anything else, not finite or not a number is a mistake, exit 2).
+          --user-info is read as post reads it. A responder that is suspended, or durable and not
           running, answers when it runs again, if that is within S seconds.
         """),
     ("respond", """

@@ -217,7 +217,8 @@ struct CommandLineTests {
         let reader = try Peer("wormhole", ["value", "--container", container.path, "--name", "later"])
         #expect(try await reader.awaitExit() == 1)
         #expect(reader.output.isEmpty, "\(reader.output)")
-        #expect(reader.errorOutput.last?.contains("cannot be read by this version") == true, "\(reader.errorOutput)")
+        #expect(reader.errorOutput.last?.contains("cannot be read, nothing printed") == true, "\(reader.errorOutput)")
+        #expect(reader.errorOutput.last?.contains("stored in format 3, which this version does not read") == true, "\(reader.errorOutput)")
         // A value it can read still prints, also null for one never set.
         for (name, printed) in [("unset", "null")] {
             let peer = try Peer("wormhole", ["value", "--container", container.path, "--name", name])

@@ -12,6 +12,9 @@ final class ValueVersions: Sendable {
         var archive: ArchiveBytes?
         /// Who wrote the newest whole version (0 for none).
         var poster: UInt64 = 0
+        /// Why the value could not be read, when no version near the newest is whole but some are damaged: the
+        /// newest damaged one's reason. Nil when a whole version was found, and when the value has no version.
+        var damage: String? = nil
     }
 
     let name: String
@@ -54,7 +57,8 @@ final class ValueVersions: Sendable {
             }
         }
         return Reading(
-            newest: reading.newest, version: reading.version, archive: reading.frame?.userInfo, poster: reading.frame?.poster ?? 0)
+            newest: reading.newest, version: reading.version, archive: reading.frame?.userInfo, poster: reading.frame?.poster ?? 0,
+            damage: reading.frame == nil ? reading.damaged.first?.reason : nil)
     }
 
     /// Writes `archive` (nil: the default) as `version`, calls `written`, then announces the change; false when
