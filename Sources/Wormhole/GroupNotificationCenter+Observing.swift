@@ -103,11 +103,14 @@ extension GroupNotificationCenter {
         forName name: Notification.Name?, object: String?, allowed: AllowedClasses, handoff: Handoff,
         includingRetained: Bool = false
     ) -> Observer {
+        let durable = endpoint.identity.isDurable
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
             subscription: Subscription(name: name?.rawValue, object: object), allowed: allowed, handoff: handoff,
-            gated: includingRetained)
+            gated: includingRetained, keepsFrames: durable)
         endpoint.add(observer)
+        // What it is handed and does not run goes back to the spool, for the identity's next run.
+        if durable { handoff.returns(to: endpoint.listenerSpool) }
         guard includingRetained, let name else { return observer }
         // Read after registering, so nothing posted in between is missed.
         let current = endpoint.retainedNotification(named: name.rawValue, allowed: allowed).flatMap { note, frame, bytes in

@@ -4,20 +4,17 @@ import Wormhole
 
 /// `request` and `respond`.
 extension Commands {
-    /// How long `request` waits for a reply without `--timeout`, in seconds.
-    static let defaultRequestTimeout = 5.0
+    /// How long `request` waits for a reply without `--timeout`.
+    static let defaultRequestTimeout = Duration.seconds(5)
+    /// The longest `--timeout` of `request`, in seconds: the library's limit, a day.
+    static let maximumRequestTimeout = Int(Limits.maximumRequestTimeout.components.seconds)
 
     /// Asks the responders of `--name` and prints the first reply as one JSON line, as `listen` prints a
     /// notification. No responder, or no reply within `--timeout`, is a failure (exit status 1).
     static func request(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Options(arguments, options: containerOptions.union(["name", "object", "user-info", "timeout"]))
         guard let name = options["name"] else { throw UsageError("request needs --name") }
-        let seconds = try options["timeout"].map { text throws(UsageError) -> Double in
-            guard let seconds = Double(text), seconds > 0, seconds <= 24 * 3600 else {
-                throw UsageError("--timeout takes a number of seconds, more than 0 and at most 86400, not '\(text)'")
-            }
-            return seconds
-        } ?? defaultRequestTimeout
+        let timeout = try options.duration("timeout", atMost: maximumRequestTimeout) ?? defaultRequestTimeout
         let userInfoText = try options["user-info"].map { try JSONValue.text(of: $0) }
         // Read before the container is opened, so that a mistake leaves nothing behind.
         _ = try userInfoText.map { text throws(UsageError) in try JSONValue.userInfo(from: text) }
@@ -30,7 +27,7 @@ extension Commands {
             do {
                 let userInfo = try userInfoText.map { text throws(UsageError) in try JSONValue.userInfo(from: text) }
                 let reply = try await center.request(
-                    name: Notification.Name(name), object: object, userInfo: userInfo, timeout: .seconds(seconds))
+                    name: Notification.Name(name), object: object, userInfo: userInfo, timeout: timeout)
                 result = .success(JSONValue.line(for: reply))
             } catch {
                 result = .failure(error)
@@ -62,38 +59,21 @@ extension Commands {
         let limit = try options.integer("count")
         let replyText = try options["reply"].map { try JSONValue.text(of: $0) }
         _ = try replyText.map { text throws(UsageError) in try JSONValue.userInfo(from: text) }
-        // Held only here: SIGTERM and SIGINT close the center, which takes this process out of the registry, then exit.
-        let open = Mutex<GroupNotificationCenter?>(try center(options, command: "respond"))
-        let signals = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                open.withLock { $0 = nil }
-                exit(0)
+        let consumer = Consumer(center: try center(options, command: "respond"), limit: limit)
+        let path = consumer.center?.containerURL.path ?? ""
+        // One request at a time, each block followed by its reply's post: a request the command did not print is
+        // not answered, and goes back to a durable identity's spool when the command stops.
+        consumer.center?.addResponder(forName: Notification.Name(name), object: options["object"], queue: consumer.queue) { request in
+            guard let count = consumer.take() else { return nil }
+            guard Output.line(JSONValue.line(for: request)) else {
+                consumer.stop()
+                return nil
             }
-            source.resume()
-            return source
-        }
-        let answered = Counter()
-        let done = DispatchSemaphore(value: 0)
-        // One request at a time, each block followed by its reply's post: once the count is reached, the last
-        // reply is sent when this queue is idle.
-        let queue = OperationQueue()
-        queue.maxConcurrentOperationCount = 1
-        let path = open.withLock { $0?.containerURL.path } ?? ""
-        open.withLock { $0 }?.addResponder(forName: Notification.Name(name), object: options["object"], queue: queue) { request in
-            let count = answered.increment()
-            if limit.map({ count <= $0 }) ?? true { Output.line(JSONValue.line(for: request)) }
-            if count == limit { done.signal() }
+            if consumer.isLast(count) { consumer.stop() }
             return replyText.flatMap { try? JSONValue.userInfo(from: $0) }
         }
+        // Registered, with nothing taken: a durable responder's requests wait for its next run.
         if limit == 0 { exit(0) }
-        // Its only responder is added: a durable identity's spool is handed over now, not a moment later.
-        open.withLock { $0 }?.deliverSpooledNotifications()
-        Output.error("wormhole: responding to \(name) in \(path) (pid \(getpid()))")
-        done.wait()
-        queue.waitUntilAllOperationsAreFinished()
-        withExtendedLifetime(signals) { open.withLock { $0 = nil } }
-        exit(0)
+        consumer.run(saying: "wormhole: responding to \(name) in \(path) (pid \(getpid()))")
     }
 }

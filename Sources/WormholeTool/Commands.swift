@@ -53,42 +53,20 @@ enum Commands {
     static func listen(_ arguments: ArraySlice<String>) throws -> Never {
         let options = try Options(arguments, options: containerOptions.union(["name", "object", "count", "client"]), flags: ["create"])
         let limit = try options.integer("count")
-        // Held only here: SIGTERM and SIGINT close the center, which takes this process out of the registry, then exit.
-        let open = Mutex<GroupNotificationCenter?>(try center(options, command: "listen"))
+        let consumer = Consumer(center: try center(options, command: "listen"), limit: limit)
         if limit == 0 { exit(0) }
-        let signals = [SIGTERM, SIGINT].map { number in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                open.withLock { $0 = nil }
-                exit(0)
-            }
-            source.resume()
-            return source
+        let path = consumer.center?.containerURL.path ?? ""
+        // Printed on a queue of its own, one at a time: a notification counts as taken once printed, and what
+        // waits when the command stops goes back to a durable identity's spool.
+        consumer.center?.addObserver(
+            forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: consumer.queue
+        ) { note in
+            guard let count = consumer.take() else { return }
+            // A reader that went: the command stops, and gives back what it did not print.
+            guard Output.line(JSONValue.line(for: note)) else { return consumer.stop() }
+            if consumer.isLast(count) { consumer.stop() }
         }
-        let received = Counter()
-        let done = DispatchSemaphore(value: 0)
-        let path = open.withLock { $0?.containerURL.path } ?? ""
-        // Printed on a queue of its own, not on the receive thread: when the last one is printed, the receive thread is
-        // not in observer code, so closing the center below waits for it to finish the hand-over (a durable
-        // listener then removes what it handed over from its spool) instead of leaving it to the next run.
-        let printer = OperationQueue()
-        printer.maxConcurrentOperationCount = 1
-        open.withLock { $0 }?.addObserver(forName: options["name"].map { Notification.Name($0) }, object: options["object"], queue: printer) {
-            note in
-            let count = received.increment()
-            guard limit.map({ count <= $0 }) ?? true else { return }
-            Output.line(JSONValue.line(for: note))
-            if count == limit { done.signal() }
-        }
-        // Its only observer is added: a durable identity's spool is handed over now, not a moment later.
-        open.withLock { $0 }?.deliverSpooledNotifications()
-        Output.error("wormhole: listening in \(path) (pid \(getpid()))")
-        done.wait()
-        // Closing the center lets the listener finish what it is handing over (a durable one then removes it
-        // from its spool) before the process ends.
-        withExtendedLifetime(signals) { open.withLock { $0 = nil } }
-        exit(0)
+        consumer.run(saying: "wormhole: listening in \(path) (pid \(getpid()))")
     }
 
     /// Posts one notification and prints what was delivered and spooled.
@@ -118,7 +96,7 @@ enum Commands {
         if options.has("list") {
             if options["name"] != nil || options.has("clear") { throw UsageError("--list takes no --name or --clear") }
             let center = try center(options, command: "retained", existing: true)
-            return try list(center) { try $0.retainedNotificationNames().map(\.rawValue) }
+            return try list(center, "retained") { try $0.retainedNotificationListing() }
         }
         guard let name = options["name"] else { throw UsageError("retained needs --name, or --list") }
         let center = try center(options, command: "retained", existing: true)
@@ -143,7 +121,7 @@ enum Commands {
                 throw UsageError("--list takes no --name, --set, --type or --reset")
             }
             let center = try center(options, command: "value", existing: !options.has("create"))
-            return try list(center) { try $0.groupValueNames() }
+            return try list(center, "values") { try $0.groupValueListing() }
         }
         guard let name = options["name"] else { throw UsageError("value needs --name, or --list") }
         if options["set"] != nil && options.has("reset") { throw UsageError("give --set or --reset, not both") }
@@ -167,25 +145,43 @@ enum Commands {
             }
             return 0
         }
-        let current = value.value
-        // A stored value no AnyValue decodes (of a later format, or damaged) reads as the default, nil: that is
-        // not an unset value, and printing null would say it is. The library has logged why.
-        guard center.statistics.valuesRejected == 0 else {
-            throw ToolFailure("the stored value of \(name) cannot be read by this version of wormhole; nothing printed")
-        }
+        // A stored value that is damaged (no whole version near the newest) or that no AnyValue decodes (of a
+        // later format) reads as the default, nil, in an app: that is not an unset value, and printing null would
+        // say it is. Here it is a failure that says why, and nothing is printed.
+        let current = try readable(value)
         Output.line((current ?? .null).json.text)
         return 0
     }
 
-    /// Prints what `names` lists of the container as one JSON line, `{"container":…,"names":[…],"skipped":N}`:
-    /// the names sorted by their UTF-8 bytes, and how many entries were skipped as not what Wormhole writes there
-    /// (the library logs which, and why).
-    private static func list(_ center: GroupNotificationCenter, _ names: (GroupNotificationCenter) throws -> [String]) throws -> Int32 {
-        let dropped = center.statistics.dropped
-        let listed = try names(center)
+    /// The value `value` holds: nil when unset.
+    /// - Throws: A ``ToolFailure`` that says why, for a stored value that is damaged or that this version cannot
+    ///   read; a system error when the container cannot be read.
+    private static func readable(_ value: GroupValue<AnyValue?>) throws -> AnyValue? {
+        // Read through a function that throws any Error: a do-catch of the typed error here crashes the Swift
+        // 6.3.1 compiler (in MandatoryAllocBoxToStack).
+        func read() throws -> AnyValue? { try value.readValue() }
+        do {
+            return try read()
+        } catch let error as WormholeError where error.code == .corruptData {
+            throw ToolFailure("the stored value of \(value.name) cannot be read, nothing printed: \(error)")
+        }
+    }
+
+    /// Prints what `listing` finds in the container's `folder` as one JSON line,
+    /// `{"container":…,"names":[…],"skipped":N}`: the names sorted by their UTF-8 bytes, and how many entries were
+    /// skipped as not what Wormhole writes there or damaged, each said on standard error with why. Exit status 0
+    /// whether or not some were skipped; a folder that cannot be listed throws (exit status 1).
+    private static func list(
+        _ center: GroupNotificationCenter, _ folder: String,
+        _ listing: (GroupNotificationCenter) throws -> (names: [String], skipped: [(entry: String, reason: String)])
+    ) throws -> Int32 {
+        let found = try listing(center)
+        // Said one a line, the first hundred: a folder may hold up to 100,000 planted entries.
+        for (entry, reason) in found.skipped.prefix(100) { Output.error("wormhole: skipped \(folder)/\(entry): \(reason)") }
+        if found.skipped.count > 100 { Output.error("wormhole: skipped \(found.skipped.count - 100) more in \(folder)/") }
         Output.line(JSONValue.object([
-            "container": .string(center.containerURL.path), "names": .array(listed.map(JSONValue.string)),
-            "skipped": .integer(Int64(center.statistics.dropped - dropped)),
+            "container": .string(center.containerURL.path), "names": .array(found.names.map(JSONValue.string)),
+            "skipped": .integer(Int64(found.skipped.count)),
         ]).text)
         return 0
     }
@@ -247,19 +243,24 @@ enum Commands {
 
 /// Writes whole lines straight to the file descriptors, so that a reader sees each line as soon as it exists.
 enum Output {
-    static func line(_ text: String) { write(1, Escaping.forDisplay(text) + "\n") }
+    /// Writes `text` as a line on standard output; false when it could not be written whole (its reader went).
+    @discardableResult
+    static func line(_ text: String) -> Bool { write(1, Escaping.forDisplay(text) + "\n") }
     static func error(_ text: String) { write(2, Escaping.forDisplay(text) + "\n") }
     /// The tool's own text (its usage), which may span lines: not escaped.
     static func ownText(_ text: String, toError: Bool = false) { write(toError ? 2 : 1, text + "\n") }
 
-    private static func write(_ fd: Int32, _ text: String) {
+    @discardableResult
+    private static func write(_ fd: Int32, _ text: String) -> Bool {
         var bytes = Array(text.utf8)
         var done = 0
         while done < bytes.count {
             let n = bytes.withUnsafeMutableBytes { raw in Foundation.write(fd, raw.baseAddress.map { $0 + done }, raw.count - done) }
-            if n <= 0 { return }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
             done += n
         }
+        return true
     }
 }
 

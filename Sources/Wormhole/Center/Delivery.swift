@@ -5,6 +5,8 @@ import Synchronization
 /// them, each userInfo decoded once per set of allowed classes.
 final class Delivery: Sendable {
     private let observers = Mutex(ObserverTable())
+    /// How many times observers were removed: a spool's hand-over checks it (``SpoolReader/Handlers``).
+    let removals = Atomic<UInt64>(0)
     private let counters: Counters
     /// The highest sequence delivered of each relay's poster (``RelayMark``): a relay killed between posting and
     /// recording it posts the same again, which is dropped here.
@@ -23,6 +25,7 @@ final class Delivery: Sendable {
     /// subscriptions changed.
     func remove(where shouldRemove: (Observer) -> Bool) -> Bool {
         let (removed, changed) = observers.withLock { $0.remove(where: shouldRemove) }
+        if !removed.isEmpty { removals.add(1, ordering: .releasing) }
         removed.forEach { $0.deactivate() }
         return changed
     }
@@ -38,22 +41,31 @@ final class Delivery: Sendable {
     /// `runningObserverCode` (``DeliveryBatch/dispatch(backlog:runningObserverCode:)``).
     ///
     /// What goes to observers' queues, actors and sequences is held in `backlog` until those observers have run.
-    func deliver(_ frames: [Frame], backlog: DeliveryBacklog?, runningObserverCode: (() -> Void) -> Void) {
-        batch(of: frames).dispatch(backlog: backlog, runningObserverCode: runningObserverCode)
+    /// With `keepingUnmatched`, returns the frames no observer matched; otherwise none.
+    @discardableResult
+    func deliver(
+        _ frames: [Frame], backlog: DeliveryBacklog?, keepingUnmatched: Bool = false,
+        runningObserverCode: (() -> Void) -> Void
+    ) -> [Frame] {
+        var unmatched: [Frame]? = keepingUnmatched ? [] : nil
+        batch(of: frames, unmatched: &unmatched).dispatch(backlog: backlog, runningObserverCode: runningObserverCode)
+        return unmatched ?? []
     }
 
     /// Hands frames of this process's own posts, from another thread than the receive thread, to the matching
     /// observers. Returns what those without a queue are to run, on the receive thread
     /// (``DeliveryBatch/dispatchFromAnotherThread(backlog:)``).
     func deliverFromAnotherThread(_ frames: [Frame], backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
-        batch(of: frames).dispatchFromAnotherThread(backlog: backlog)
+        var unmatched: [Frame]? = nil
+        return batch(of: frames, unmatched: &unmatched).dispatchFromAnotherThread(backlog: backlog)
     }
 
-    /// The deliveries of `frames` to the matching observers, counted.
+    /// The deliveries of `frames` to the matching observers, counted; the frames no observer matched are added to
+    /// `unmatched` when it is not nil.
     ///
     /// A userInfo is decoded once per set of allowed classes, and once for a run of frames that carry the same
     /// compact archive (a poster repeating itself): it holds only values, so the frames may share what it decodes to.
-    private func batch(of frames: [Frame]) -> DeliveryBatch {
+    private func batch(of frames: [Frame], unmatched: inout [Frame]?) -> DeliveryBatch {
         var batch = DeliveryBatch()
         var received = 0
         var rejected = 0
@@ -89,6 +101,7 @@ final class Delivery: Sendable {
                 }
                 batch.add(observer, frame: frame, userInfo: userInfo)
             }
+            if !matched { unmatched?.append(frame) }
         }
         if received > 0 || rejected > 0 {
             counters.count {

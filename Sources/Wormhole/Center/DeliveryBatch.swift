@@ -4,8 +4,9 @@ import Foundation
 /// its queue or actor wakes once per batch, not once per notification. Observers without a queue share one
 /// run on the receive thread, placed where the first of them came among the observers.
 struct DeliveryBatch {
-    /// One observer's deliveries, in order, each with its frame's bytes.
-    fileprivate typealias Group = (observer: Observer, notes: [(note: SendableNotification, bytes: Int)])
+    /// One observer's deliveries, in order, each with its frame's bytes, and the frame itself for an observer that
+    /// gives back what it did not run (``Observer/keepsFrames``).
+    fileprivate typealias Group = (observer: Observer, notes: [(note: SendableNotification, bytes: Int, frame: Frame?)])
 
     /// The observers with a queue, an actor or a sequence, in the order they first came.
     private var groups: [Group] = []
@@ -26,10 +27,11 @@ struct DeliveryBatch {
             calls.append(observer, note)
             return
         }
+        let kept = observer.keepsFrames ? frame : nil
         if let index = groups.firstIndex(where: { $0.observer === observer }) {
-            groups[index].notes.append((note, frame.byteCount))
+            groups[index].notes.append((note, frame.byteCount, kept))
         } else {
-            groups.append((observer, [(note, frame.byteCount)]))
+            groups.append((observer, [(note, frame.byteCount, kept)]))
         }
     }
 

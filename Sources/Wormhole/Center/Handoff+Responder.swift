@@ -40,7 +40,11 @@ private struct Responding: Sendable {
     func drain(on actor: isolated (any Actor)?, _ handoff: Handoff, staying: Bool = false) async {
         while var entries = handoff.takeAll(staying: staying) {
             while let entry = entries.popLast() {
-                if handoff.isOpen, let (request, envelope) = prepare(entry.note.value) {
+                guard handoff.isOpen else {
+                    handoff.stopDraining(at: entry, rest: entries)
+                    break
+                }
+                if let (request, envelope) = prepare(entry.note.value) {
                     nonisolated(unsafe) let request = request
                     let reply = await block(request)
                     answer(envelope, reply)

@@ -57,7 +57,11 @@ extension Handoff {
     ) async {
         while var entries = handoff.takeAll(staying: staying) {
             while let entry = entries.popLast() {
-                if handoff.isOpen, let value = convert(entry.note.value) {
+                guard handoff.isOpen else {
+                    handoff.stopDraining(at: entry, rest: entries)
+                    break
+                }
+                if let value = convert(entry.note.value) {
                     nonisolated(unsafe) let value = value
                     await block(value)
                 }

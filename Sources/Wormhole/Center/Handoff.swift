@@ -10,14 +10,18 @@ import Synchronization
 /// parks, and the next arrival resumes it on its actor, which costs one job there and no new task. An async
 /// sequence's consumer that waits is resumed directly with the next notification.
 ///
-/// When the observer goes, what waits is dropped and its backlog released at once, whoever keeps the token: a
-/// target that never runs again holds nothing.
+/// When the observer goes, what waits is released from the backlog at once, whoever keeps the token: a target
+/// that never runs again holds nothing. An observer of a durable center gives it back (``returns(to:)``): what it
+/// was handed and had not run goes back to the spool, in order, for the identity's next run; a drain running as
+/// the observer goes finishes the block it is in, and gives back the rest. Otherwise it is dropped.
 final class Handoff: Sendable {
     /// A notification waiting, and the backlog it holds: its frame's bytes, released once.
     struct Entry: Sendable {
         let note: SendableNotification
         let backlog: DeliveryBacklog?
         let bytes: Int
+        /// The frame it came from, for an observer that gives back what it did not run; nil otherwise.
+        let frame: Frame?
 
         func release() {
             backlog?.release(bytes: bytes)
@@ -30,7 +34,12 @@ final class Handoff: Sendable {
         var head = 0
         /// Whether a drain is scheduled or running.
         var scheduled = false
+        /// Whether a drain holds entries it took and has not run yet: as the observer ends, that drain gives them
+        /// back, and what waits after them, in order.
+        var draining = false
         var ended = false
+        /// Where what the observer did not run goes as it ends; nil: dropped.
+        var returns: SpoolFolder?
         /// Consumers of a sequence waiting for the next notification, oldest first.
         var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
         /// An actor's drain that waits for more (``Handoff/park()``); it counts as not scheduled.
@@ -59,12 +68,30 @@ final class Handoff: Sendable {
     /// Whether the observer is still there: a drain runs no block once it went.
     var isOpen: Bool { !ended.load(ordering: .acquiring) }
 
-    /// Hands `notes` (each with its frame's bytes) over, in order, held in `backlog` until they ran.
-    func append(_ notes: [(note: SendableNotification, bytes: Int)], backlog: DeliveryBacklog?) {
+    /// Gives what the observer was handed and did not run back to `spool` as it ends (a durable listener's own).
+    func returns(to spool: SpoolFolder?) {
+        state.withLock { $0.returns = spool }
+    }
+
+    /// Hands `notes` (each with its frame's bytes, and the frame for an observer that gives back) over, in order,
+    /// held in `backlog` until they ran.
+    func append(_ notes: [(note: SendableNotification, bytes: Int, frame: Frame?)], backlog: DeliveryBacklog?) {
         var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
         var parked: UnsafeContinuation<Bool, Never>?
+        var late: [Entry] = []
         let schedule = state.withLock { state -> Bool in
-            if state.ended { return false }
+            if state.ended {
+                // Read for the observer as it went: given back after what it left, in order, or else dropped.
+                guard state.returns != nil else { return false }
+                let entries = notes.map { Entry(note: $0.note, backlog: nil, bytes: 0, frame: $0.frame) }
+                if state.draining {
+                    state.waiting.append(contentsOf: entries)
+                } else {
+                    Self.write(entries, to: state.returns)
+                    late = entries
+                }
+                return false
+            }
             // A consumer waits only while nothing does: it takes the first ones directly.
             var index = 0
             while index < notes.count, !state.consumers.isEmpty {
@@ -73,7 +100,7 @@ final class Handoff: Sendable {
             }
             while index < notes.count {
                 backlog?.hold(bytes: notes[index].bytes)
-                state.waiting.append(Entry(note: notes[index].note, backlog: backlog, bytes: notes[index].bytes))
+                state.waiting.append(Entry(note: notes[index].note, backlog: backlog, bytes: notes[index].bytes, frame: notes[index].frame))
                 index += 1
             }
             guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return false }
@@ -81,6 +108,7 @@ final class Handoff: Sendable {
             swap(&parked, &state.parked)
             return parked == nil
         }
+        for entry in late { entry.release() }
         for (consumer, note) in handed { consumer.resume(returning: note) }
         if let parked { parked.resume(returning: true) }
         if schedule { wake?(self) }
@@ -91,15 +119,45 @@ final class Handoff: Sendable {
     /// notification as it runs it (`popLast`): what it has run no longer takes memory while its backlog lets
     /// the listener read more. Nil once nothing waits (the next arrival schedules again) or the observer went.
     /// A drain that parks when nothing waits (`staying`) stays scheduled until it parks.
+    /// Once the observer went, what the drain left waiting is given back, and nil returned.
     func takeAll(staying: Bool = false) -> [Entry]? {
-        state.withLock { state -> [Entry]? in
+        var left: [Entry] = []
+        let taken = state.withLock { state -> [Entry]? in
             guard !state.ended, state.waiting.count > state.head else {
                 if !staying { state.scheduled = false }
+                if state.draining && state.ended {
+                    left = state.takeAll()
+                    Self.write(left, to: state.returns)
+                }
+                state.draining = false
                 return nil
             }
             var entries = state.takeAll()
             entries.reverse()
+            state.draining = true
             return entries
+        }
+        for entry in left { entry.release() }
+        return taken
+    }
+
+    /// For a drain that found the observer gone: gives back `entry` and the rest of what it took (`rest`, newest
+    /// first, as ``takeAll(staying:)`` returns them), in order. The drain then takes again, which gives back what
+    /// waits after them.
+    func stopDraining(at entry: Entry, rest: [Entry]) {
+        let entries = [entry] + rest.reversed()
+        state.withLock { Self.write(entries, to: $0.returns) }
+        for entry in entries { entry.release() }
+    }
+
+    /// Writes the frames of `entries` back to `spool`, if the observer gives back. Called under the state's lock,
+    /// so that what is given back, by the drain, ``end()`` or a late ``append(_:backlog:)``, reaches the spool in
+    /// the order received.
+    private static func write(_ entries: [Entry], to spool: SpoolFolder?) {
+        guard let spool, !entries.isEmpty else { return }
+        let frames = entries.compactMap(\.frame)
+        if !spool.keepReturned(frames) {
+            Log.warning("\(frames.count) notification(s) an observer had not run could not be given back to the spool of listener \(FileName.hex(spool.listener)); they are lost")
         }
     }
 
@@ -109,7 +167,8 @@ final class Handoff: Sendable {
         while var entries = takeAll() {
             withAutoreleasePool {
                 while let entry = entries.popLast() {
-                    if isOpen { block(entry.note.value) }
+                    guard isOpen else { return stopDraining(at: entry, rest: entries) }
+                    block(entry.note.value)
                     entry.release()
                 }
             }
@@ -175,8 +234,9 @@ final class Handoff: Sendable {
         for entry in dropped { entry.release() }
     }
 
-    /// Ends the hand-over: what waits is dropped and its backlog released, waiting consumers get nil, and nothing
-    /// handed over later is kept. Ending twice is not an error.
+    /// Ends the hand-over: what waits is given back (``returns(to:)``) or dropped, and its backlog released;
+    /// waiting consumers get nil, and nothing handed over later is kept. A drain that holds entries it has not run
+    /// gives those back, then what waits, once its block returns. Ending twice is not an error.
     func end() {
         ended.store(true, ordering: .releasing)
         let (dropped, consumers, parked) = state.withLock { state in
@@ -185,7 +245,9 @@ final class Handoff: Sendable {
                 state.consumers = []
                 state.parked = nil
             }
-            return (state.takeAll(), state.consumers, state.parked)
+            let dropped = state.draining ? [] : state.takeAll()
+            Self.write(dropped, to: state.returns)
+            return (dropped, state.consumers, state.parked)
         }
         for entry in dropped { entry.release() }
         for consumer in consumers { consumer.resume(returning: nil) }

@@ -203,7 +203,7 @@ final class Membership: Sendable {
         let names = (try? Sys.listDirectory(folder.descriptor)) ?? []
         var count = 0
         for name in names where name.hasSuffix(SpoolFolder.segmentSuffix) || name.hasSuffix(SpoolFolder.takenSuffix)
-            || name.hasPrefix(SpoolFolder.heldPrefix)
+            || name.hasPrefix(SpoolFolder.heldPrefix) || name.hasPrefix(SpoolFolder.returnedPrefix)
         {
             _ = folder.readSegment(name) { _ in count += 1 }
         }

@@ -10,6 +10,9 @@ final class Observer: NSObject, Sendable {
     /// Where notifications wait for the observer's queue, actor or consumer; nil when its block runs on the
     /// receive thread.
     let handoff: Handoff?
+    /// Whether what it is handed keeps its frame, to be given back to a durable listener's spool if the observer
+    /// goes before running it (``Handoff/returns(to:)``).
+    let keepsFrames: Bool
     /// The block, for an observer that runs on the receive thread.
     private let block: (@Sendable (Notification) -> Void)?
     /// The block, for a relay's observer, which takes frames as they came, on the receive thread.
@@ -30,12 +33,16 @@ final class Observer: NSObject, Sendable {
     }
 
     /// An observer whose notifications go through `handoff`.
-    init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, handoff: Handoff, gated: Bool = false) {
+    init(
+        id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, handoff: Handoff,
+        gated: Bool = false, keepsFrames: Bool = false
+    ) {
         self.id = id
         self.center = center
         self.subscription = subscription
         self.allowed = allowed
         self.handoff = handoff
+        self.keepsFrames = keepsFrames
         self.block = nil
         self.frameBlock = nil
         self.gate = Mutex(Gate(held: gated ? [] : nil))
@@ -49,6 +56,7 @@ final class Observer: NSObject, Sendable {
         self.subscription = subscription
         self.allowed = allowed
         self.handoff = nil
+        self.keepsFrames = false
         self.block = block
         self.frameBlock = nil
         self.gate = Mutex(Gate())
@@ -63,6 +71,7 @@ final class Observer: NSObject, Sendable {
         self.subscription = subscription
         self.allowed = AllowedClasses.values
         self.handoff = nil
+        self.keepsFrames = false
         self.block = nil
         self.frameBlock = frames
         self.gate = Mutex(Gate())
@@ -94,8 +103,9 @@ final class Observer: NSObject, Sendable {
             guard let waiting = gate.held else { return }
             gate.held = nil
             gate.first = first?.frame
-            var notes: [(note: SendableNotification, bytes: Int)] = first.map { [($0.note, $0.bytes)] } ?? []
-            notes += waiting.filter { $0.frame != first?.frame }.map { ($0.note, $0.bytes) }
+            // Without their frames: the retained value, and what waited behind it, are not given back.
+            var notes: [(note: SendableNotification, bytes: Int, frame: Frame?)] = first.map { [($0.note, $0.bytes, nil)] } ?? []
+            notes += waiting.filter { $0.frame != first?.frame }.map { ($0.note, $0.bytes, nil) }
             guard !notes.isEmpty else { return }
             // Handed over under the gate's lock: later live deliveries come after these.
             handoff?.append(notes, backlog: backlog)
@@ -104,7 +114,8 @@ final class Observer: NSObject, Sendable {
 
     var isActive: Bool { active.load(ordering: .acquiring) }
 
-    /// Stops deliveries, also those waiting: what waits is dropped and its backlog released.
+    /// Stops deliveries, also those waiting: what waits is given back or dropped (``Handoff/end()``), and its
+    /// backlog released.
     func deactivate() {
         active.store(false, ordering: .releasing)
         handoff?.end()

@@ -114,6 +114,12 @@ final class Reception: ListenerSink {
         delivery.deliver(frames, backlog: listener.backlog, runningObserverCode: runningObserverCode)
     }
 
+    func receivedFromSpool(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) -> [Frame] {
+        delivery.deliver(frames, backlog: listener.backlog, keepingUnmatched: true, runningObserverCode: runningObserverCode)
+    }
+
+    var observersRemoved: UInt64 { delivery.removals.load(ordering: .acquiring) }
+
     func holdsBack(_ frame: Frame) -> Bool {
         !delivery.hasMatch(name: frame.name, object: frame.object)
     }

@@ -1,3 +1,4 @@
+import Synchronization
 
 /// One listener's spool: the folder `spool/<id>/`, holding what posters could not put in its socket.
 ///
@@ -9,7 +10,9 @@
 ///   that finds its segment's name gone knows the listener has it, and a record it wrote while the rename
 ///   happened is written again into a new segment (the listener drops the copy it already has);
 /// - what a durable listener must keep for later it writes into `held-<number>` files of its own, and what it
-///   handed over last from its segments into `seen`.
+///   handed over last from its segments into `seen`;
+/// - what a durable listener's observers were handed and had not run when they went it writes back into
+///   `returned-<number>` files, which its identity's next run reads before everything else.
 final class SpoolFolder: Sendable {
     static let bellName = "bell"
     static let segmentSuffix = ".seg"
@@ -17,6 +20,8 @@ final class SpoolFolder: Sendable {
     /// A segment whose first record is still being written: it gets its `.seg` name once that record is whole.
     static let unnamedSuffix = ".new"
     static let heldPrefix = "held-"
+    /// What observers of a durable listener were handed and gave back unrun (``keepReturned(_:)``).
+    static let returnedPrefix = "returned-"
     /// What a durable listener handed over last from its segments, for its identity's next run (``SeenFormat``).
     static let seenName = "seen"
     /// A poster's reservation, `lease-<poster>` (``SpoolLease``): a header naming its process (``LeaseFormat``), and
@@ -27,6 +32,9 @@ final class SpoolFolder: Sendable {
     /// The folder, open as long as this is.
     private let folder: OwnedDescriptor
     let bell: ChangeMark
+    /// The returned files this process wrote: its own run does not read them again (its other observers ran
+    /// what they hold already); the identity's next run does.
+    let returnedHere = Mutex<Set<String>>([])
 
     var descriptor: CInt { folder.rawValue }
 
@@ -199,8 +207,10 @@ final class SpoolFolder: Sendable {
     /// Whether anything waits in the folder for the listener: a segment, taken or not, or a held file.
     func holdsAnything() -> Bool {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
+        let own = returnedHere.withLock { $0 }
         return names.contains {
             $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) || $0.hasPrefix(Self.heldPrefix)
+                || ($0.hasPrefix(Self.returnedPrefix) && !own.contains($0))
         }
     }
 
@@ -236,20 +246,37 @@ final class SpoolFolder: Sendable {
 
     /// The number in a held file's name (`held-<16 lowercase hex>`); nil for any other name.
     static func heldNumber(_ name: String) -> UInt64? {
-        guard name.hasPrefix(heldPrefix) else { return nil }
-        return FileName.value(ofHex: String(name.dropFirst(heldPrefix.count)))
+        number(in: name, after: heldPrefix)
     }
 
-    /// The held files, oldest first, and the names that look like held files but are not this listener's (not
-    /// 16 lowercase hex digits): those are not read.
+    /// The number in a returned file's name (`returned-<16 lowercase hex>`); nil for any other name.
+    static func returnedNumber(_ name: String) -> UInt64? {
+        number(in: name, after: returnedPrefix)
+    }
+
+    private static func number(in name: String, after prefix: String) -> UInt64? {
+        guard name.hasPrefix(prefix) else { return nil }
+        return FileName.value(ofHex: String(name.dropFirst(prefix.count)))
+    }
+
+    /// The files a durable listener offers again, oldest first: the returned files of earlier runs (what their
+    /// observers were handed and did not run), then the held ones; and the names that look like either but are
+    /// not this listener's (not 16 lowercase hex digits): those are not read. This process's own returned files
+    /// are left out: they are for the identity's next run.
     func heldFiles() -> (files: [String], planted: [String]) {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
-        var files: [(UInt64, String)] = []
+        let own = returnedHere.withLock { $0 }
+        var returned: [(UInt64, String)] = []
+        var held: [(UInt64, String)] = []
         var planted: [String] = []
-        for name in names where name.hasPrefix(Self.heldPrefix) {
-            if let number = Self.heldNumber(name) { files.append((number, name)) } else { planted.append(name) }
+        for name in names {
+            if name.hasPrefix(Self.heldPrefix) {
+                if let number = Self.heldNumber(name) { held.append((number, name)) } else { planted.append(name) }
+            } else if name.hasPrefix(Self.returnedPrefix), !own.contains(name) {
+                if let number = Self.returnedNumber(name) { returned.append((number, name)) } else { planted.append(name) }
+            }
         }
-        return (files.sorted { $0.0 < $1.0 }.map(\.1), planted)
+        return ((returned.sorted { $0.0 < $1.0 } + held.sorted { $0.0 < $1.0 }).map(\.1), planted)
     }
 
     /// Reads the segment `name` record by record (``SegmentReader``), handing each frame to `body` in order.

@@ -15,15 +15,20 @@
 struct SpoolReader: ~Copyable {
     /// What to do with the frames of a drain.
     struct Handlers {
-        /// Takes a chunk of frames; false when the observers hold too much for more now: the hand-over stops
-        /// until it is resumed.
-        var deliver: ([Frame]) -> Bool
+        /// Takes a chunk of frames; `goesOn` false when the observers hold too much for more now: the hand-over
+        /// stops until it is resumed. A durable listener's returns the frames no observer matched as they were
+        /// handed (one went since ``holdBack`` was asked): they are held, as if held back.
+        var deliver: ([Frame]) -> (goesOn: Bool, unmatched: [Frame])
         /// Whether a frame must stay in the spool because nothing observes it yet (durable listeners).
         var holdBack: (Frame) -> Bool
         /// Frames or records dropped, and why: counted and logged.
         var dropped: (_ count: Int, _ reason: String) -> Void
         /// What the drain could not do and loses nothing by: logged.
         var warning: (String) -> Void
+        /// A count that changes whenever an observer is removed: a chunk gathered before a change may hold frames
+        /// that no observer takes now, which are held (``deliver``), so the chunk is handed over before a frame
+        /// after them is held.
+        var observersRemoved: () -> UInt64 = { 0 }
     }
 
 
@@ -136,28 +141,27 @@ struct SpoolReader: ~Copyable {
         guard let handing = pending else { return }
         while let (frame, size, mayHold) = nextFrame(of: handing, handlers) {
             if mayHold && handlers.holdBack(frame) {
-                if handing.keeper == nil && !handing.keeperFailed {
-                    handing.keeper = HeldWriter(folder: folder)
-                    if handing.keeper == nil { handing.keeperFailed = true }
+                // An observer went since the chunk began: what it holds that nobody takes now came first, and is
+                // held before this is.
+                if !handing.chunk.isEmpty, handlers.observersRemoved() != handing.chunkRemovals,
+                    !deliverChunk(handing, handlers) && pausing
+                {
+                    if hold(frame, handing) { return }
+                    handing.chunk.append(frame)
+                    handing.chunkBytes += size
+                    return
                 }
-                // Nowhere to keep it (a full disk): hand it over rather than lose it.
-                if handing.keeper?.append(frame) == true {
-                    // No segment is being read: it came from the sockets.
-                    if handing.reading == nil { handing.heldDirect += 1 }
-                    continue
-                }
+                if hold(frame, handing) { continue }
             }
+            if handing.chunk.isEmpty { handing.chunkRemovals = handlers.observersRemoved() }
             handing.chunk.append(frame)
             handing.chunkBytes += size
             if handing.chunk.count >= Limits.spoolChunkFrames || handing.chunkBytes >= Limits.spoolChunkBytes {
-                let goesOn = handlers.deliver(handing.chunk)
-                handing.chunk.removeAll(keepingCapacity: true)
-                handing.chunkBytes = 0
-                if !goesOn && pausing { return }
+                if !deliverChunk(handing, handlers) && pausing { return }
             }
         }
         pending = nil
-        if !handing.chunk.isEmpty { _ = handlers.deliver(handing.chunk) }
+        if !handing.chunk.isEmpty { _ = deliverChunk(handing, handlers) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
         if let keeper = handing.keeper, !keeper.publish(as: heldName()) {
             handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); the spooled ones stay where they are")
@@ -176,6 +180,31 @@ struct SpoolReader: ~Copyable {
             seedServed = true
             seeded = [:]
         }
+    }
+
+    /// Hands the chunk over, and holds what no observer took as it was handed; returns whether the observers have
+    /// room for more.
+    private func deliverChunk(_ handing: HandOver, _ handlers: Handlers) -> Bool {
+        let (goesOn, unmatched) = handlers.deliver(handing.chunk)
+        handing.chunk.removeAll(keepingCapacity: true)
+        handing.chunkBytes = 0
+        for frame in unmatched where !hold(frame, handing) {
+            handlers.dropped(1, "a notification no observer of listener \(FileName.hex(folder.listener)) took could not be held")
+        }
+        return goesOn
+    }
+
+    /// Writes `frame` into the hand-over's held file; false when there is nowhere to keep it (a full disk): then
+    /// it is handed over rather than lost.
+    private func hold(_ frame: Frame, _ handing: HandOver) -> Bool {
+        if handing.keeper == nil && !handing.keeperFailed {
+            handing.keeper = HeldWriter(folder: folder)
+            if handing.keeper == nil { handing.keeperFailed = true }
+        }
+        guard handing.keeper?.append(frame) == true else { return false }
+        // No segment is being read: it came from the sockets.
+        if handing.reading == nil { handing.heldDirect += 1 }
+        return true
     }
 
     /// The hand-over's next frame, its size, and whether a durable listener may hold it back; nil once every
@@ -284,7 +313,7 @@ struct SpoolReader: ~Copyable {
     private mutating func heldName() -> String {
         if nextHeld == 0 {
             // A new held file replaces every older one, so numbering may start again at 1 after the largest.
-            let (next, overflow) = (folder.heldFiles().files.last.flatMap(SpoolFolder.heldNumber) ?? 0).addingReportingOverflow(1)
+            let (next, overflow) = (folder.heldFiles().files.compactMap(SpoolFolder.heldNumber).max() ?? 0).addingReportingOverflow(1)
             nextHeld = overflow ? 1 : next
         }
         defer { nextHeld = nextHeld == .max ? 1 : nextHeld + 1 }
@@ -312,6 +341,8 @@ private final class HandOver {
     var reading: (segment: SegmentReader, name: String, isHeld: Bool)?
     var chunk: [Frame] = []
     var chunkBytes = 0
+    /// ``SpoolReader/Handlers/observersRemoved`` as the chunk began.
+    var chunkRemovals: UInt64 = 0
     var keeper: HeldWriter?
     var keeperFailed = false
     /// How many frames read from the sockets the keeper holds: they are nowhere else.
@@ -323,60 +354,5 @@ private final class HandOver {
         self.parts = parts
         self.removing = removing
         self.takesEverything = takesEverything
-    }
-}
-
-/// A held file being written: a temporary segment, renamed into place once whole. Its descriptor closes as the
-/// writer goes.
-private final class HeldWriter {
-    let folder: SpoolFolder
-    let temporary: String
-    let key = UInt64.random(in: 0...UInt64.max)
-    var offset = 0
-    private let opened: OwnedDescriptor
-
-    init?(folder: SpoolFolder) {
-        guard let name = try? StoredFile.writeTemporary(SpoolRecord.header(key: key), in: folder.descriptor) else { return nil }
-        do throws(WormholeError) {
-            opened = try Sys.open(name, [.writeOnly, .noFollow], relativeTo: folder.descriptor)
-        } catch {
-            folder.remove(name)
-            return nil
-        }
-        self.folder = folder
-        temporary = name
-        offset = SpoolRecord.headerSize
-    }
-
-    private var file: CInt { opened.rawValue }
-
-    /// Appends `frame`'s record: its header and head, then its userInfo as it is (not copied behind them).
-    func append(_ frame: Frame) -> Bool {
-        let head = frame.encodedHead()
-        let (fd, at, key) = (file, offset, key)
-        let written = try? head.withRawBytes { (head) throws(WormholeError) -> Int in
-            func write(_ archive: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
-                let prefix = SpoolRecord.header(head: head, rest: archive, key: key) + Array(head)
-                try prefix.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: at) }
-                try Sys.pwriteAll(fd, archive, at: at + prefix.count)
-                return prefix.count + archive.count
-            }
-            guard let userInfo = frame.userInfo else { return try write(UnsafeRawBufferPointer(start: nil, count: 0)) }
-            return try userInfo.withBytes { (archive) throws(WormholeError) in try write(archive) }
-        }
-        guard let written else { return false }
-        offset += written
-        return true
-    }
-
-    /// Renames the file into place; false (and the file removed) when that fails.
-    func publish(as name: String) -> Bool {
-        do throws(WormholeError) {
-            try Sys.renameFile(temporary, name, in: folder.descriptor)
-            return true
-        } catch {
-            folder.remove(temporary)
-            return false
-        }
     }
 }

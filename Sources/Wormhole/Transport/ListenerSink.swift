@@ -5,8 +5,14 @@ protocol ListenerSink: AnyObject, Sendable {
     /// thread is to run of them at once (the observers that run on it, and what was to follow them) goes through
     /// `runningObserverCode`, as observers' code (which a stop does not wait for).
     func received(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void)
+    /// As ``received(_:by:runningObserverCode:)``, for frames a durable listener's spool hands over: returns those
+    /// that no observer matched as they were handed (one removed since ``holdsBack(_:)`` was asked), which the
+    /// spool then keeps for later rather than lose.
+    func receivedFromSpool(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) -> [Frame]
     /// Whether a durable listener keeps `frame` in its spool for later: nothing in this process observes it yet.
     func holdsBack(_ frame: Frame) -> Bool
+    /// A count that changes whenever an observer is removed.
+    var observersRemoved: UInt64 { get }
     /// Messages or frames dropped, and why: counted and logged.
     func dropped(_ count: Int, _ reason: String)
     /// What the listener did, or could not do, that loses nothing: logged.
@@ -33,7 +39,14 @@ final class SinkReference: @unchecked Sendable {
         sink?.received(frames, by: listener, runningObserverCode: runningObserverCode)
     }
 
+    func receivedFromSpool(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) -> [Frame] {
+        // Nothing observes once the sink went: a durable listener keeps them all.
+        sink?.receivedFromSpool(frames, by: listener, runningObserverCode: runningObserverCode) ?? frames
+    }
+
     func holdsBack(_ frame: Frame) -> Bool { sink?.holdsBack(frame) ?? true }
+
+    var observersRemoved: UInt64 { sink?.observersRemoved ?? .max }
 
     func dropped(_ count: Int, _ reason: String) {
         if let sink { sink.dropped(count, reason) } else { Log.warning(reason) }

@@ -169,13 +169,19 @@ extension Listener {
     private func spoolHandlers() -> SpoolReader.Handlers {
         let sink = self.sink
         return SpoolReader.Handlers(
-            deliver: { [self] frames in
-                hand(frames)
-                return !backlog.isOver
+            deliver: { [self, identity] frames in
+                guard !frames.isEmpty else { return (!backlog.isOver, []) }
+                guard identity.isDurable else {
+                    hand(frames)
+                    return (!backlog.isOver, [])
+                }
+                let unmatched = sink.receivedFromSpool(frames, by: self) { work in thread.runObserverCode(work) }
+                return (!backlog.isOver, unmatched)
             },
             holdBack: { [identity] frame in identity.isDurable && sink.holdsBack(frame) },
             dropped: { sink.dropped($0, $1) },
-            warning: { sink.warn($0) })
+            warning: { sink.warn($0) },
+            observersRemoved: { sink.observersRemoved })
     }
 
     /// Hands frames to the sink, and runs on this thread what the observers that run here make of them.
