@@ -106,11 +106,10 @@ extension GroupNotificationCenter {
             throw WormholeError(
                 .noResponder, "no process has a responder for \(name.rawValue)" + (object.map { " from \($0)" } ?? ""))
         }
-        let id = envelope.id
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(Int(clamping: waiting.nanoseconds))) {
-            _ = pending.finish(id, with: .failure(WormholeError(.timedOut, "no reply to \(name.rawValue) within \(timeout)")))
-        }
-        return id
+        pending.expire(
+            envelope.id, after: waiting.nanoseconds,
+            with: WormholeError(.timedOut, "no reply to \(name.rawValue) within \(timeout)"))
+        return envelope.id
     }
 
     /// Adds a responder: `block` answers each request for `name` (see

@@ -25,6 +25,35 @@ struct RequestReplyTests {
         #expect(center.statistics.repliesDropped == 0)
     }
 
+    @Test("a requester keeps nothing of an answered request until its timeout: 2,000 answered with an hour left each")
+    func answeredRequestsHoldNothing() async throws {
+        let container = TemporaryContainer()
+        let responder = try Peer("wormhole", [
+            "respond", "--container", container.path, "--name", "ask", "--reply", #"{"ok": true}"#, "--count", "2000",
+        ])
+        try await responder.awaitError(containing: "responding")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        for n in 0..<2000 {
+            let reply = try await center.request(name: .init("ask"), userInfo: ["n": n], timeout: .seconds(3600))
+            #expect(reply.userInfo?["ok"] as? Bool == true)
+        }
+        #expect(try await responder.awaitExit() == 0)
+        let held = center.replies.pending.held
+        #expect(held.requests == 0, "no request is waited on")
+        #expect(held.deadlines <= 64, "the deadline queue was compacted as requests ended: \(held.deadlines)")
+        // A timeout still ends a request nobody answers, at its time.
+        let quiet = try GroupNotificationCenter(containerURL: container.url)
+        quiet.addResponder(forName: .init("quiet"), object: nil, queue: OperationQueue()) { _ in
+            Thread.sleep(forTimeInterval: 2)
+            return nil
+        }
+        let started = ContinuousClock.now
+        await #expect { _ = try await center.request(name: .init("quiet"), timeout: .milliseconds(300)) } throws: {
+            ($0 as? WormholeError)?.code == .timedOut
+        }
+        #expect(ContinuousClock.now - started < .seconds(2), "at its timeout, not when the responder is done")
+    }
+
     @Test("a durable responder that was not running answers on its next run, within the deadline")
     func durableResponderAnswersOnItsNextRun() async throws {
         let container = TemporaryContainer()

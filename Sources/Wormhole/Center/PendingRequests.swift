@@ -1,36 +1,81 @@
+import Dispatch
 import Synchronization
 
 /// The requests a process waits on, by id: each ends once, with the first of its reply, its timeout or its
 /// task's cancellation; what comes later for it finds nothing and is dropped by the caller.
+///
+/// Timeouts share one timer, armed for the earliest deadline, and a queue of deadlines in which an ended request
+/// leaves an entry of a few dozen bytes until the queue is next compacted (whenever it holds twice as many as the
+/// requests still waiting): what a request keeps goes back when it ends, not when its timeout passes.
 final class PendingRequests: Sendable {
-    private struct Slot {
+    fileprivate struct Slot {
         var waiter: CheckedContinuation<SendableNotification, any Error>?
         /// How it ended, while nobody waits yet.
         var outcome: Result<SendableNotification, any Error>?
+        /// What it fails with at its deadline, once its timeout started.
+        var timeout: WormholeError?
     }
 
-    private let slots = Mutex<[String: Slot]>([:])
+    fileprivate struct State {
+        var slots: [String: Slot] = [:]
+        /// The deadlines of started timeouts, earliest first: a min-heap by uptime in nanoseconds. An entry whose
+        /// request ended stays until it comes up or the heap is compacted.
+        var deadlines = DeadlineHeap()
+        /// The deadline the timer is armed for; nil while it is not.
+        var armed: UInt64?
+    }
+
+    private let state = Mutex(State())
+    private let timer: TimeoutTimer
+
+    init() {
+        timer = TimeoutTimer()
+        timer.source.setEventHandler { [weak self] in self?.expire() }
+    }
+
+    deinit {
+        timer.source.cancel()
+    }
 
     /// Starts a request: from now on, its reply is kept until it is waited for.
     func register(_ id: String) {
-        slots.withLock { $0[id] = Slot() }
+        state.withLock { $0.slots[id] = Slot() }
     }
 
     /// Forgets a request that was never waited for (its post failed).
     func remove(_ id: String) {
-        _ = slots.withLock { $0.removeValue(forKey: id) }
+        state.withLock { state in
+            state.slots[id] = nil
+            state.compactIfSparse()
+        }
+    }
+
+    /// Starts `id`'s timeout: unless it ended first, it ends with `error` `nanoseconds` from now.
+    func expire(_ id: String, after nanoseconds: UInt64, with error: WormholeError) {
+        let (deadline, overflow) = Sys.uptimeNanoseconds.addingReportingOverflow(nanoseconds)
+        let at = overflow ? UInt64.max : deadline
+        // Armed under the lock, so that two threads never leave it armed for the later of two deadlines.
+        state.withLock { state in
+            guard state.slots[id] != nil, state.slots[id]?.outcome == nil else { return }
+            state.slots[id]?.timeout = error
+            state.deadlines.push(at, id)
+            guard state.armed.map({ at < $0 }) ?? true else { return }
+            state.armed = at
+            timer.arm(at: at)
+        }
     }
 
     /// Waits for `id`'s outcome: at once if it ended already.
     func wait(_ id: String, _ waiter: CheckedContinuation<SendableNotification, any Error>) {
-        let outcome = slots.withLock { slots -> Result<SendableNotification, any Error>? in
-            guard var slot = slots[id] else { return .failure(CancellationError()) }
+        let outcome = state.withLock { state -> Result<SendableNotification, any Error>? in
+            guard var slot = state.slots[id] else { return .failure(CancellationError()) }
             if let outcome = slot.outcome {
-                slots[id] = nil
+                state.slots[id] = nil
+                state.compactIfSparse()
                 return outcome
             }
             slot.waiter = waiter
-            slots[id] = slot
+            state.slots[id] = slot
             return nil
         }
         if let outcome { waiter.resume(with: outcome) }
@@ -47,17 +92,114 @@ final class PendingRequests: Sendable {
 
     /// Ends `id` with `outcome`; false when it had ended already or is unknown, so `outcome` is not used.
     func finish(_ id: String, with outcome: Result<SendableNotification, any Error>) -> Bool {
-        let waiter = slots.withLock { slots -> (CheckedContinuation<SendableNotification, any Error>?, Bool) in
-            guard var slot = slots[id], slot.outcome == nil else { return (nil, false) }
+        let waiter = state.withLock { state -> (CheckedContinuation<SendableNotification, any Error>?, Bool) in
+            guard var slot = state.slots[id], slot.outcome == nil else { return (nil, false) }
             guard let waiter = slot.waiter else {
                 slot.outcome = outcome
-                slots[id] = slot
+                slot.timeout = nil
+                state.slots[id] = slot
                 return (nil, true)
             }
-            slots[id] = nil
+            state.slots[id] = nil
+            state.compactIfSparse()
             return (waiter, true)
         }
         waiter.0?.resume(with: outcome)
         return waiter.1
+    }
+
+    /// What the bookkeeping holds: requests not yet ended or waited for, and entries in the deadline queue.
+    var held: (requests: Int, deadlines: Int) {
+        state.withLock { ($0.slots.count, $0.deadlines.count) }
+    }
+
+    /// On the timer: ends each request whose deadline passed, and arms the timer for the next.
+    private func expire() {
+        let now = Sys.uptimeNanoseconds
+        let due = state.withLock { state -> [(String, WormholeError)] in
+            var due: [(String, WormholeError)] = []
+            while let (deadline, id) = state.deadlines.first, deadline <= now {
+                state.deadlines.popFirst()
+                if let error = state.slots[id]?.timeout { due.append((id, error)) }
+            }
+            state.armed = state.deadlines.first?.deadline
+            if let next = state.armed { timer.arm(at: next) }
+            return due
+        }
+        for (id, error) in due { _ = finish(id, with: .failure(error)) }
+    }
+}
+
+extension PendingRequests.State {
+    /// Rebuilds the deadline queue from the requests still waiting once it holds twice as many entries, so that
+    /// ended requests do not accumulate in it until their deadlines.
+    fileprivate mutating func compactIfSparse() {
+        guard deadlines.count > 64, deadlines.count > 2 * slots.count else { return }
+        deadlines.keep { slots[$0]?.timeout != nil }
+    }
+}
+
+/// Deadlines and the requests they end, earliest first.
+private struct DeadlineHeap {
+    private var entries: [(deadline: UInt64, id: String)] = []
+
+    var count: Int { entries.count }
+    var first: (deadline: UInt64, id: String)? { entries.first }
+
+    mutating func push(_ deadline: UInt64, _ id: String) {
+        entries.append((deadline, id))
+        var child = entries.count - 1
+        while child > 0 {
+            let parent = (child - 1) / 2
+            guard entries[child].deadline < entries[parent].deadline else { break }
+            entries.swapAt(child, parent)
+            child = parent
+        }
+    }
+
+    mutating func popFirst() {
+        guard !entries.isEmpty else { return }
+        entries.swapAt(0, entries.count - 1)
+        entries.removeLast()
+        siftDown(from: 0)
+    }
+
+    /// Keeps only the entries whose id `isWanted` says, in heap order.
+    mutating func keep(_ isWanted: (String) -> Bool) {
+        entries.removeAll { !isWanted($0.id) }
+        for index in stride(from: entries.count / 2 - 1, through: 0, by: -1) { siftDown(from: index) }
+    }
+
+    private mutating func siftDown(from start: Int) {
+        var parent = start
+        while true {
+            let left = 2 * parent + 1
+            let right = left + 1
+            var smallest = parent
+            if left < entries.count, entries[left].deadline < entries[smallest].deadline { smallest = left }
+            if right < entries.count, entries[right].deadline < entries[smallest].deadline { smallest = right }
+            guard smallest != parent else { return }
+            entries.swapAt(parent, smallest)
+            parent = smallest
+        }
+    }
+}
+
+/// The one timer of a process's pending requests.
+/// Safe because the source is made and resumed before it is shared, and `DispatchSource` is thread-safe after.
+private final class TimeoutTimer: @unchecked Sendable {
+    let source = DispatchSource.makeTimerSource(queue: DispatchQueue.global())
+
+    init() {
+        source.schedule(deadline: .distantFuture)
+        // Resumed at once (a suspended source must not be released): it does nothing until given a handler.
+        source.resume()
+    }
+
+    /// Fires once at `deadline`, uptime in nanoseconds (the clock `DispatchTime` counts).
+    func arm(at deadline: UInt64) {
+        let now = Sys.uptimeNanoseconds
+        let wait = deadline > now ? deadline - now : 0
+        source.schedule(deadline: .now() + .nanoseconds(Int(clamping: wait)))
     }
 }
