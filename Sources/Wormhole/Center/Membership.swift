@@ -36,9 +36,16 @@ final class Membership: Sendable {
         let stale = probeDeadListeners(except: listener)
         if snapshot.entry(listener) == nil { try checkRoom(snapshot, stale: stale) }
         let previous = try registry.currentEntry(listener)
-        try registry.write(RegistryEntry(
-            listener: listener, pid: Sys.processID, subscriptions: previous?.subscriptions ?? [], identity: identity.clientIdentifier,
-            lastSeen: Int64(Date().timeIntervalSince1970), transport: transport))
+        do throws(WormholeError) {
+            try registry.write(RegistryEntry(
+                listener: listener, pid: Sys.processID, subscriptions: previous?.subscriptions ?? [], identity: identity.clientIdentifier,
+                lastSeen: Int64(Date().timeIntervalSince1970), transport: transport))
+        } catch where error.isOutOfSpace && previous != nil {
+            // A full disk, perhaps filled by this identity's own spool: its entry from the last run stays, so
+            // posters go on spooling for it, and the listener runs, drains its spool (which frees space) and
+            // writes its entry when it can (``mend(_:keepingLastRun:subscriptions:)``).
+            Log.warning("listener \(FileName.hex(listener)) runs without updating its registry entry for now: \(error)")
+        }
         removeDeadListeners(stale)
     }
 
@@ -121,7 +128,10 @@ final class Membership: Sendable {
             return
         }
         // A difference may only be an add or remove in flight; publishing again is harmless either way.
-        if current.subscriptions != expected { try? publish(listener, subscriptions: subscriptions()) }
+        // Or its entry still names the last run (a full disk kept this run from writing it as it claimed it).
+        if current.subscriptions != expected || current.pid != Sys.processID {
+            try? publish(listener, subscriptions: subscriptions())
+        }
     }
 
     /// Removes listeners whose socket nobody listens on any more: their registry entries, links, socket and spool.

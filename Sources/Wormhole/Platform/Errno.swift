@@ -37,6 +37,8 @@ struct Errno: Hashable, Sendable {
     static let connectionAborted = Errno(ECONNABORTED)
     /// Out of memory (`ENOMEM`).
     static let outOfMemory = Errno(ENOMEM)
+    /// The file system is full (`ENOSPC`), or this user's quota on it is (`EDQUOT`).
+    static let outOfSpace: Set<Errno> = [Errno(ENOSPC), Errno(EDQUOT)]
 
     /// Whether only a bug of this library can cause the value: a descriptor that is not open (`EBADF`) or not a
     /// socket (`ENOTSOCK`), a bad address (`EFAULT`).
@@ -54,6 +56,9 @@ extension WormholeError {
     /// Whether a system call failed because this process, or the system, is out of descriptors or memory
     /// (``Errno/outOfResources``): nothing is known then about the file or the peer it was working on.
     var isOutOfResources: Bool { systemErrno.map(Errno.outOfResources.contains) ?? false }
+
+    /// Whether a write failed because the file system, or this user's quota on it, is full (``Errno/outOfSpace``).
+    var isOutOfSpace: Bool { systemErrno.map(Errno.outOfSpace.contains) ?? false }
 
     /// An error of a system call that failed with `errno`.
     init(_ code: Code, _ detail: String, errno: Errno) {
