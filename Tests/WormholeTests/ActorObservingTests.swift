@@ -50,12 +50,12 @@ struct ActorObservingTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         let received = Mutex<[Int]>([])
         var removed: Int? = nil
-        var token: (any NSObjectProtocol)? = nil
-        token = center.addObserver(forName: .init("n"), object: nil) { note in
+        let token = MainActorBox()
+        token.observer = center.addObserver(forName: .init("n"), object: nil) { note in
             MainActor.assertIsolated()
             let i = note.userInfo?["i"] as? Int ?? -1
             received.withLock { $0.append(i) }
-            if i == 99, let observer = token {
+            if i == 99, let observer = token.observer {
                 center.removeObserver(observer)
                 removed = received.withLock { $0.count }
             }
@@ -175,4 +175,10 @@ final class QueueExecutor: SerialExecutor {
         let executor = asUnownedSerialExecutor()
         queue.async { job.runSynchronously(on: executor) }
     }
+}
+
+/// A token kept on the main actor, for an observer block on the main actor to read.
+@MainActor
+private final class MainActorBox {
+    var observer: (any NSObjectProtocol)?
 }

@@ -345,7 +345,7 @@ struct GroupValueTests {
             let name = "later\(index)"
             let archive = try UserInfoCodec.encode(userInfo, maximumSize: Limits.maximumPayloadSize)
             let frame = Frame(poster: 1, sequence: 1, name: GroupValueName.notification(for: name), object: nil, userInfo: archive)
-            let store = try ValueStore(container: center.endpoint.container, name: name)
+            let store = ValueStore(container: center.endpoint.container, name: name)
             #expect(try store.publish(frame.encoded(), version: 1))
             let value = GroupValue(name, default: 0, in: center)
             #expect(value.value == 0)
