@@ -26,7 +26,18 @@ the SDKs of ../shared/tools/darwin instead. A block whose first line is `// swif
 is a package's manifest: it is resolved in a temporary folder beside a link named `Wormhole` to this
 repository, which checks its `.package(path: "../Wormhole")` and `.product(name:package:)` lines.
 
-Run after `swift build` (it reads .build/debug/Modules). About half a second a block and mode.
+A program whose last block is followed by its expected output, in a comment right after the fence,
+
+    <!-- output:
+    cart now holds [3, 4, 10]
+    -->
+
+is also linked against the library and run (as the package target builds it), with a container root of its
+own (`WORMHOLE_CONTAINER_ROOT`) and a time limit: it must end by itself, with status 0, and print exactly those
+lines on its standard output.
+
+Run after `swift build` (it reads .build/debug/Modules and the library's objects). About half a second a block
+and mode.
 """
 import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
 
@@ -34,6 +45,8 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "Sources/Wormhole/Wormhole.docc"
 SOURCES = [ROOT / "README.md", *sorted(CATALOG.rglob("*.md"))]
 CONTINUES = "<!-- continues -->"
+OUTPUT = re.compile(r"[ \t\n]*<!-- output:\n(.*?)^-->", re.S | re.M)
+RUN_SECONDS = 30
 APPLE_ONLY = {"SwiftUI", "WidgetKit", "UIKit", "AppKit", "WatchConnectivity", "AppIntents", "ActivityKit"}
 MODES = {
     "package": [],
@@ -44,27 +57,32 @@ MODES = {
 
 
 def blocks():
-    """Yields (path, first line of the code, code, whether it continues the previous block) for each block."""
+    """Yields (path, first line of the code, code, whether it continues the previous block, the output expected
+    of it when run or None) for each block."""
     for path in SOURCES:
         text = path.read_text()
-        for match in re.finditer(r"^```swift\n(.*?)^```", text, re.S | re.M):
+        for match in re.finditer(r"^```swift\n(.*?)^```\n?", text, re.S | re.M):
             fence = text[: match.start()].count("\n") + 1
             before = [line.strip() for line in text[: match.start()].splitlines() if line.strip()]
             continues = bool(before) and before[-1] == CONTINUES
-            yield path.relative_to(ROOT), fence + 1, match.group(1), continues
+            output = OUTPUT.match(text, match.end())
+            expected = output.group(1).splitlines() if output else None
+            yield path.relative_to(ROOT), fence + 1, match.group(1), continues, expected
 
 
 def programs():
     """Groups the blocks into programs: a block that continues joins the program of the one before it."""
-    grouped = []
-    for path, line, code, continues in blocks():
+    grouped, expected = [], {}
+    for path, line, code, continues, output in blocks():
         if continues:
             if not grouped or grouped[-1][0][0] != path:
                 sys.exit(f"snippets: {path}:{line - 1}: '{CONTINUES}' before the first Swift block of its page")
             grouped[-1].append((path, line, code))
         else:
             grouped.append([(path, line, code)])
-    return grouped
+        if output is not None:
+            expected[len(grouped) - 1] = output
+    return grouped, expected
 
 
 def imports(program):
@@ -87,6 +105,34 @@ def build(program, index, work, modules, mode):
     output = (result.stdout + result.stderr).strip()
     if result.returncode or re.search(r": (error|warning):", output):
         return output or f"swiftc exited with status {result.returncode}"
+    return ""
+
+
+def run(program, index, work, expected):
+    """Links the program built as a package target against the library's objects, runs it, and compares what it
+    prints with `expected`; returns what went wrong, or ''."""
+    path, line, _ = program[0]
+    folder = work / f"program{index}-package"
+    objects = sorted(str(p) for p in (ROOT / ".build/debug/Wormhole.build").glob("*.o"))
+    executable = folder / "program"
+    result = subprocess.run(["swiftc", "-o", str(executable), str(folder / "main.o"), *objects],
+                            capture_output=True, text=True)
+    if result.returncode:
+        return f"{path}:{line}: does not link:\n{(result.stdout + result.stderr).strip()}"
+    root = folder / "containers"
+    root.mkdir(exist_ok=True)
+    environment = {**os.environ, "WORMHOLE_CONTAINER_ROOT": str(root)}
+    try:
+        result = subprocess.run([str(executable)], capture_output=True, text=True, timeout=RUN_SECONDS,
+                                env=environment, cwd=folder)
+    except subprocess.TimeoutExpired as timeout:
+        printed = (timeout.stdout or b"").decode(errors="replace") if isinstance(timeout.stdout, bytes) else (timeout.stdout or "")
+        return f"{path}:{line}: did not end within {RUN_SECONDS} s; it printed:\n{printed}"
+    printed = [text.rstrip() for text in result.stdout.splitlines()]
+    if result.returncode or printed != [text.rstrip() for text in expected]:
+        return (f"{path}:{line}: run as written, it exited with status {result.returncode} and printed:\n"
+                + "\n".join(printed) + "\nwhere its page says it prints:\n" + "\n".join(expected)
+                + (f"\nstandard error:\n{result.stderr.strip()}" if result.stderr.strip() else ""))
     return ""
 
 
@@ -117,7 +163,8 @@ def main():
         return 2
     work = pathlib.Path(tempfile.mkdtemp(prefix="wormhole-snippets-"))
     compiled, manifests, skipped, jobs = [], [], [], []
-    for index, program in enumerate(programs()):
+    grouped, expected = programs()
+    for index, program in enumerate(grouped):
         path, line, code = program[0]
         if code.startswith("// swift-tools-version:"):
             manifests.append(program)
@@ -133,13 +180,19 @@ def main():
             if output:
                 path, line, _ = program[0]
                 failures.append(f"{path}:{line}: does not build clean as a {mode} target builds it:\n{output}")
+    runs = [(grouped[index], index) for index in expected if grouped[index] in compiled]
+    built = not failures
+    if built:
+        # One at a time: each may time itself, and two at once on two cores would blur that.
+        failures += [message for message in (run(program, index, work, expected[index]) for program, index in runs) if message]
     print("\n\n".join(failures))
     for block in skipped:
         print(f"snippets: skipped on this platform, which lacks an Apple framework it imports: {block}; "
               f".ci/apple-snippets.py compiles it for iOS")
     blocks = sum(len(program) for program in compiled)
     print(f"snippets: {blocks} Swift blocks built as {len(compiled)} programs, each as a "
-          f"{' and as a '.join(MODES)} target builds it; {len(manifests)} manifests resolved; {len(skipped)} skipped; "
+          f"{' and as a '.join(MODES)} target builds it; {len(runs) if built else 0} run and their output checked; "
+          f"{len(manifests)} manifests resolved; {len(skipped)} skipped; "
           f"{len(failures)} failing")
     return 1 if failures else 0
 
