@@ -60,6 +60,11 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     }
 
     /// A value of `center`'s container.
+    ///
+    /// `Value` is any `Codable` type. In a target whose default isolation is the main actor (a new Xcode 26 app),
+    /// declare a type of your own `nonisolated struct Settings: Codable { … }`: its conformance is otherwise
+    /// isolated to the main actor, which a value decoded on other threads cannot use ("main actor-isolated
+    /// conformance … cannot satisfy conformance requirement for a 'Sendable' type parameter").
     /// - Parameters:
     ///   - name: Its name; processes that use the same name share the value.
     ///   - defaultValue: What it is until set.

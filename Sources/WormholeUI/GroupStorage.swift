@@ -30,6 +30,10 @@ import SwiftUI
 /// stored value of another type reads as the default, and a value that cannot be written leaves it as it was
 /// (logged and counted in the center's statistics, as `GroupValue`'s setter does). Each wrapper applies its own
 /// default while the value is unset: setting nil, for an optional value, unsets it.
+///
+/// A value of your own type is any `Codable` type; in an app target whose default isolation is the main actor (a
+/// new Xcode 26 app), declare it `nonisolated struct Settings: Codable { … }`, since a conformance isolated to the
+/// main actor cannot serve a value that other threads decode.
 @propertyWrapper
 public struct GroupStorage<Value: Codable & Sendable>: Sendable {
     private let name: String
