@@ -44,6 +44,7 @@ extension GroupNotificationCenter {
     ) async throws -> Notification {
         let id = try startRequest(name: name, object: object, userInfo: userInfo, timeout: timeout)
         let reply = try await replies.pending.reply(to: id)
+        try Self.checkResponder(reply, of: name)
         return Notification(name: name, object: object, userInfo: reply.userInfo)
     }
     #else
@@ -62,13 +63,21 @@ extension GroupNotificationCenter {
     ) async throws -> Notification {
         let id = try startRequest(name: name, object: object, userInfo: userInfo, timeout: timeout)
         let reply = try await replies.pending.reply(to: id)
+        try Self.checkResponder(reply, of: name)
         return Notification(name: name, object: object, userInfo: reply.userInfo)
     }
     #endif
 
+    /// Throws ``WormholeError/Code/responderFailed`` for a reply that says its responder failed.
+    static func checkResponder(_ reply: SendableNotification, of name: Notification.Name) throws(WormholeError) {
+        guard let failure = reply.userInfo?[RequestEnvelope.errorKey] else { return }
+        let reason = (failure as? String).map { String($0.prefix(1024)) } ?? "no reason given"
+        throw WormholeError(.responderFailed, "the responder to \(name.rawValue) failed: \(reason)")
+    }
+
     /// Sends a request and starts its timeout; returns its id, registered with the reply channel's pending requests.
     /// Throws as ``request(name:object:userInfo:timeout:)`` does before it waits.
-    private func startRequest(
+    func startRequest(
         name: Notification.Name, object: String?, userInfo: [AnyHashable: Any]?, timeout: Duration
     ) throws -> String {
         try Task.checkCancellation()
@@ -135,12 +144,14 @@ extension GroupNotificationCenter {
     ///   - queue: Where the block runs, as in ``addObserver(forName:object:queue:using:)``.
     ///   - block: Receives each request as a notification named `name`, with the requester's object and
     ///     userInfo (nil when it sent none), and returns the reply's userInfo, or nil for a reply without one.
-    ///     A reply that cannot be archived is not sent, and a warning is logged; its requester times out.
+    ///     An error it throws is the reply: the requester's `request` throws ``WormholeError/Code/responderFailed``
+    ///     with the error's description. A reply that cannot be archived, or that uses the key `wormhole.error`,
+    ///     is sent as such a failure, and a warning is logged.
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addResponder(
         forName name: Notification.Name, object: String?, allowedClasses: [AnyClass] = [], queue: OperationQueue?,
-        using block: @escaping @Sendable (Notification) -> [AnyHashable: Any]?
+        using block: @escaping @Sendable (Notification) throws -> [AnyHashable: Any]?
     ) -> any NSObjectProtocol {
         let endpoint = self.endpoint
         return addObserver(
@@ -148,7 +159,7 @@ extension GroupNotificationCenter {
             allowedClasses: AllowedClasses.adding(allowedClasses), queue: queue
         ) { received in
             guard let (request, envelope) = Self.prepare(received, as: name, on: endpoint) else { return }
-            Self.answer(envelope, for: name, with: block(request), on: endpoint)
+            Self.answer(envelope, for: name, with: Result { try block(request) }, on: endpoint)
         }
     }
 
@@ -166,12 +177,14 @@ extension GroupNotificationCenter {
     ///   - object: The sender tag to answer, or nil for any.
     ///   - allowedClasses: Classes of your own a request's userInfo may hold besides the value classes.
     ///   - block: Receives each request on the caller's actor, and returns the reply's userInfo (a value it
-    ///     makes, not one the actor keeps), or nil for a reply without one.
+    ///     makes, not one the actor keeps), or nil for a reply without one. It may await (the next request waits
+    ///     for it to return), and an error it throws is the reply: the requester's `request` throws
+    ///     ``WormholeError/Code/responderFailed`` with the error's description.
     /// - Returns: A token for ``removeObserver(_:)``.
     @discardableResult
     public func addResponder(
         forName name: Notification.Name, object: String?, allowedClasses: [AnyClass] = [],
-        @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?
+        @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) async throws -> sending [AnyHashable: Any]?
     ) -> any NSObjectProtocol {
         let endpoint = self.endpoint
         let handoff = Handoff.onActor(
@@ -185,7 +198,7 @@ extension GroupNotificationCenter {
 
     /// The request as a responder's block receives it (named `name`, its userInfo without the envelope, nil
     /// when that leaves nothing), and its envelope; nil, counted and logged, when it is malformed or expired.
-    private static func prepare(_ request: Notification, as name: Notification.Name, on endpoint: Endpoint)
+    static func prepare(_ request: Notification, as name: Notification.Name, on endpoint: Endpoint)
         -> (Notification, RequestEnvelope)?
     {
         guard let envelope = RequestEnvelope(request.userInfo) else {
@@ -203,19 +216,22 @@ extension GroupNotificationCenter {
         return (Notification(name: name, object: request.object, userInfo: userInfo?.isEmpty == false ? userInfo : nil), envelope)
     }
 
-    /// Sends `reply` to the requester of `envelope`; a reply that cannot be archived is logged, one that finds
-    /// its requester gone is counted.
-    private static func answer(
-        _ envelope: RequestEnvelope, for name: Notification.Name, with reply: [AnyHashable: Any]?, on endpoint: Endpoint
+    /// Sends `reply` to the requester of `envelope`: the userInfo the responder returned, or, when it threw (or its
+    /// reply cannot be archived or uses the reserved key), the failure under ``RequestEnvelope/errorKey``. One that
+    /// finds its requester gone is counted.
+    static func answer(
+        _ envelope: RequestEnvelope, for name: Notification.Name, with reply: Result<[AnyHashable: Any]?, any Error>,
+        on endpoint: Endpoint
     ) {
+        let archive: [UInt8]?
         do {
-            let archive = try reply.map { reply throws(WormholeError) -> [UInt8] in
-                let archive = try UserInfoCodec.encode(reply, maximumSize: maximumPayloadSize)
-                guard archive.count <= maximumPayloadSize else {
-                    throw WormholeError(.payloadTooLarge, "reply archives to \(archive.count) bytes, over the \(maximumPayloadSize)-byte maximum")
-                }
-                return archive
-            }
+            archive = try replyArchive(reply)
+        } catch {
+            Log.warning("reply to request \(envelope.id) for \(name.rawValue) sent as a failure: \(error)")
+            let failure: [AnyHashable: Any] = [RequestEnvelope.errorKey: String(describing: error)]
+            archive = try? UserInfoCodec.encode(failure, maximumSize: maximumPayloadSize)
+        }
+        do {
             let report = try endpoint.post(name: envelope.replyTo, object: envelope.id, userInfo: archive)
             if report.delivered + report.spooled == 0 && report.failures.isEmpty {
                 endpoint.counters.count { $0.repliesDropped += 1 }
@@ -224,5 +240,18 @@ extension GroupNotificationCenter {
         } catch {
             Log.warning("reply to request \(envelope.id) for \(name.rawValue) not sent: \(error)")
         }
+    }
+
+    /// The archive of a reply's userInfo; throws what the responder threw, or why the userInfo cannot be sent.
+    private static func replyArchive(_ reply: Result<[AnyHashable: Any]?, any Error>) throws -> [UInt8]? {
+        guard let userInfo = try reply.get() else { return nil }
+        guard userInfo[RequestEnvelope.errorKey] == nil else {
+            throw WormholeError(.invalidNotification, "a reply's userInfo may not use the key \(RequestEnvelope.errorKey)")
+        }
+        let archive = try UserInfoCodec.encode(userInfo, maximumSize: maximumPayloadSize)
+        guard archive.count <= maximumPayloadSize else {
+            throw WormholeError(.payloadTooLarge, "reply archives to \(archive.count) bytes, over the \(maximumPayloadSize)-byte maximum")
+        }
+        return archive
     }
 }

@@ -7,7 +7,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         enum Storage: Hashable, Sendable {
             case invalidContainer, insecureContainer, invalidNotification, unsupportedValue
             case payloadTooLarge, spoolFull, tooManyListeners, corruptData, disallowedClass, system, identityInUse
-            case incompatibleContainer, noResponder, timedOut
+            case incompatibleContainer, noResponder, timedOut, responderFailed
         }
         let storage: Storage
 
@@ -41,6 +41,9 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         public static let noResponder = Code(storage: .noResponder)
         /// A request got no reply before its timeout.
         public static let timedOut = Code(storage: .timedOut)
+        /// The responder that answered a request threw an error, or its reply is not of the type the request
+        /// expects: the detail says which.
+        public static let responderFailed = Code(storage: .responderFailed)
 
         /// The code in words, e.g. `spool full`.
         public var description: String {
@@ -59,6 +62,7 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
             case .incompatibleContainer: "incompatible container"
             case .noResponder: "no responder"
             case .timedOut: "timed out"
+            case .responderFailed: "responder failed"
             }
         }
     }

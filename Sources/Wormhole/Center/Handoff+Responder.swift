@@ -10,9 +10,9 @@ extension Handoff {
     /// Apart from the observer's because the block returns its reply as a `sending` value, which a block that
     /// returns nothing cannot be converted to.
     static func onActor(
-        responding block: @escaping @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?,
+        responding block: @escaping @isolated(any) @Sendable (Notification) async throws -> sending [AnyHashable: Any]?,
         serialQueue: DispatchQueue, prepare: @escaping @Sendable (Notification) -> (Notification, RequestEnvelope)?,
-        answer: @escaping @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
+        answer: @escaping @Sendable (RequestEnvelope, Result<[AnyHashable: Any]?, any Error>) -> Void
     ) -> Handoff {
         let respond = Responding(block: block, prepare: prepare, answer: answer)
         guard let isolation = block.isolation else {
@@ -31,9 +31,9 @@ extension Handoff {
 
 /// A responder's block, and what runs before and after it for each request.
 private struct Responding: Sendable {
-    let block: @isolated(any) @Sendable (Notification) -> sending [AnyHashable: Any]?
+    let block: @isolated(any) @Sendable (Notification) async throws -> sending [AnyHashable: Any]?
     let prepare: @Sendable (Notification) -> (Notification, RequestEnvelope)?
-    let answer: @Sendable (RequestEnvelope, sending [AnyHashable: Any]?) -> Void
+    let answer: @Sendable (RequestEnvelope, Result<[AnyHashable: Any]?, any Error>) -> Void
 
     /// Runs on the block's actor, so that the check that the responder is still there and the call happen
     /// together: none starts after ``Handoff/end()`` ran on that actor.
@@ -46,7 +46,13 @@ private struct Responding: Sendable {
                 }
                 if let (request, envelope) = prepare(entry.note.value) {
                     nonisolated(unsafe) let request = request
-                    let reply = await block(request)
+                    // What it returned or threw: a thrown error is a reply too, not a requester left waiting.
+                    let reply: Result<[AnyHashable: Any]?, any Error>
+                    do {
+                        reply = .success(try await block(request))
+                    } catch {
+                        reply = .failure(error)
+                    }
                     answer(envelope, reply)
                 }
                 entry.release()

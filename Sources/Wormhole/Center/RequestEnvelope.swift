@@ -10,6 +10,8 @@ import Foundation
 /// leaves no time. Something that carries a request to another device sends the time left then, stamped anew.
 struct RequestEnvelope: Sendable {
     static let key = "wormhole.request"
+    /// The key of a reply's userInfo that says its responder failed, and why; a reply may not use it otherwise.
+    static let errorKey = "wormhole.error"
 
     /// Random, 32 hex digits: what the reply's object carries back.
     let id: String
