@@ -20,6 +20,8 @@ struct FileStatus {
     var isRegularFile: Bool { type == S_IFREG }
     var isDirectory: Bool { type == S_IFDIR }
     var isSocket: Bool { type == S_IFSOCK }
+    /// A symbolic link itself, as `fstatat(2)` with `AT_SYMLINK_NOFOLLOW` sees one.
+    var isSymbolicLink: Bool { type == S_IFLNK }
 
     /// The size the file claims, in bytes; `Int.max` past what `Int` holds.
     var size: Int { Int(clamping: system.st_size) }

@@ -48,6 +48,11 @@ final class PeerLink: Sendable {
         var sharedUnread = 0
         /// The memory file this connection's large frames are written into while its listener keeps up.
         var frameFile: FrameFile?
+        /// Why what sits under the listener's name is not its socket, found in this send (``ListenerCheck``): not
+        /// tried again until the next, and taken to be said once the lock is let go (nil again by then).
+        var refusal: ListenerCheck.Refusal?
+        /// The listener's process, as its registry entry named it when this link last connected.
+        var registeredPid: Int32?
     }
 
 
@@ -82,39 +87,48 @@ final class PeerLink: Sendable {
 
     /// Puts `frame` in the listener's socket, or else in its spool. Never blocks on the listener.
     func send(_ frame: OutgoingFrame, nudge: [UInt8]) -> Outcome {
-        state.withLock { state in
-            do throws(WormholeError) {
-                if state.spooling == nil {
-                    // A process that posts for the first time does not overtake what others spooled before.
-                    state.spooling = try openFolder(&state)?.hasPendingSegments() ?? false
-                }
-                if spoolsAlways {
-                    state.spooling = true
-                } else if state.spooling == true, !isSegmentPending(&state) {
-                    // The listener has taken everything this link spooled: back to the socket.
-                    state.spooling = false
-                    releaseLease(&state)
-                }
-                if state.spooling == false && (frame.count <= SocketOptions.directFrameLimit(transport) || canShare(frame, &state)) {
-                    switch try sendDirect(frame, &state) {
-                    case .sent: return .direct
-                    case .gone: return .gone
-                    case .full: break
-                    }
-                }
-                // From the first spooled frame on, later ones follow it into the spool until the listener took it,
-                // also when this one was spooled only for its size: a smaller one must not overtake it.
-                state.spooling = true
-                // The spool path must still notice a dead listener, or it would fill a dead spool forever; anything
-                // else (a full backlog, the other transport, an error of this process's) leaves it to the spool.
-                if !durable, case .gone = reach(&state) { return .gone }
-                guard let started = try spool(frame, &state) else { return .gone }
-                // A listener takes a segment whole: its bell and a nudge are needed only when one is begun.
-                if started && !wake(nudge, &state) { return .gone }
-                return .spooled
-            } catch {
-                return .failed(error)
+        let outcome = state.withLock { state in send(frame, nudge: nudge, &state) }
+        // A frame sent directly met no refusal; one found otherwise is said once the lock is let go.
+        if case .direct = outcome { return outcome }
+        state.withLock { $0.refusal.take() }?.say()
+        return outcome
+    }
+
+    // Inlined into its one caller's lock closure: as a call of its own it cost about 40 instructions a post
+    // (callgrind, `wormhole-bench --ping-pong`).
+    @inline(__always)
+    private func send(_ frame: OutgoingFrame, nudge: [UInt8], _ state: inout State) -> Outcome {
+        do throws(WormholeError) {
+            if state.spooling == nil {
+                // A process that posts for the first time does not overtake what others spooled before.
+                state.spooling = try openFolder(&state)?.hasPendingSegments() ?? false
             }
+            if spoolsAlways {
+                state.spooling = true
+            } else if state.spooling == true, !isSegmentPending(&state) {
+                // The listener has taken everything this link spooled: back to the socket.
+                state.spooling = false
+                releaseLease(&state)
+            }
+            if state.spooling == false && (frame.count <= SocketOptions.directFrameLimit(transport) || canShare(frame, &state)) {
+                switch try sendDirect(frame, &state) {
+                case .sent: return .direct
+                case .gone: return .gone
+                case .full: break
+                }
+            }
+            // From the first spooled frame on, later ones follow it into the spool until the listener took it,
+            // also when this one was spooled only for its size: a smaller one must not overtake it.
+            state.spooling = true
+            // The spool path must still notice a dead listener, or it would fill a dead spool forever; anything
+            // else (a full backlog, the other transport, an error of this process's) leaves it to the spool.
+            if !durable, case .gone = reach(&state) { return .gone }
+            guard let started = try spool(frame, &state) else { return .gone }
+            // A listener takes a segment whole: its bell and a nudge are needed only when one is begun.
+            if started && !wake(nudge, &state) { return .gone }
+            return .spooled
+        } catch {
+            return .failed(error)
         }
     }
 
@@ -292,7 +306,8 @@ final class PeerLink: Sendable {
         case connected
         /// Alive, but not taking a connection now: its backlog is full, it listens with the other transport, or
         /// the socket went bad under it (``PeerState``). A durable listener is never gone: its spool collects what
-        /// is posted until its identity runs again.
+        /// is posted until its identity runs again. So is a listener whose name holds what is not its socket, or
+        /// leads to another process (``ListenerCheck``): it may only be stopped, and gets its spool when it resumes.
         case alive
         /// Nobody listens there.
         case gone
@@ -304,8 +319,10 @@ final class PeerLink: Sendable {
     /// read where it happens: gone there means the connection closed, and the link connects again).
     private func reach(_ state: inout State) -> Reach {
         guard state.socket == nil else { return .connected }
+        guard state.refusal == nil else { return .alive }
         do throws(WormholeError) {
-            state.socket = try connect()
+            guard let socket = try connect(&state) else { return .alive }
+            state.socket = consume socket
             // Shared frames sent on an earlier connection were read, or went with it; so may the mark its frame
             // file waits for.
             state.sharedUnread = 0
@@ -320,10 +337,11 @@ final class PeerLink: Sendable {
         }
     }
 
-    private func connect() throws(WormholeError) -> OwnedDescriptor {
-        try UnixSocket.connect(
-            transport, directory: context.container.listenersDescriptor, directoryPath: context.container.listenersPath,
-            name: RegistryEntry.socketName(listener))
+    /// A new connection to the listener's socket, once ``ListenerCheck`` found the file and the process at the
+    /// other end to be the listener's; nil when they are not (nothing was sent), with the state's refusal saying why.
+    private func connect(_ state: inout State) throws(WormholeError) -> OwnedDescriptor? {
+        try ListenerCheck.connect(
+            transport, to: listener, in: context.container, knownPid: &state.registeredPid, refusal: &state.refusal)
     }
 
     /// The listener's spool folder, opened once; nil when it no longer exists (its listener is gone).
