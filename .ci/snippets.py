@@ -113,7 +113,9 @@ def run(program, index, work, expected):
     prints with `expected`; returns what went wrong, or ''."""
     path, line, _ = program[0]
     folder = work / f"program{index}-package"
-    objects = sorted(str(p) for p in (ROOT / ".build/debug/Wormhole.build").glob("*.o"))
+    # The library's objects, and those of each of the package's other libraries the program imports.
+    libraries = ["Wormhole"] + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
+    objects = sorted(str(p) for library in libraries for p in (ROOT / f".build/debug/{library}.build").glob("*.o"))
     executable = folder / "program"
     result = subprocess.run(["swiftc", "-o", str(executable), str(folder / "main.o"), *objects],
                             capture_output=True, text=True)
