@@ -9,11 +9,12 @@ extension Commands {
     /// The longest `--timeout` of `request`, in seconds: the library's limit, a day.
     static let maximumRequestTimeout = Int(Limits.maximumRequestTimeout.components.seconds)
 
-    /// Asks the responders of `--name` and prints the first reply as one JSON line, as `listen` prints a
-    /// notification. No responder, or no reply within `--timeout`, is a failure (exit status 1).
+    /// Asks the responders of the name (`NAME` or `--name`) and prints the first reply as one JSON line, as
+    /// `listen` prints a notification. No responder, or no reply within `--timeout`, is a failure (exit status 1).
     static func request(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Options(arguments, options: containerOptions.union(["name", "object", "user-info", "timeout"]))
-        guard let name = options["name"] else { throw UsageError("request needs --name") }
+        let options = try Options(
+            arguments, options: containerOptions.union(["name", "object", "user-info", "timeout"]), positionals: 1)
+        let name = try options.name(for: "request", required: true) ?? ""
         let timeout = try options.duration("timeout", atMost: maximumRequestTimeout) ?? defaultRequestTimeout
         let userInfoText = try options["user-info"].map { try JSONValue.text(of: $0) }
         // Read before the container is opened, so that a mistake leaves nothing behind.
@@ -50,12 +51,13 @@ extension Commands {
         }
     }
 
-    /// Answers each request for `--name` with `--reply`, printing each request as one JSON line; exits after
-    /// `--count` answers (with `--count 0`, once the responder is registered).
+    /// Answers each request for the name (`NAME` or `--name`) with `--reply`, printing each request as one JSON
+    /// line; exits after `--count` answers (with `--count 0`, once the responder is registered).
     static func respond(_ arguments: ArraySlice<String>) throws -> Never {
         let options = try Options(
-            arguments, options: containerOptions.union(["name", "object", "reply", "count", "client"]), flags: ["create"])
-        guard let name = options["name"] else { throw UsageError("respond needs --name") }
+            arguments, options: containerOptions.union(["name", "object", "reply", "count", "client"]), flags: ["create"],
+            positionals: 1)
+        let name = try options.name(for: "respond", required: true) ?? ""
         let limit = try options.integer("count")
         let replyText = try options["reply"].map { try JSONValue.text(of: $0) }
         _ = try replyText.map { text throws(UsageError) in try JSONValue.userInfo(from: text) }

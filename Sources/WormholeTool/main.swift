@@ -3,8 +3,10 @@ import Foundation
 /// What each command does and takes, as `wormhole help COMMAND` prints it.
 let commandHelp: [(name: String, text: String)] = [
     ("listen", """
-        usage: wormhole listen (--group ID | --container DIR) [--create] [--name N] [--object O] [--count K] [--client ID]
-          print each notification as one JSON line, {"name":…,"object":…,"userInfo":…}; exit after K; with --client,
+        usage: wormhole listen [NAME] [-c DIR | -g ID] [--create] [--object O] [-n|--count K] [--client ID] [--all]
+          print each notification as one JSON line, {"name":…,"object":…,"userInfo":…}, of NAME or, without one, of
+          every name but the library's own (group values' announcements, wormhole.value.*; requests and replies
+          reach only who names them), which --all prints too; exit after K; with --client,
           as a durable listener that receives what was posted for it while it was not running. SIGTERM or SIGINT
           ends it cleanly. An integer prints as its digits, a real always with a fraction or an exponent (1.0,
           1e+16), NaN and the infinities as the strings "NaN", "Infinity" and "-Infinity"; data as base64, a date
@@ -13,13 +15,15 @@ let commandHelp: [(name: String, text: String)] = [
           print alike (the number 1 and the string "1") prints as an array of [key, value] pairs.
         """),
     ("post", """
-        usage: wormhole post (--group ID | --container DIR) [--create] --name N [--object O] [--user-info JSON] [--retain]
-          post one notification; print how many listeners got it and how many were spooled; with --retain, also
+        usage: wormhole post NAME [-c DIR | -g ID] [--create] [--object O] [--user-info JSON] [--retain] [--json]
+          post one notification; print how many listeners got it and how many were spooled, as a line of text or
+          with --json as one JSON line, {"container":…,"delivered":1,"failures":[{"code":…,"error":…,"pid":…}],
+          "name":…,"object":…,"removed":0,"spooled":0} (exit 1 when failures is not empty); with --retain, also
           keep it as the current value of its name. --user-info is a JSON object (null is NSNull), @FILE reads
           it from a file, and - from standard input. Integers are exact from -2^63 to 2^64-1; past that, an error.
         """),
     ("retained", """
-        usage: wormhole retained (--group ID | --container DIR) (--name N [--clear] | --list)
+        usage: wormhole retained [-c DIR | -g ID] (NAME [--clear] | --list)
           print the current retained notification of N as one JSON line, as listen prints it (exit 1 if none),
           or forget it. --list prints the names that have one as one JSON line,
           {"container":…,"names":[…],"skipped":K}: names sorted by their UTF-8 bytes; K counts the files of
@@ -28,7 +32,7 @@ let commandHelp: [(name: String, text: String)] = [
           folder cannot be listed.
         """),
     ("value", """
-        usage: wormhole value (--group ID | --container DIR) [--create] (--name N [--set JSON [--type date|data] | --reset] | --list)
+        usage: wormhole value [-c DIR | -g ID] [--create] (NAME [--set JSON [--type date|data] | --reset] | --list)
           print the current value of the group value N as JSON (null when unset), set it, or reset it to unset
           (--reset, or --set null). A string needs its quotes: --set '"hello"'; null inside a value is nil, as a
           typed process stores it. Integers are exact from -2^63 to 2^64-1. JSON has no date or data: --type date
@@ -47,7 +51,7 @@ let commandHelp: [(name: String, text: String)] = [
           some were skipped; 1 when values/ cannot be listed.
         """),
     ("request", """
-        usage: wormhole request (--group ID | --container DIR) --name N [--object O] [--user-info JSON] [--timeout S]
+        usage: wormhole request NAME [-c DIR | -g ID] [--object O] [--user-info JSON] [--timeout S]
           ask the responders of N and print the first reply as one JSON line, as listen prints a notification;
           exit 1 when no process has a responder for N, or no reply comes within S seconds (default 5; from
           1e-9, a nanosecond, to 86400; anything else, not finite or not a number is a mistake, exit 2).
@@ -55,20 +59,24 @@ let commandHelp: [(name: String, text: String)] = [
           running, answers when it runs again, if that is within S seconds.
         """),
     ("respond", """
-        usage: wormhole respond (--group ID | --container DIR) [--create] --name N [--object O] [--reply JSON] [--count K] [--client ID]
+        usage: wormhole respond NAME [-c DIR | -g ID] [--create] [--object O] [--reply JSON] [-n|--count K] [--client ID]
           answer each request for N with the userInfo --reply (read as post reads --user-info; none: a reply
           without one), printing each request as one JSON line; exit after K answers, or with --count 0 once
           the responder is registered. With --client, as a durable responder: requests made while it was not
           running wait in its spool and are answered on its next run, those whose timeout passed never.
         """),
     ("status", """
-        usage: wormhole status (--group ID | --container DIR) [--json] [--no-clean]
+        usage: wormhole status [-c DIR | -g ID] [--json] [--clean] [--all]
           list the registered listeners: pid, socket, what they observe (a name of * is a pattern: every name),
-          state, spool depth; with --json, as one JSON line. First removes the entries of listeners that are gone (never a durable, stopped or
-          busy one) and says how many, unless --no-clean
+          state, spool depth; with --json, as one JSON line. Only reads: a listener that is gone shows as gone
+          (dead), and --clean first removes the entries of those (never a durable, stopped or busy one) and says
+          how many. --no-clean, which older versions needed to only read, is taken and changes nothing. What a
+          listener observes leaves out the library's own names (a responder's wormhole.request.*, a requester's
+          wormhole.reply.*, group values' wormhole.value.*, a relay's wormhole.spooled), counted as hidden;
+          --all shows them.
         """),
     ("forget", """
-        usage: wormhole forget (--group ID | --container DIR) --client ID
+        usage: wormhole forget [-c DIR | -g ID] --client ID
           forget a durable identity: its registry entry and its spool, with what is spooled for it; refused while
           a process runs it
         """),
@@ -77,6 +85,21 @@ let commandHelp: [(name: String, text: String)] = [
           an app and an extension process talking through a temporary container
         """),
 ]
+
+/// How every command but `demo` finds its container, appended to each one's help.
+let containerHelp = """
+      The container: -c DIR (--container DIR), a folder, or -g ID (--group ID), an App Group; without either,
+      the environment's WORMHOLE_CONTAINER (a folder) or WORMHOLE_GROUP (a group identifier); an option wins over
+      the environment, a variable set to nothing counts as unset. NAME may also be given as --name NAME (both
+      only alike); after --, every argument is a name, also one that starts with -.
+    """
+
+/// What --create does, appended to the help of the commands that take it.
+let createHelp = """
+      --create makes a container folder that does not exist, with the folders above it that do not exist either,
+      each mode 0700, and says each on standard error (wormhole: made /tmp/a (0700)); with -g, the library makes
+      the group's default container. Without --create, a missing container is a mistake (exit 2).
+    """
 
 let usage = """
     usage: wormhole <command> [options]        wormhole help <command> | <command> --help
@@ -88,18 +111,38 @@ let usage = """
       value     print, set, reset or list group values
       request   ask the responders of a name and print the first reply
       respond   answer requests for a name
-      status    list the registered listeners, removing those that are gone
+      status    list the registered listeners (only reads; --clean removes those that are gone)
       forget    forget a durable identity and its spool
       demo      an app and an extension process talking through a temporary container
 
-    post, listen, value and respond refuse a container folder that does not exist unless given --create; the others never make one.
-    listen, retained, value, request and respond print JSON always; status prints text, or JSON with --json.
+    The container: -c DIR (--container DIR) or -g ID (--group ID); without either, $WORMHOLE_CONTAINER (a folder)
+    or $WORMHOLE_GROUP (a group identifier). An option wins over the environment.
+    Short forms: -c for --container, -g for --group, -n for --count (listen, respond), -h for --help.
+    post, listen, value and respond refuse a container folder that does not exist unless given --create (which
+    makes missing folders above it too, each 0700, and says so); the others never make one.
+    listen, retained, value, request and respond print JSON always; status and post print text, or JSON with --json.
+    status and listen leave out the library's own names (wormhole.request.*, wormhole.reply.*, wormhole.value.*,
+    wormhole.spooled) unless --all.
     Exit status: 0 success, 1 failure, 2 a mistake in the command line (one line on standard error says which).
     """
 
 let toolVersion = "0.1.0-dev"
 
-func help(for command: String) -> String? { commandHelp.first { $0.name == command }?.text }
+/// The commands a mistyped one is compared with.
+let commandNames = commandHelp.map(\.name) + ["help"]
+
+/// The help of `command`: its text, then how it finds its container and what --create does where it takes it.
+func help(for command: String) -> String? {
+    guard let text = commandHelp.first(where: { $0.name == command })?.text else { return nil }
+    guard command != "demo" else { return text }
+    return text + "\n" + containerHelp + (["post", "listen", "value", "respond"].contains(command) ? "\n" + createHelp : "")
+}
+
+/// "unknown command 'lisen'; did you mean listen?" when one is near.
+func unknownCommand(_ typed: String) -> String {
+    let hint = Suggestion.nearest(to: typed, among: commandNames).map { "; did you mean \($0)?" } ?? ""
+    return "wormhole: unknown command '\(typed)'\(hint) (see 'wormhole help')"
+}
 
 let arguments = CommandLine.arguments.dropFirst()
 let command = arguments.first ?? ""
@@ -128,7 +171,7 @@ do {
             exit(0)
         }
         guard let text = help(for: topic) else {
-            Output.error("wormhole: unknown command '\(topic)' (see 'wormhole help')")
+            Output.error(unknownCommand(topic))
             exit(2)
         }
         Output.ownText(text)
@@ -140,7 +183,7 @@ do {
         Output.error("wormhole: give a command: listen, post, retained, value, request, respond, status, forget or demo (see 'wormhole help')")
         exit(2)
     default:
-        Output.error("wormhole: unknown command '\(command)' (see 'wormhole help')")
+        Output.error(unknownCommand(command))
         exit(2)
     }
 } catch let error as UsageError {

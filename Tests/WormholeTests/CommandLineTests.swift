@@ -119,7 +119,7 @@ struct CommandLineTests {
             (["post", "--container", container.path, "--name", "--object", "o"], "--name needs a value"),
             (["post", "--container", container.path, "--name", "a", "--name", "b"], "--name is given twice"),
             (["post", "--container", container.path, "--name", "a", "--colour", "red"], "unknown option --colour"),
-            (["post", "--container", container.path, "--name", "a", "stray"], "unexpected argument 'stray'"),
+            (["post", "--container", container.path, "a", "stray"], "unexpected argument 'stray'"),
             (["post", "--container", container.path, "--retain=yes", "--name", "a"], "--retain takes no value"),
             (["post", "--container", container.path, "--name", "a", "--user-info", "{\"a\": 1,\n \"b\": [1,, 2]}"], "line 2, column"),
             (["value", "--container", container.path, "--name", "v", "--set", "x", "--type", "time"], "--type takes date or data"),
@@ -313,7 +313,7 @@ struct CommandLineTests {
         }
     }
 
-    @Test("status removes listeners that are gone, never a stopped or durable one, and says how many; --no-clean changes nothing")
+    @Test("status --clean removes listeners that are gone, never a stopped or durable one, and says how many; without it, nothing")
     func statusCleans() async throws {
         let container = TemporaryContainer()
         let dead = try Peer("wormhole", ["listen", "--container", container.path, "--name", "d"])
@@ -331,7 +331,7 @@ struct CommandLineTests {
         let kept = try Peer("wormhole", ["status", "--container", container.path, "--no-clean"])
         #expect(try await kept.awaitExit() == 0)
         #expect(kept.output.first?.contains("3 listener(s)") == true, "\(kept.output)")
-        let cleaned = try Peer("wormhole", ["status", "--container", container.path])
+        let cleaned = try Peer("wormhole", ["status", "--container", container.path, "--clean"])
         #expect(try await cleaned.awaitExit() == 0)
         #expect(cleaned.output.first?.contains("2 listener(s); removed 1 gone") == true, "\(cleaned.output)")
     }
