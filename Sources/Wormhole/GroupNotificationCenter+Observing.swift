@@ -110,7 +110,7 @@ extension GroupNotificationCenter {
             gated: includingRetained, keepsFrames: durable)
         endpoint.add(observer)
         // What it is handed and does not run goes back to the spool, for the identity's next run.
-        if durable { handoff.returns(to: endpoint.listenerSpool) }
+        if durable { handoff.returns(to: endpoint.listenerSpool, counting: endpoint.counters) }
         guard includingRetained, let name else { return observer }
         // Read after registering, so nothing posted in between is missed.
         let current = endpoint.retainedNotification(named: name.rawValue, allowed: allowed).flatMap { note, frame, bytes in

@@ -205,3 +205,103 @@ private final class SlowReaderProcess: Sendable {
         }
     }
 }
+
+/// What several observers of one run give back comes again once each, in the order posted.
+@Suite("Give-back from several observers", .throttled)
+struct GiveBackMergeTests {
+    /// Registers `client` as a durable identity observing `names`, then ends it.
+    private func register(_ container: TemporaryContainer, client: String, names: [String]) async throws {
+        let center = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: client)
+        for name in names { center.addObserver(forName: .init(name), object: nil, queue: OperationQueue()) { _ in } }
+        _ = center
+    }
+
+    private func spoolFolder(_ container: TemporaryContainer) -> URL? {
+        let spool = container.url.appendingPathComponent("spool")
+        let folders = (try? FileManager.default.contentsOfDirectory(atPath: spool.path)) ?? []
+        return folders.first.map { spool.appendingPathComponent($0) }
+    }
+
+    /// Run 1 of `client`: observers of `names` on suspended queues (they run nothing) are handed what waits, then
+    /// the center goes; `beforeRelease` runs just before.
+    private func runHandedNothingRun(
+        _ container: TemporaryContainer, client: String, names: [String], expect count: Int,
+        beforeRelease: () throws -> Void = {}
+    ) async throws {
+        let center = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: client)
+        var queues: [OperationQueue] = []
+        for name in names {
+            let queue = OperationQueue()
+            queue.isSuspended = true
+            queues.append(queue)
+            center.addObserver(forName: .init(name), object: nil, queue: queue) { _ in Issue.record("ran") }
+        }
+        center.deliverSpooledNotifications()
+        try await pollUntil("handed over") { center.statistics.received >= count }
+        try await Task.sleep(for: .milliseconds(300))
+        try beforeRelease()
+        withExtendedLifetime(queues) {}
+    }
+
+    private func numbers(_ lines: [String]) -> [Int] {
+        lines.compactMap { line in
+            guard let data = line.data(using: .utf8),
+                let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+            else { return nil }
+            return (object["userInfo"] as? [String: Any])?["i"] as? Int
+        }
+    }
+
+    @Test("two observers of one name that both ran nothing: the next run gets each once")
+    func twoObserversSameName() async throws {
+        let container = TemporaryContainer()
+        try await register(container, client: "d", names: ["n"])
+        let poster = try GroupNotificationCenter(containerURL: container.url)
+        for i in 0..<5 { _ = try poster.postReporting(name: .init("n"), object: nil, userInfo: ["i": i]) }
+        try await runHandedNothingRun(container, client: "d", names: ["n", "n"], expect: 5)
+        // A sentinel posted after: it comes after everything given back.
+        _ = try poster.postReporting(name: .init("n"), object: nil, userInfo: ["i": 99])
+        let next = try Peer("wormhole", ["listen", "--container", container.path, "--client", "d", "--name", "n"])
+        try await pollUntil("the sentinel") { numbers(next.output).contains(99) }
+        next.signal(SIGTERM)
+        _ = try? await next.awaitExit()
+        #expect(numbers(next.output) == [0, 1, 2, 3, 4, 99])
+    }
+
+    @Test("a returned file planted with the largest number neither stops this run giving back nor is read")
+    func plantedLargestNumber() async throws {
+        let container = TemporaryContainer()
+        try await register(container, client: "d", names: ["n"])
+        let poster = try GroupNotificationCenter(containerURL: container.url)
+        for i in 0..<5 { _ = try poster.postReporting(name: .init("n"), object: nil, userInfo: ["i": i]) }
+        let warnings = Mutex<[String]>([])
+        GroupNotificationCenter.setWarningHandler { line in warnings.withLock { $0.append(line) } }
+        defer { GroupNotificationCenter.setWarningHandler(nil) }
+        try await runHandedNothingRun(container, client: "d", names: ["n"], expect: 5) {
+            let folder = try #require(spoolFolder(container))
+            _ = FileManager.default.createFile(atPath: folder.appendingPathComponent("returned-ffffffffffffffff").path, contents: Data())
+        }
+        #expect(warnings.withLock { $0 }.allSatisfy { !$0.contains("are lost") })
+        _ = try poster.postReporting(name: .init("n"), object: nil, userInfo: ["i": 99])
+        let next = try Peer("wormhole", ["listen", "--container", container.path, "--client", "d", "--name", "n"])
+        try await pollUntil("the sentinel") { numbers(next.output).contains(99) }
+        next.signal(SIGTERM)
+        _ = try? await next.awaitExit()
+        #expect(numbers(next.output) == [0, 1, 2, 3, 4, 99])
+    }
+
+    @Test("two observers of two names: the next run's observer of every name gets them in the order posted")
+    func twoNamesOrder() async throws {
+        let container = TemporaryContainer()
+        try await register(container, client: "d", names: ["x", "y"])
+        let poster = try GroupNotificationCenter(containerURL: container.url)
+        for i in 0..<6 { _ = try poster.postReporting(name: .init(i % 2 == 0 ? "y" : "x"), object: nil, userInfo: ["i": i]) }
+        try await runHandedNothingRun(container, client: "d", names: ["x", "y"], expect: 6)
+        _ = try poster.postReporting(name: .init("x"), object: nil, userInfo: ["i": 99])
+        let next = try Peer("wormhole", ["listen", "--container", container.path, "--client", "d"])
+        try await pollUntil("the sentinel") { numbers(next.output).contains(99) }
+        next.signal(SIGTERM)
+        _ = try? await next.awaitExit()
+        #expect(numbers(next.output) == [0, 1, 2, 3, 4, 5, 99])
+    }
+}

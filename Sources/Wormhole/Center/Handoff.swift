@@ -40,6 +40,8 @@ final class Handoff: Sendable {
         var ended = false
         /// Where what the observer did not run goes as it ends; nil: dropped.
         var returns: SpoolFolder?
+        /// Where what could not be given back is counted as dropped.
+        var counters: Counters?
         /// Consumers of a sequence waiting for the next notification, oldest first.
         var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
         /// An actor's drain that waits for more (``Handoff/park()``); it counts as not scheduled.
@@ -69,8 +71,11 @@ final class Handoff: Sendable {
     var isOpen: Bool { !ended.load(ordering: .acquiring) }
 
     /// Gives what the observer was handed and did not run back to `spool` as it ends (a durable listener's own).
-    func returns(to spool: SpoolFolder?) {
-        state.withLock { $0.returns = spool }
+    func returns(to spool: SpoolFolder?, counting counters: Counters) {
+        state.withLock {
+            $0.returns = spool
+            $0.counters = counters
+        }
     }
 
     /// Hands `notes` (each with its frame's bytes, and the frame for an observer that gives back) over, in order,
@@ -87,7 +92,7 @@ final class Handoff: Sendable {
                 if state.draining {
                     state.waiting.append(contentsOf: entries)
                 } else {
-                    Self.write(entries, to: state.returns)
+                    Self.write(entries, to: state)
                     late = entries
                 }
                 return false
@@ -127,7 +132,7 @@ final class Handoff: Sendable {
                 if !staying { state.scheduled = false }
                 if state.draining && state.ended {
                     left = state.takeAll()
-                    Self.write(left, to: state.returns)
+                    Self.write(left, to: state)
                 }
                 state.draining = false
                 return nil
@@ -146,17 +151,18 @@ final class Handoff: Sendable {
     /// waits after them.
     func stopDraining(at entry: Entry, rest: [Entry]) {
         let entries = [entry] + rest.reversed()
-        state.withLock { Self.write(entries, to: $0.returns) }
+        state.withLock { Self.write(entries, to: $0) }
         for entry in entries { entry.release() }
     }
 
     /// Writes the frames of `entries` back to `spool`, if the observer gives back. Called under the state's lock,
     /// so that what is given back, by the drain, ``end()`` or a late ``append(_:backlog:)``, reaches the spool in
     /// the order received.
-    private static func write(_ entries: [Entry], to spool: SpoolFolder?) {
-        guard let spool, !entries.isEmpty else { return }
+    private static func write(_ entries: [Entry], to state: State) {
+        guard let spool = state.returns, !entries.isEmpty else { return }
         let frames = entries.compactMap(\.frame)
         if !spool.keepReturned(frames) {
+            state.counters?.count { $0.dropped += frames.count }
             Log.warning("\(frames.count) notification(s) an observer had not run could not be given back to the spool of listener \(FileName.hex(spool.listener)); they are lost")
         }
     }
@@ -246,7 +252,7 @@ final class Handoff: Sendable {
                 state.parked = nil
             }
             let dropped = state.draining ? [] : state.takeAll()
-            Self.write(dropped, to: state.returns)
+            Self.write(dropped, to: state)
             return (dropped, state.consumers, state.parked)
         }
         for entry in dropped { entry.release() }

@@ -249,9 +249,10 @@ final class SpoolFolder: Sendable {
         number(in: name, after: heldPrefix)
     }
 
-    /// The number in a returned file's name (`returned-<16 lowercase hex>`); nil for any other name.
+    /// The number in a returned file's name (`returned-<16 lowercase hex>`, below 2^48); nil for any other name.
+    /// No listener gives back 2^48 times: a larger number was planted, and would leave no number after it.
     static func returnedNumber(_ name: String) -> UInt64? {
-        number(in: name, after: returnedPrefix)
+        number(in: name, after: returnedPrefix).flatMap { $0 < 1 << 48 ? $0 : nil }
     }
 
     private static func number(in name: String, after prefix: String) -> UInt64? {

@@ -118,10 +118,62 @@ struct SpoolReader: ~Copyable {
         for frame in direct {
             if let first = firstSpooled[frame.poster], frame.sequence > first { late.append(frame) } else { early.append(frame) }
         }
-        let parts: [HandOver.Part] = held.map { .segment($0, isHeld: true) } + [.frames(early, mayHold: holdingDirect)]
+        // What earlier runs' observers gave back comes first, merged: once each, each poster's in order.
+        let returned = mergedReturned(held.filter { $0.hasPrefix(SpoolFolder.returnedPrefix) }, handlers)
+        let kept = held.filter { !$0.hasPrefix(SpoolFolder.returnedPrefix) }
+        let parts: [HandOver.Part] = [.returned(returned.frames)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
+            + [.frames(early, mayHold: holdingDirect)]
             + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
         pending = HandOver(parts: parts, removing: held + taken.names, takesEverything: taken.tookNew)
+        pending?.unread.formUnion(returned.unread)
         resumeHandOver(handlers)
+    }
+
+    /// The frames of the returned files `names` (oldest first) as one run: each (poster, sequence) once however
+    /// many observers gave it back, and each poster's frames in the order of their sequences, in the places its
+    /// frames held, so that what several observers of one run gave back comes in the order posted. Read up to
+    /// twice the delivery backlog's bytes (what observers can have held); the files past that are read after, as
+    /// held files. A file this process cannot open now stays (`unread`), one that is damaged is counted.
+    private func mergedReturned(_ names: [String], _ handlers: Handlers)
+        -> (frames: [Frame], unmerged: [String], unread: Set<String>)
+    {
+        struct Key: Hashable {
+            let poster: UInt64
+            let sequence: UInt64
+        }
+        var frames: [Frame] = []
+        var seen = Set<Key>()
+        var unread = Set<String>()
+        var bytes = 0
+        for (index, name) in names.enumerated() {
+            guard bytes <= 2 * Limits.deliveryBacklogBytes else { return (order(frames), Array(names[index...]), unread) }
+            let end = folder.readSegment(name) { record in
+                bytes += record.count
+                guard let frame = try? Frame(decoding: record), frame.kind == .notification else { return }
+                if seen.insert(Key(poster: frame.poster, sequence: frame.sequence)).inserted { frames.append(frame) }
+            }
+            switch end {
+            case .whole, .torn: break
+            case .damaged(let reason):
+                handlers.dropped(1, "returned file \(name) of listener \(FileName.hex(folder.listener)) is damaged; the rest of it was skipped: \(reason)")
+            case .unreadable(let reason):
+                unread.insert(name)
+                handlers.warning("cannot open returned file \(name) of listener \(FileName.hex(folder.listener)) now (\(reason)); it stays for a later drain")
+            }
+        }
+        return (order(frames), [], unread)
+    }
+
+    /// `frames` with each poster's in the order of their sequences, in the places that poster's frames held.
+    private func order(_ frames: [Frame]) -> [Frame] {
+        var places: [UInt64: [Int]] = [:]
+        for (index, frame) in frames.enumerated() { places[frame.poster, default: []].append(index) }
+        var ordered = frames
+        for indices in places.values {
+            let sorted = indices.map { frames[$0] }.sorted { $0.sequence < $1.sequence }
+            for (place, frame) in zip(indices, sorted) { ordered[place] = frame }
+        }
+        return ordered
     }
 
     /// Whether a hand-over stopped after a chunk and waits to be resumed.
@@ -202,8 +254,8 @@ struct SpoolReader: ~Copyable {
             if handing.keeper == nil { handing.keeperFailed = true }
         }
         guard handing.keeper?.append(frame) == true else { return false }
-        // No segment is being read: it came from the sockets.
-        if handing.reading == nil { handing.heldDirect += 1 }
+        // It came from the sockets: nowhere else holds it.
+        if handing.fromSockets { handing.heldDirect += 1 }
         return true
     }
 
@@ -219,6 +271,7 @@ struct SpoolReader: ~Copyable {
                         continue
                     }
                     guard frame.kind == .notification, remember(frame) || reading.isHeld else { continue }
+                    handing.fromSockets = false
                     return (frame, bytes.count, true)
                 case .end(let end):
                     handing.reading = nil
@@ -250,7 +303,21 @@ struct SpoolReader: ~Copyable {
                 }
                 let frame = frames[handing.frameIndex]
                 handing.frameIndex += 1
+                handing.fromSockets = true
                 return (frame, frame.byteCount, mayHold)
+            case .returned(let frames):
+                guard handing.frameIndex < frames.count else {
+                    handing.next += 1
+                    handing.frameIndex = 0
+                    continue
+                }
+                let frame = frames[handing.frameIndex]
+                handing.frameIndex += 1
+                handing.fromSockets = false
+                // Remembered, so that a copy still in a segment (a kill before it was removed) is dropped;
+                // handed over whatever the last run's `seen` says, as a held frame is.
+                _ = remember(frame)
+                return (frame, frame.byteCount, true)
             }
         }
     }
@@ -328,6 +395,8 @@ private final class HandOver {
         case segment(String, isHeld: Bool)
         /// Frames read from the sockets; `mayHold` when a durable listener may hold them back.
         case frames([Frame], mayHold: Bool)
+        /// What earlier runs' observers gave back, merged (``SpoolReader/mergedReturned(_:_:)``).
+        case returned([Frame])
     }
 
     /// What is left to read, in order; frames read from the sockets meanwhile are added at the end.
@@ -347,6 +416,8 @@ private final class HandOver {
     var keeperFailed = false
     /// How many frames read from the sockets the keeper holds: they are nowhere else.
     var heldDirect = 0
+    /// Whether the frame last read came from the sockets.
+    var fromSockets = false
     /// Whether it took every segment that waited (``SpoolReader/Taken/tookNew``).
     let takesEverything: Bool
 
