@@ -26,13 +26,14 @@ the SDKs of ../shared/tools/darwin instead. A block whose first line is `// swif
 is a package's manifest: it is resolved in a temporary folder beside a link named `Wormhole` to this
 repository, which checks its `.package(path: "../Wormhole")` and `.product(name:package:)` lines.
 
-A program whose last block is followed by its expected output, in a comment right after the fence,
+Every program that builds here is followed by its expected output, in a comment right after the fence of its
+last block (a program that prints nothing has an empty one),
 
     <!-- output:
     cart now holds [3, 4, 10]
     -->
 
-is also linked against the library and run (as the package target builds it), with a container root of its
+and is also linked against the library and run (as the package target builds it), with a container root of its
 own (`WORMHOLE_CONTAINER_ROOT`) and a time limit: it must end by itself, with status 0, and print exactly those
 lines on its standard output.
 
@@ -183,6 +184,11 @@ def main():
                 path, line, _ = program[0]
                 failures.append(f"{path}:{line}: does not build clean as a {mode} target builds it:\n{output}")
     runs = [(grouped[index], index) for index in expected if grouped[index] in compiled]
+    # Every program that builds here says what it prints, so that none goes unrun.
+    for index, program in enumerate(grouped):
+        if program in compiled and index not in expected:
+            path, line, _ = program[-1]
+            failures.append(f"{path}:{line}: a program with no '<!-- output:' comment after it: say what it prints")
     built = not failures
     if built:
         # One at a time: each may time itself, and two at once on two cores would blur that.
