@@ -51,6 +51,35 @@ struct GiveBackTests {
         try await pollUntil("the spool emptied") { spooled(center, "d") == 0 }
     }
 
+    @Test("a durable listener killed while its observer holds what it was handed gets it all again on its next run")
+    func killedWithNotificationsWaiting() async throws {
+        let container = TemporaryContainer()
+        try await registerDurableListener(container, client: "d", name: "n")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let total = 3000
+        for i in 0..<total { _ = try center.postReporting(name: .init("n"), object: nil, userInfo: ["i": i]) }
+
+        // Its printer waits in write(2) with the rest handed over to it; then the process is killed, not stopped.
+        let slow = try SlowReaderProcess(["listen", "--container", container.path, "--client", "d", "--name", "n"])
+        try await pollUntil("the listener's standard output is full") { slow.unreadBytes >= 60_000 }
+        slow.signal(SIGKILL)
+        let printed = try await slow.readToEndAndWait()
+        let firstRun = printed.lines.compactMap(number(in:))
+        #expect(firstRun == Array(0..<firstRun.count))
+        #expect(firstRun.count < total, "killed early: \(firstRun.count) printed")
+
+        _ = try center.postReporting(name: .init("n"), object: nil, userInfo: ["i": total])
+        let next = try Peer("wormhole", ["listen", "--container", container.path, "--client", "d", "--name", "n"])
+        try await pollUntil("the next run reaches the one posted after", timeout: 90) { numbers(next).last == total }
+        next.signal(SIGTERM)
+        _ = try? await next.awaitExit()
+        // At least once: it starts again at or before where the first run stopped printing, and misses nothing.
+        let again = numbers(next)
+        let start = try #require(again.first)
+        #expect(start <= firstRun.count, "nothing it was handed and did not print is lost")
+        #expect(again == Array(start...total), "each once in this run, in order")
+    }
+
     @Test("respond --count 1 with three requests waiting answers exactly the one it printed; the next run the others")
     func respondAnswersWhatItPrinted() async throws {
         let container = TemporaryContainer()

@@ -35,7 +35,7 @@ struct SpoolHandOverTests {
 
     private static func handlers(_ seen: Seen, holdingBack: @escaping (Frame) -> Bool = { _ in false }) -> SpoolReader.Handlers {
         SpoolReader.Handlers(
-            deliver: { seen.chunks.append($0); return (seen.room, []) },
+            deliver: { frames, _ in seen.chunks.append(frames); return (seen.room, []) },
             holdBack: holdingBack,
             dropped: { count, _ in seen.dropped += count },
             warning: { _ in })

@@ -45,10 +45,11 @@ final class Delivery: Sendable {
     @discardableResult
     func deliver(
         _ frames: [Frame], backlog: DeliveryBacklog?, keepingUnmatched: Bool = false,
-        runningObserverCode: (() -> Void) -> Void
+        acknowledging acknowledgement: SpoolAcknowledgement? = nil, runningObserverCode: (() -> Void) -> Void
     ) -> [Frame] {
         var unmatched: [Frame]? = keepingUnmatched ? [] : nil
-        batch(of: frames, unmatched: &unmatched).dispatch(backlog: backlog, runningObserverCode: runningObserverCode)
+        batch(of: frames, unmatched: &unmatched).dispatch(
+            backlog: backlog, acknowledging: acknowledgement, runningObserverCode: runningObserverCode)
         return unmatched ?? []
     }
 

@@ -45,14 +45,19 @@ struct DeliveryBatch {
     /// observers without a queue through `runningObserverCode`; the observers added after those get theirs once
     /// they ran, as if they had run in their place. What is handed over is held in `backlog`, each notification by
     /// its frame's bytes, until its block has run or its observer was removed.
-    func dispatch(backlog: DeliveryBacklog?, runningObserverCode: (() -> Void) -> Void) {
+    /// What observers with a queue, an actor or a sequence take counts in `acknowledgement`, when a spool's
+    /// hand-over keeps its files until they ran it.
+    func dispatch(
+        backlog: DeliveryBacklog?, acknowledging acknowledgement: SpoolAcknowledgement? = nil,
+        runningObserverCode: (() -> Void) -> Void
+    ) {
         guard let before = groupsBeforeCalls else {
-            for group in groups { Self.handOver(group, backlog: backlog) }
+            for group in groups { Self.handOver(group, backlog: backlog, acknowledgement) }
             return
         }
-        for group in groups[..<before] { Self.handOver(group, backlog: backlog) }
+        for group in groups[..<before] { Self.handOver(group, backlog: backlog, acknowledgement) }
         runningObserverCode { Self.run(calls, frameCalls) }
-        for group in groups[before...] { Self.handOver(group, backlog: backlog) }
+        for group in groups[before...] { Self.handOver(group, backlog: backlog, acknowledgement) }
     }
 
     /// From another thread (a post of this process's own): hands every observer with a queue its deliveries at
@@ -72,8 +77,8 @@ struct DeliveryBatch {
         }
     }
 
-    fileprivate static func handOver(_ group: Group, backlog: DeliveryBacklog?) {
-        group.observer.handoff?.append(group.notes, backlog: backlog)
+    fileprivate static func handOver(_ group: Group, backlog: DeliveryBacklog?, _ acknowledgement: SpoolAcknowledgement? = nil) {
+        group.observer.handoff?.append(group.notes, backlog: backlog, acknowledging: acknowledgement)
     }
 
     /// Calls in order, the first held in place: a batch mostly holds one, which then needs no array.

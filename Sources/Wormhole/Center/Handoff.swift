@@ -22,9 +22,12 @@ final class Handoff: Sendable {
         let bytes: Int
         /// The frame it came from, for an observer that gives back what it did not run; nil otherwise.
         let frame: Frame?
+        /// The spool hand-over that keeps its files until this has run, if one does.
+        let acknowledgement: SpoolAcknowledgement?
 
         func release() {
             backlog?.release(bytes: bytes)
+            acknowledgement?.release()
         }
     }
 
@@ -80,7 +83,10 @@ final class Handoff: Sendable {
 
     /// Hands `notes` (each with its frame's bytes, and the frame for an observer that gives back) over, in order,
     /// held in `backlog` until they ran.
-    func append(_ notes: [(note: SendableNotification, bytes: Int, frame: Frame?)], backlog: DeliveryBacklog?) {
+    func append(
+        _ notes: [(note: SendableNotification, bytes: Int, frame: Frame?)], backlog: DeliveryBacklog?,
+        acknowledging acknowledgement: SpoolAcknowledgement? = nil
+    ) {
         var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
         var parked: UnsafeContinuation<Bool, Never>?
         var late: [Entry] = []
@@ -88,7 +94,10 @@ final class Handoff: Sendable {
             if state.ended {
                 // Read for the observer as it went: given back after what it left, in order, or else dropped.
                 guard state.returns != nil else { return false }
-                let entries = notes.map { Entry(note: $0.note, backlog: nil, bytes: 0, frame: $0.frame) }
+                acknowledgement?.hold(notes.count)
+                let entries = notes.map {
+                    Entry(note: $0.note, backlog: nil, bytes: 0, frame: $0.frame, acknowledgement: acknowledgement)
+                }
                 if state.draining {
                     state.waiting.append(contentsOf: entries)
                 } else {
@@ -103,9 +112,12 @@ final class Handoff: Sendable {
                 handed.append((state.consumers.removeFirst(), notes[index].note))
                 index += 1
             }
+            acknowledgement?.hold(notes.count - index)
             while index < notes.count {
                 backlog?.hold(bytes: notes[index].bytes)
-                state.waiting.append(Entry(note: notes[index].note, backlog: backlog, bytes: notes[index].bytes, frame: notes[index].frame))
+                state.waiting.append(Entry(
+                    note: notes[index].note, backlog: backlog, bytes: notes[index].bytes, frame: notes[index].frame,
+                    acknowledgement: acknowledgement))
                 index += 1
             }
             guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return false }

@@ -114,8 +114,13 @@ final class Reception: ListenerSink {
         delivery.deliver(frames, backlog: listener.backlog, runningObserverCode: runningObserverCode)
     }
 
-    func receivedFromSpool(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) -> [Frame] {
-        delivery.deliver(frames, backlog: listener.backlog, keepingUnmatched: true, runningObserverCode: runningObserverCode)
+    func receivedFromSpool(
+        _ frames: [Frame], by listener: Listener, acknowledging acknowledgement: SpoolAcknowledgement?,
+        runningObserverCode: (() -> Void) -> Void
+    ) -> [Frame] {
+        delivery.deliver(
+            frames, backlog: listener.backlog, keepingUnmatched: true, acknowledging: acknowledgement,
+            runningObserverCode: runningObserverCode)
     }
 
     var observersRemoved: UInt64 { delivery.removals.load(ordering: .acquiring) }

@@ -35,6 +35,9 @@ final class SpoolFolder: Sendable {
     /// The returned files this process wrote: its own run does not read them again (its other observers ran
     /// what they hold already); the identity's next run does.
     let returnedHere = Mutex<Set<String>>([])
+    /// Files a hand-over took whose notifications observers have not all run yet (``SpoolAcknowledgement``): no
+    /// drain of this process reads them again, and they go once acknowledged.
+    private let awaiting = Mutex<Set<String>>([])
 
     var descriptor: CInt { folder.rawValue }
 
@@ -175,7 +178,8 @@ final class SpoolFolder: Sendable {
     func takeSegments(renaming: Bool = true) -> [String] {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
         var taken: [String] = []
-        for name in names {
+        let waiting = awaiting.withLock { $0 }
+        for name in names where !waiting.contains(name) {
             if name.hasSuffix(Self.takenSuffix) {
                 taken.append(name)
             } else if name.hasSuffix(Self.unnamedSuffix) {
@@ -208,9 +212,11 @@ final class SpoolFolder: Sendable {
     func holdsAnything() -> Bool {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
         let own = returnedHere.withLock { $0 }
+        let waiting = awaiting.withLock { $0 }
         return names.contains {
-            $0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) || $0.hasPrefix(Self.heldPrefix)
-                || ($0.hasPrefix(Self.returnedPrefix) && !own.contains($0))
+            !waiting.contains($0)
+                && ($0.hasSuffix(Self.segmentSuffix) || $0.hasSuffix(Self.takenSuffix) || $0.hasPrefix(Self.heldPrefix)
+                    || ($0.hasPrefix(Self.returnedPrefix) && !own.contains($0)))
         }
     }
 
@@ -266,18 +272,30 @@ final class SpoolFolder: Sendable {
     /// are left out: they are for the identity's next run.
     func heldFiles() -> (files: [String], planted: [String]) {
         let names = (try? Sys.listDirectory(descriptor)) ?? []
-        let own = returnedHere.withLock { $0 }
+        let own = returnedHere.withLock { $0 }.union(awaiting.withLock { $0 })
         var returned: [(UInt64, String)] = []
         var held: [(UInt64, String)] = []
         var planted: [String] = []
         for name in names {
-            if name.hasPrefix(Self.heldPrefix) {
+            if name.hasPrefix(Self.heldPrefix), !own.contains(name) {
                 if let number = Self.heldNumber(name) { held.append((number, name)) } else { planted.append(name) }
             } else if name.hasPrefix(Self.returnedPrefix), !own.contains(name) {
                 if let number = Self.returnedNumber(name) { returned.append((number, name)) } else { planted.append(name) }
             }
         }
         return ((returned.sorted { $0.0 < $1.0 } + held.sorted { $0.0 < $1.0 }).map(\.1), planted)
+    }
+
+    /// Keeps `names`, taken and handed over, from every later drain of this process until
+    /// ``removeAcknowledged(_:)``.
+    func keepUntilAcknowledged(_ names: [String]) {
+        awaiting.withLock { $0.formUnion(names) }
+    }
+
+    /// Removes `names` once what they held was acknowledged.
+    func removeAcknowledged(_ names: [String]) {
+        for name in names { remove(name) }
+        awaiting.withLock { $0.subtract(names) }
     }
 
     /// Reads the segment `name` record by record (``SegmentReader``), handing each frame to `body` in order.

@@ -18,7 +18,8 @@ struct SpoolReader: ~Copyable {
         /// Takes a chunk of frames; `goesOn` false when the observers hold too much for more now: the hand-over
         /// stops until it is resumed. A durable listener's returns the frames no observer matched as they were
         /// handed (one went since ``holdBack`` was asked): they are held, as if held back.
-        var deliver: ([Frame]) -> (goesOn: Bool, unmatched: [Frame])
+        /// With the hand-over's acknowledgement, when it keeps its files until its observers ran what they took.
+        var deliver: ([Frame], SpoolAcknowledgement?) -> (goesOn: Bool, unmatched: [Frame])
         /// Whether a frame must stay in the spool because nothing observes it yet (durable listeners).
         var holdBack: (Frame) -> Bool
         /// Frames or records dropped, and why: counted and logged.
@@ -29,6 +30,9 @@ struct SpoolReader: ~Copyable {
         /// that no observer takes now, which are held (``deliver``), so the chunk is handed over before a frame
         /// after them is held.
         var observersRemoved: () -> UInt64 = { 0 }
+        /// Whether what a hand-over takes stays in the spool until its observers ran it (a durable listener's):
+        /// a process killed with notifications waiting for its observers gets them again in its next run.
+        var acknowledges = false
     }
 
 
@@ -95,7 +99,7 @@ struct SpoolReader: ~Copyable {
             handlers.dropped(1, "\(name) in the spool of listener \(FileName.hex(folder.listener)) is no held file of its; removed unread")
         }
         guard !taken.isEmpty || (holdingDirect && !direct.isEmpty) else {
-            if !direct.isEmpty { _ = handlers.deliver(direct) }
+            if !direct.isEmpty { _ = handlers.deliver(direct, nil) }
             return
         }
         var firstSpooled: [UInt64: UInt64] = [:]
@@ -124,7 +128,9 @@ struct SpoolReader: ~Copyable {
         let parts: [HandOver.Part] = [.returned(returned.frames)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
             + [.frames(early, mayHold: holdingDirect)]
             + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
-        pending = HandOver(parts: parts, removing: held + taken.names, takesEverything: taken.tookNew)
+        pending = HandOver(
+            parts: parts, removing: held + taken.names, takesEverything: taken.tookNew,
+            acknowledgement: handlers.acknowledges ? SpoolAcknowledgement(folder: folder) : nil)
         pending?.unread.formUnion(returned.unread)
         resumeHandOver(handlers)
     }
@@ -226,7 +232,13 @@ struct SpoolReader: ~Copyable {
             return
         }
         StopPoint.reached("spool.hold")
-        for name in handing.removing where !handing.unread.contains(name) { folder.remove(name) }
+        let done = handing.removing.filter { !handing.unread.contains($0) }
+        if let acknowledgement = handing.acknowledgement {
+            // Removed once the observers ran what it handed over; no later drain reads them meanwhile.
+            acknowledgement.seal(removing: done)
+        } else {
+            for name in done { folder.remove(name) }
+        }
         // Every copy the last run may have left was in what this took, and is gone now.
         if handing.takesEverything && handing.unread.isEmpty {
             seedServed = true
@@ -237,7 +249,7 @@ struct SpoolReader: ~Copyable {
     /// Hands the chunk over, and holds what no observer took as it was handed; returns whether the observers have
     /// room for more.
     private func deliverChunk(_ handing: HandOver, _ handlers: Handlers) -> Bool {
-        let (goesOn, unmatched) = handlers.deliver(handing.chunk)
+        let (goesOn, unmatched) = handlers.deliver(handing.chunk, handing.acknowledgement)
         handing.chunk.removeAll(keepingCapacity: true)
         handing.chunkBytes = 0
         for frame in unmatched where !hold(frame, handing) {
@@ -421,7 +433,11 @@ private final class HandOver {
     /// Whether it took every segment that waited (``SpoolReader/Taken/tookNew``).
     let takesEverything: Bool
 
-    init(parts: [Part], removing: [String], takesEverything: Bool) {
+    /// Counts what observers took and have not run; nil when the files go as soon as the hand-over is done.
+    let acknowledgement: SpoolAcknowledgement?
+
+    init(parts: [Part], removing: [String], takesEverything: Bool, acknowledgement: SpoolAcknowledgement?) {
+        self.acknowledgement = acknowledgement
         self.parts = parts
         self.removing = removing
         self.takesEverything = takesEverything

@@ -7,8 +7,11 @@ protocol ListenerSink: AnyObject, Sendable {
     func received(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void)
     /// As ``received(_:by:runningObserverCode:)``, for frames a durable listener's spool hands over: returns those
     /// that no observer matched as they were handed (one removed since ``holdsBack(_:)`` was asked), which the
-    /// spool then keeps for later rather than lose.
-    func receivedFromSpool(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) -> [Frame]
+    /// spool then keeps for later rather than lose. What observers take to run later counts in `acknowledgement`.
+    func receivedFromSpool(
+        _ frames: [Frame], by listener: Listener, acknowledging acknowledgement: SpoolAcknowledgement?,
+        runningObserverCode: (() -> Void) -> Void
+    ) -> [Frame]
     /// Whether a durable listener keeps `frame` in its spool for later: nothing in this process observes it yet.
     func holdsBack(_ frame: Frame) -> Bool
     /// A count that changes whenever an observer is removed.
@@ -39,9 +42,13 @@ final class SinkReference: @unchecked Sendable {
         sink?.received(frames, by: listener, runningObserverCode: runningObserverCode)
     }
 
-    func receivedFromSpool(_ frames: [Frame], by listener: Listener, runningObserverCode: (() -> Void) -> Void) -> [Frame] {
+    func receivedFromSpool(
+        _ frames: [Frame], by listener: Listener, acknowledging acknowledgement: SpoolAcknowledgement?,
+        runningObserverCode: (() -> Void) -> Void
+    ) -> [Frame] {
         // Nothing observes once the sink went: a durable listener keeps them all.
-        sink?.receivedFromSpool(frames, by: listener, runningObserverCode: runningObserverCode) ?? frames
+        sink?.receivedFromSpool(frames, by: listener, acknowledging: acknowledgement, runningObserverCode: runningObserverCode)
+            ?? frames
     }
 
     func holdsBack(_ frame: Frame) -> Bool { sink?.holdsBack(frame) ?? true }

@@ -169,19 +169,22 @@ extension Listener {
     private func spoolHandlers() -> SpoolReader.Handlers {
         let sink = self.sink
         return SpoolReader.Handlers(
-            deliver: { [self, identity] frames in
+            deliver: { [self, identity] frames, acknowledgement in
                 guard !frames.isEmpty else { return (!backlog.isOver, []) }
                 guard identity.isDurable else {
                     hand(frames)
                     return (!backlog.isOver, [])
                 }
-                let unmatched = sink.receivedFromSpool(frames, by: self) { work in thread.runObserverCode(work) }
+                let unmatched = sink.receivedFromSpool(frames, by: self, acknowledging: acknowledgement) { work in
+                    thread.runObserverCode(work)
+                }
                 return (!backlog.isOver, unmatched)
             },
             holdBack: { [identity] frame in identity.isDurable && sink.holdsBack(frame) },
             dropped: { sink.dropped($0, $1) },
             warning: { sink.warn($0) },
-            observersRemoved: { sink.observersRemoved })
+            observersRemoved: { sink.observersRemoved },
+            acknowledges: identity.isDurable)
     }
 
     /// Hands frames to the sink, and runs on this thread what the observers that run here make of them.
