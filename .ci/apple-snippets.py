@@ -34,7 +34,8 @@ def main():
               "-module-cache-path", str(sdks / "mcache-ios18"), "-I", str(modules)]
     work = pathlib.Path(tempfile.mkdtemp(prefix="wormhole-apple-snippets-"))
     failures, built = [], []
-    for index, program in enumerate(snippets.programs()):
+    grouped, _ = snippets.programs()
+    for index, program in enumerate(grouped):
         path, line, code = program[0]
         if code.startswith("// swift-tools-version:") or not snippets.imports(program) & snippets.APPLE_ONLY:
             continue
