@@ -47,6 +47,9 @@ final class Handoff: Sendable {
         var counters: Counters?
         /// Consumers of a sequence waiting for the next notification, oldest first.
         var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
+        /// The spool acknowledgements of what a sequence's consumer took last: it counts as running until the
+        /// consumer asks for the next, or the sequence ends.
+        var running: [SpoolAcknowledgement] = []
         /// An actor's drain that waits for more (``Handoff/park()``); it counts as not scheduled.
         var parked: UnsafeContinuation<Bool, Never>?
 
@@ -90,6 +93,7 @@ final class Handoff: Sendable {
         var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
         var parked: UnsafeContinuation<Bool, Never>?
         var late: [Entry] = []
+        var lateKept = true
         let schedule = state.withLock { state -> Bool in
             if state.ended {
                 // Read for the observer as it went: given back after what it left, in order, or else dropped.
@@ -101,18 +105,19 @@ final class Handoff: Sendable {
                 if state.draining {
                     state.waiting.append(contentsOf: entries)
                 } else {
-                    Self.write(entries, to: state)
+                    lateKept = Self.write(entries, to: state)
                     late = entries
                 }
                 return false
             }
             // A consumer waits only while nothing does: it takes the first ones directly.
+            acknowledgement?.hold(notes.count)
             var index = 0
             while index < notes.count, !state.consumers.isEmpty {
                 handed.append((state.consumers.removeFirst(), notes[index].note))
+                if let acknowledgement { state.running.append(acknowledgement) }
                 index += 1
             }
-            acknowledgement?.hold(notes.count - index)
             while index < notes.count {
                 backlog?.hold(bytes: notes[index].bytes)
                 state.waiting.append(Entry(
@@ -125,7 +130,7 @@ final class Handoff: Sendable {
             swap(&parked, &state.parked)
             return parked == nil
         }
-        for entry in late { entry.release() }
+        Self.settle(late, givenBack: lateKept)
         for (consumer, note) in handed { consumer.resume(returning: note) }
         if let parked { parked.resume(returning: true) }
         if schedule { wake?(self) }
@@ -139,12 +144,13 @@ final class Handoff: Sendable {
     /// Once the observer went, what the drain left waiting is given back, and nil returned.
     func takeAll(staying: Bool = false) -> [Entry]? {
         var left: [Entry] = []
+        var leftKept = true
         let taken = state.withLock { state -> [Entry]? in
             guard !state.ended, state.waiting.count > state.head else {
                 if !staying { state.scheduled = false }
                 if state.draining && state.ended {
                     left = state.takeAll()
-                    Self.write(left, to: state)
+                    leftKept = Self.write(left, to: state)
                 }
                 state.draining = false
                 return nil
@@ -154,7 +160,7 @@ final class Handoff: Sendable {
             state.draining = true
             return entries
         }
-        for entry in left { entry.release() }
+        Self.settle(left, givenBack: leftKept)
         return taken
     }
 
@@ -163,19 +169,32 @@ final class Handoff: Sendable {
     /// waits after them.
     func stopDraining(at entry: Entry, rest: [Entry]) {
         let entries = [entry] + rest.reversed()
-        state.withLock { Self.write(entries, to: $0) }
-        for entry in entries { entry.release() }
+        let kept = state.withLock { Self.write(entries, to: $0) }
+        Self.settle(entries, givenBack: kept)
     }
 
     /// Writes the frames of `entries` back to `spool`, if the observer gives back. Called under the state's lock,
     /// so that what is given back, by the drain, ``end()`` or a late ``append(_:backlog:)``, reaches the spool in
     /// the order received.
-    private static func write(_ entries: [Entry], to state: State) {
-        guard let spool = state.returns, !entries.isEmpty else { return }
+    /// Returns false when they could not be written (a full disk): then the spool files they came from stay for
+    /// the identity's next run, which hands them over again (``settle(_:givenBack:)``).
+    private static func write(_ entries: [Entry], to state: State) -> Bool {
+        guard let spool = state.returns, !entries.isEmpty else { return true }
         let frames = entries.compactMap(\.frame)
-        if !spool.keepReturned(frames) {
-            state.counters?.count { $0.dropped += frames.count }
-            Log.warning("\(frames.count) notification(s) an observer had not run could not be given back to the spool of listener \(FileName.hex(spool.listener)); they are lost")
+        guard spool.keepReturned(frames) else {
+            Log.warning("\(frames.count) notification(s) an observer had not run could not be given back to the spool of listener \(FileName.hex(spool.listener)); what came from the spool stays there for the next run, what came from the socket is lost")
+            let fromSocket = entries.filter { $0.acknowledgement == nil }.count
+            if fromSocket > 0 { state.counters?.count { $0.dropped += fromSocket } }
+            return false
+        }
+        return true
+    }
+
+    /// Releases what `entries` hold: their place in the backlog, and, unless they could not be given back, their
+    /// spool acknowledgement (the files they came from then stay until this process ends).
+    private static func settle(_ entries: [Entry], givenBack: Bool) {
+        for entry in entries {
+            if givenBack { entry.release() } else { entry.backlog?.release(bytes: entry.bytes) }
         }
     }
 
@@ -216,7 +235,10 @@ final class Handoff: Sendable {
     /// sequence ended.
     func next() async -> SendableNotification? {
         await withCheckedContinuation { consumer in
-            let now = state.withLock { state -> (Entry?, ended: Bool) in
+            let now = state.withLock { state -> (Entry?, ended: Bool, finished: [SpoolAcknowledgement]) in
+                // Asking again: what it took before has run.
+                var finished: [SpoolAcknowledgement] = []
+                swap(&finished, &state.running)
                 if state.waiting.count > state.head {
                     let entry = state.waiting[state.head]
                     state.head += 1
@@ -227,14 +249,17 @@ final class Handoff: Sendable {
                         state.waiting.removeFirst(state.head)
                         state.head = 0
                     }
-                    return (entry, false)
+                    if let acknowledgement = entry.acknowledgement { state.running.append(acknowledgement) }
+                    return (entry, false, finished)
                 }
-                if state.ended { return (nil, true) }
+                if state.ended { return (nil, true, finished) }
                 state.consumers.append(consumer)
-                return (nil, false)
+                return (nil, false, finished)
             }
+            for acknowledgement in now.finished { acknowledgement.release() }
             if let entry = now.0 {
-                entry.release()
+                // Its place in the backlog goes now; its acknowledgement once the consumer asks again.
+                entry.backlog?.release(bytes: entry.bytes)
                 consumer.resume(returning: entry.note)
             } else if now.ended {
                 consumer.resume(returning: nil)
@@ -257,17 +282,19 @@ final class Handoff: Sendable {
     /// gives those back, then what waits, once its block returns. Ending twice is not an error.
     func end() {
         ended.store(true, ordering: .releasing)
-        let (dropped, consumers, parked) = state.withLock { state in
+        let (dropped, kept, consumers, parked, running) = state.withLock { state in
             state.ended = true
             defer {
                 state.consumers = []
                 state.parked = nil
+                state.running = []
             }
             let dropped = state.draining ? [] : state.takeAll()
-            Self.write(dropped, to: state)
-            return (dropped, state.consumers, state.parked)
+            let kept = Self.write(dropped, to: state)
+            return (dropped, kept, state.consumers, state.parked, state.running)
         }
-        for entry in dropped { entry.release() }
+        Self.settle(dropped, givenBack: kept)
+        for acknowledgement in running { acknowledgement.release() }
         for consumer in consumers { consumer.resume(returning: nil) }
         parked?.resume(returning: false)
     }

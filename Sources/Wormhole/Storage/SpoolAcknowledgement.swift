@@ -36,8 +36,22 @@ final class SpoolAcknowledgement: Sendable {
         if let names { folder.removeAcknowledged(names) }
     }
 
-    /// The hand-over is done: `names` go once everything it handed over has run, at once if it all has.
+    /// The most a hand-over keeps waiting for its observers: past it, its files go at once (what a kill then
+    /// interrupts is lost, as before this was kept), so that an observer that never runs cannot hold the spool's
+    /// whole share of the container.
+    static let maximumKeptBytes = 2 * Limits.deliveryBacklogBytes
+
+    /// The hand-over is done: `names` go once everything it handed over has run, at once if it all has (or they
+    /// hold more than ``maximumKeptBytes``).
     func seal(removing names: [String]) {
+        let bytes = names.reduce(0) { total, name in
+            let size = (try? Sys.status(name, relativeTo: folder.descriptor, followLinks: false)).map { max(0, $0.size) } ?? 0
+            return total.addingReportingOverflow(size).overflow ? .max : total + size
+        }
+        guard bytes <= Self.maximumKeptBytes else {
+            folder.removeAcknowledged(names)
+            return
+        }
         folder.keepUntilAcknowledged(names)
         let now = state.withLock { state -> Bool in
             if state.outstanding <= 0 { return true }
