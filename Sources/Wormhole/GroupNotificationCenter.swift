@@ -133,9 +133,17 @@ public final class GroupNotificationCenter: Sendable {
     }
 
     deinit {
+        endObservers()
+        endpoint.centerClosed()
+    }
+
+    /// Ends this center's observers now, as releasing it does: none of their blocks starts after this returns,
+    /// and a durable center's give back what they were handed and did not run, keeping their subscriptions.
+    /// For code that must stop taking at once while something else may still hold the center (a command that
+    /// stops after its last notification).
+    package func endObservers() {
         let id = ObjectIdentifier(self)
         endpoint.remove(publish: !endpoint.identity.isDurable) { $0.center == id }
-        endpoint.centerClosed()
     }
 
     /// What this process has sent and received on this center's container.

@@ -48,6 +48,9 @@ final class Consumer: Sendable {
             defer { center = nil }
             return center
         }
+        // Its observers end now, whoever else still holds the center for a moment (the main thread, handing the
+        // spool over): no block runs after this one, and what waits goes back.
+        center?.endObservers()
         // Released here, outside the lock.
         _ = consume center
         done.signal()
