@@ -125,7 +125,7 @@ struct SpoolReader: ~Copyable {
         // What earlier runs' observers gave back comes first, merged: once each, each poster's in order.
         let returned = mergedReturned(held.filter { $0.hasPrefix(SpoolFolder.returnedPrefix) }, handlers)
         let kept = held.filter { !$0.hasPrefix(SpoolFolder.returnedPrefix) }
-        let parts: [HandOver.Part] = [.returned(returned.frames)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
+        let parts: [HandOver.Part] = [.frames(returned.frames, mayHold: true, returned: true)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
             + [.frames(early, mayHold: holdingDirect)]
             + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
         pending = HandOver(
@@ -307,7 +307,7 @@ struct SpoolReader: ~Copyable {
             case .segment(let name, let isHeld):
                 handing.reading = (folder.openSegment(name), name, isHeld)
                 handing.next += 1
-            case .frames(let frames, let mayHold):
+            case .frames(let frames, let mayHold, let returned):
                 guard handing.frameIndex < frames.count else {
                     handing.next += 1
                     handing.frameIndex = 0
@@ -315,21 +315,11 @@ struct SpoolReader: ~Copyable {
                 }
                 let frame = frames[handing.frameIndex]
                 handing.frameIndex += 1
-                handing.fromSockets = true
+                handing.fromSockets = !returned
+                // A returned one is remembered, so that a copy still in a segment (a kill before it was removed)
+                // is dropped; it is handed over whatever the last run's `seen` says, as a held frame is.
+                if returned { _ = remember(frame) }
                 return (frame, frame.byteCount, mayHold)
-            case .returned(let frames):
-                guard handing.frameIndex < frames.count else {
-                    handing.next += 1
-                    handing.frameIndex = 0
-                    continue
-                }
-                let frame = frames[handing.frameIndex]
-                handing.frameIndex += 1
-                handing.fromSockets = false
-                // Remembered, so that a copy still in a segment (a kill before it was removed) is dropped;
-                // handed over whatever the last run's `seen` says, as a held frame is.
-                _ = remember(frame)
-                return (frame, frame.byteCount, true)
             }
         }
     }
@@ -406,9 +396,9 @@ private final class HandOver {
         /// A held file of this listener's, or a segment a poster wrote.
         case segment(String, isHeld: Bool)
         /// Frames read from the sockets; `mayHold` when a durable listener may hold them back.
-        case frames([Frame], mayHold: Bool)
-        /// What earlier runs' observers gave back, merged (``SpoolReader/mergedReturned(_:_:)``).
-        case returned([Frame])
+        /// Frames read from the sockets; or, `returned`, what earlier runs' observers gave back, merged
+        /// (``SpoolReader/mergedReturned(_:_:)``).
+        case frames([Frame], mayHold: Bool, returned: Bool = false)
     }
 
     /// What is left to read, in order; frames read from the sockets meanwhile are added at the end.
