@@ -23,18 +23,26 @@ final class PendingRequests: Sendable {
         var deadlines = DeadlineHeap()
         /// The deadline the timer is armed for; nil while it is not.
         var armed: UInt64?
+        /// Made on the first timeout: a center that never asks has no timer (nor the descriptors a dispatch
+        /// source may take).
+        var timer: TimeoutTimer?
     }
 
     private let state = Mutex(State())
-    private let timer: TimeoutTimer
 
-    init() {
-        timer = TimeoutTimer()
-        timer.source.setEventHandler { [weak self] in self?.expire() }
-    }
+    init() {}
 
     deinit {
-        timer.source.cancel()
+        state.withLock { $0.timer?.source.cancel() }
+    }
+
+    /// The timer, made on first use.
+    private func timer(_ state: inout State) -> TimeoutTimer {
+        if let timer = state.timer { return timer }
+        let timer = TimeoutTimer()
+        timer.source.setEventHandler { [weak self] in self?.expire() }
+        state.timer = timer
+        return timer
     }
 
     /// Starts a request: from now on, its reply is kept until it is waited for.
@@ -61,7 +69,7 @@ final class PendingRequests: Sendable {
             state.deadlines.push(at, id)
             guard state.armed.map({ at < $0 }) ?? true else { return }
             state.armed = at
-            timer.arm(at: at)
+            timer(&state).arm(at: at)
         }
     }
 
@@ -123,7 +131,7 @@ final class PendingRequests: Sendable {
                 if let error = state.slots[id]?.timeout { due.append((id, error)) }
             }
             state.armed = state.deadlines.first?.deadline
-            if let next = state.armed { timer.arm(at: next) }
+            if let next = state.armed { timer(&state).arm(at: next) }
             return due
         }
         for (id, error) in due { _ = finish(id, with: .failure(error)) }
