@@ -1,45 +1,60 @@
 #!/usr/bin/env python3
-"""Checks the library's layering: a file uses only types of its own layer and the layers below, and only
-Platform/ imports or calls the C library or names its errno values (the others use Errno's names). And one
-platform seam: what Linux and Apple platforms do differently is in Platform/Linux/ and Platform/Darwin/, each file
-under one #if; anywhere else an #if that asks for a platform only chooses the C library's module for an import,
-or guards a whole file named for its platform (`X+Darwin.swift`, `X+Linux.swift`; in the libraries beside the
-core, also `X+iOS.swift`, `X+watchOS.swift`). The table of limits, which every layer reads, uses no layer's types.
+"""Checks what the compiler cannot about the library's layering. Each target is a layer or a few (Package.swift:
+WormholeSystem < WormholeFormats < Wormhole < WormholeUI | WormholeRelay), and the compiler refuses a use of a
+target the user does not depend on. Inside a target, the order of its folders is this check's: a file uses only
+types of its own layer and the layers below in its target. And only Platform/ imports or calls the C library or
+names its errno values (the others use Errno's names); and one platform seam: what Linux and Apple platforms do
+differently is in Platform/Linux/ and Platform/Darwin/, each file under one #if; anywhere else (the tool too) an
+#if that asks for a platform only chooses the C library's module for an import, or guards a whole file named for
+its platform (`X+Darwin.swift`, `X+Linux.swift`; in the libraries beside the core, also `X+iOS.swift`,
+`X+watchOS.swift`). The table of limits, which every layer reads, uses no layer's types.
 
-Layers, top to bottom (Wire and Codec side by side, neither using the other; UI and Relay too):
-  UI (Sources/WormholeUI) | Relay (Sources/WormholeRelay), libraries of their own > API (the files at the top of
-  Sources/Wormhole) > Center > Transport > Storage > Wire | Codec > Container > Platform
-WormholeUI and WormholeRelay are checked as the core is, each as one layer above it: the core never names their
-types, and they call the C library nowhere and ask for a platform only by the frameworks they import
-(`#if canImport(SwiftUI)`, `#if canImport(WatchConnectivity)`), or in a whole file named for its platform (the
-two sides of WatchConnectivity: `X+iOS.swift`, `X+watchOS.swift`).
+Layers inside each target, top to bottom (Wire and Codec side by side, neither using the other):
+  WormholeSystem:  Base (the files at its top: the error, the limits) | Container > Platform
+  WormholeFormats: Wire | Codec
+  Wormhole:        API (the files at its top) > Center > Transport > Storage
+WormholeUI, WormholeRelay and the tool are one layer each, checked for the C library and the platform seam only:
+they ask for a platform by the frameworks they import (`#if canImport(SwiftUI)`, `#if canImport(WatchConnectivity)`),
+or in a whole file named for its platform (the two sides of WatchConnectivity: `X+iOS.swift`, `X+watchOS.swift`).
 """
 import os, re, sys
 
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources", "Wormhole")
-# The library targets beside the core, each one layer, above it: (folder beside Sources/Wormhole, layer).
-BESIDE = [("WormholeUI", "UI"), ("WormholeRelay", "Relay")]
-RANK = {"UI": 8, "Relay": 8, "API": 7, "Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Platform": 1}
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources")
+# Each target's folder: the layer of the files at its top, and the layers of its folders.
+TARGETS = {
+    "WormholeSystem": ("Base", {"Platform": "Platform", "Container": "Container"}),
+    "WormholeFormats": (None, {"Wire": "Wire", "Codec": "Codec"}),
+    "Wormhole": ("API", {"Center": "Center", "Transport": "Transport", "Storage": "Storage"}),
+    "WormholeUI": ("UI", {}),
+    "WormholeRelay": ("Relay", {}),
+    "WormholeTool": ("Tool", {}),
+}
+# The order inside a target. Base and Platform are one rank, each using the other: the error says an errno's
+# meaning (Errno), and every platform call throws the error and reads the limits.
+RANK = {"API": 4, "Center": 3, "Transport": 2, "Storage": 1, "Wire": 1, "Codec": 1, "Container": 2, "Base": 1,
+        "Platform": 1, "UI": 1, "Relay": 1, "Tool": 1}
 # Side by side: neither uses the other.
-APART = {("Wire", "Codec"), ("Codec", "Wire"), ("UI", "Relay"), ("Relay", "UI")}
-# Every layer's vocabulary, wherever it is defined: the one error type and the one table of limits (with its
-# Interval, a time limit). And the API's values that say what the center does (its configuration, a post's
-# report, the statistics, the listeners' status), which the center takes and gives back.
-SHARED = {"WormholeError": "Platform", "Limits": "Platform", "Interval": "Platform",
-          "GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center",
+APART = {("Wire", "Codec"), ("Codec", "Wire")}
+# The API's values that say what the center does (its configuration, a post's report, the statistics, the
+# listeners' status), which the center takes and gives back.
+SHARED = {"GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center",
           "ListenerStatus": "Center"}
+# Libraries beside the core, and the tool: checked for the C library and the platform seam; the tool, which
+# sets up its own signals, for the platform seam only.
+BESIDE = {"UI", "Relay"}
 
 DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|open|indirect|nonisolated|@\w+(?:\([^)]*\))?)\s+)*"
                   r"(class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)")
 
 
-def layer_of(path, root):
-    for folder, layer in BESIDE:
-        if not os.path.relpath(path, os.path.join(root, "..", folder)).startswith(".."):
-            return layer
-    rel = os.path.relpath(path, root)
-    parts = rel.split(os.sep)
-    return "API" if len(parts) == 1 else parts[0]
+def place_of(path, root):
+    """(target, layer) of a file, or None for a file of no checked target."""
+    parts = os.path.relpath(path, root).split(os.sep)
+    if parts[0] not in TARGETS:
+        return None
+    top, folders = TARGETS[parts[0]]
+    layer = top if len(parts) == 2 else folders.get(parts[1], top)
+    return None if layer is None else (parts[0], layer)
 
 
 def interpolations(literal):
@@ -85,21 +100,21 @@ PLATFORM_IF = re.compile(r"^\s*#(?:if|elseif)\b.*(?:\bcanImport\((?:Glibc|Darwin
 def platform_problems(path, root, layer, code):
     """Imports of the C library outside Platform/, and #ifs that ask for a platform outside the platform files."""
     rel_in_root = os.path.relpath(path, root)
-    rel = os.path.relpath(path, os.path.join(root, "..", ".."))
+    rel = os.path.relpath(path, os.path.join(root, ".."))
+    seams = [os.path.join("WormholeSystem", "Platform", side) + os.sep for side in ("Linux", "Darwin")]
     problems = []
     lines = [line for line in code.split("\n") if line.strip()]
     for index, line in enumerate(lines):
         m = IMPORT_C.match(line)
-        if m and layer != "Platform":
+        if m and layer not in ("Platform", "Tool"):
             problems.append(f"{rel}: {layer} imports {m.group(1)}; only Platform/ uses the C library")
         if not PLATFORM_IF.match(line):
             continue
-        if rel_in_root.startswith(os.path.join("Platform", "Linux") + os.sep) or \
-                rel_in_root.startswith(os.path.join("Platform", "Darwin") + os.sep):
+        if any(rel_in_root.startswith(seam) for seam in seams):
             continue
         if index == 0 and re.search(r"\+(Darwin|Linux)\.swift$", path):
             continue
-        if index == 0 and re.search(r"\+(iOS|watchOS)\.swift$", path) and layer in {l for _, l in BESIDE}:
+        if index == 0 and re.search(r"\+(iOS|watchOS)\.swift$", path) and layer in BESIDE:
             continue
         if index + 1 < len(lines) and re.match(r"^\s*import\s+\w+", lines[index + 1]):
             continue
@@ -108,48 +123,51 @@ def platform_problems(path, root, layer, code):
 
 
 def check(root):
-    """The problems of the tree at `root`, as lines."""
+    """The problems of the tree at `root` (a package's Sources folder), as lines."""
     files = []
-    for top in [root] + [os.path.join(root, "..", folder) for folder, _ in BESIDE]:
-        for folder, _, names in os.walk(top):
+    for target in TARGETS:
+        for folder, _, names in os.walk(os.path.join(root, target)):
             if folder.endswith(".docc") or ".docc" + os.sep in folder:
                 continue
             files += [os.path.normpath(os.path.join(folder, n)) for n in sorted(names) if n.endswith(".swift")]
+    files = [f for f in files if place_of(f, root)]
 
-    defined = {}  # type name (a nested one as Outer.Inner) -> layer
+    defined = {}  # (target, type name, a nested one as Outer.Inner) -> layer
     for path in files:
+        target, layer = place_of(path, root)
         outer = None
         for line in strip(open(path, encoding="utf-8").read()).split("\n"):
             m = DECL.match(line)
             if m:
-                defined.setdefault(m.group(2), layer_of(path, root))
+                defined.setdefault((target, m.group(2)), layer)
                 outer = m.group(2)
                 continue
-            e = re.match(r"^(?:public |internal )?extension ([A-Z]\w*)\b", line)
+            e = re.match(r"^(?:public |internal |package )?extension ([A-Z]\w*)\b", line)
             if e:
                 outer = e.group(1)
                 continue
             n = DECL.match(line[4:]) if line.startswith("    ") and not line.startswith("     ") else None
             if n and outer:
-                defined.setdefault(outer + "." + n.group(2), layer_of(path, root))
+                defined.setdefault((target, outer + "." + n.group(2)), layer)
 
     problems = []
     for path in files:
-        layer = layer_of(path, root)
+        target, layer = place_of(path, root)
         code = strip(open(path, encoding="utf-8").read())
-        rel = os.path.relpath(path, os.path.join(root, "..", ".."))
+        rel = os.path.relpath(path, os.path.join(root, ".."))
+        own = {name: owner for (t, name), owner in defined.items() if t == target}
         # A nested type named with its outer type is a use of the nested one only.
-        nested = set(q for q in re.findall(r"\b([A-Z]\w*\.[A-Z]\w*)\b", code) if q in defined)
-        code = re.sub(r"\b([A-Z]\w*\.[A-Z]\w*)\b", lambda m: "" if m.group(1) in defined else m.group(1), code)
+        nested = set(q for q in re.findall(r"\b([A-Z]\w*\.[A-Z]\w*)\b", code) if q in own)
+        code = re.sub(r"\b([A-Z]\w*\.[A-Z]\w*)\b", lambda m: "" if m.group(1) in own else m.group(1), code)
         used = set(re.findall(r"\b([A-Z]\w*)\b", code)) | nested
-        if rel.endswith(os.path.join("Sources", "Wormhole", "Limits.swift")):
+        if os.path.basename(path) == "Limits.swift" and layer == "Base":
             # Every layer reads the table of limits, so it uses none of them: a number a platform says comes in as
             # an extension of Limits in Platform/Linux/ and Platform/Darwin/.
-            for name in sorted(n for n in used if defined.get(n, "API") != "API"):
-                problems.append(f"{rel}: the table of limits uses {name} of {defined[name]}; "
+            for name in sorted(n for n in used if own.get(n, "Base") != "Base"):
+                problems.append(f"{rel}: the table of limits uses {name} of {own[name]}; "
                                 "a platform gives its numbers as an extension of Limits")
         for name in sorted(used):
-            owner = defined.get(name)
+            owner = own.get(name)
             if owner is None or owner == layer:
                 continue
             shared = SHARED.get(name) or SHARED.get(name.split(".")[0])
@@ -158,61 +176,62 @@ def check(root):
             if RANK[owner] > RANK[layer] or (layer, owner) in APART:
                 problems.append(f"{rel}: {layer} uses {name} of {owner}")
         problems += platform_problems(path, root, layer, code)
-        if layer != "Platform":
+        if layer not in ("Platform", "Tool"):
             # An errno is compared by its name (Platform/Errno.swift), which says what it means to the library.
             for m in sorted(set(a or b for a, b in ERRNO.findall(code))):
                 problems.append(f"{rel}: {layer} names the C library's {m}; use Errno")
             # A call of the file's own method of that name is not one of the C library's.
-            own = set(re.findall(r"\bfunc (\w+)\s*[<(]", code))
+            own_functions = set(re.findall(r"\bfunc (\w+)\s*[<(]", code))
             calls = set(a or b for a, b in LIBC.findall(code))
-            for m in sorted(calls - own):
+            for m in sorted(calls - own_functions):
                 problems.append(f"{rel}: {layer} calls {m}() of the C library")
     return problems
 
 
 # A small tree with one of each kind of problem: the check must find exactly these, or it checks nothing.
 SELF_TEST = {
-    "GroupNotificationCenter.swift": "public final class GroupNotificationCenter {}\n",
-    "Center/Hub.swift": "struct Hub {\n    #if os(Linux)\n    let linux = true\n    #endif\n}\n",
-    "Codec/Coder+Darwin.swift": "#if canImport(ObjectiveC)\nimport Foundation\nstruct Archiver {}\n#endif\n",
-    "Platform/Linux/Calls.swift": "#if canImport(Glibc)\nimport Glibc\nlet page = 4096\n#endif\n",
-    "Codec/Coder.swift": "struct Coder {}\n",
-    "Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let center: GroupNotificationCenter? }\n",
-    "Storage/Store.swift": (
+    "Wormhole/GroupNotificationCenter.swift": "public final class GroupNotificationCenter {}\n",
+    "Wormhole/Center/Hub.swift": "struct Hub {\n    #if os(Linux)\n    let linux = true\n    #endif\n}\n",
+    "WormholeFormats/Codec/Coder+Darwin.swift": "#if canImport(ObjectiveC)\nimport Foundation\nstruct Archiver {}\n#endif\n",
+    "WormholeSystem/Platform/Linux/Calls.swift": "#if canImport(Glibc)\nimport Glibc\nlet page = 4096\n#endif\n",
+    "WormholeFormats/Codec/Coder.swift": "struct Coder {}\n",
+    "WormholeSystem/Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let box: Box? }\n",
+    "Wormhole/Storage/Store.swift": (
         "#if canImport(Glibc)\nimport Glibc\n#endif\nstruct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
         "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
-    "Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
-    "Limits.swift": "enum Limits {\n    static let kinds = Kind.count / 8\n}\n",
-    "../WormholeUI/Shelf.swift": (
+    "WormholeFormats/Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
+    "WormholeSystem/Limits.swift": "enum Limits {\n    static let kinds = Kind.count / 8\n}\n",
+    "WormholeUI/Shelf.swift": (
         "#if canImport(SwiftUI)\nimport SwiftUI\n#endif\nstruct Shelf {\n    let center: GroupNotificationCenter\n"
         "    func pid() -> Int32 { getpid() }\n}\n"),
-    "Container/Box.swift": "struct Box { let shelf: Shelf? }\n",
-    "../WormholeRelay/Hop.swift": (
+    "WormholeSystem/Container/Box.swift": "struct Box { let kind: Kind? }\n",
+    "WormholeRelay/Hop.swift": (
         "#if canImport(WatchConnectivity)\nimport WatchConnectivity\nstruct Hop {\n    let shelf: Shelf?\n"
         "    #if os(watchOS)\n    let watch = true\n    #endif\n}\n#endif\n"),
-    "../WormholeRelay/Hop+watchOS.swift": "#if os(watchOS)\nextension Hop {\n    var paired: Bool { true }\n}\n#endif\n",
+    "WormholeRelay/Hop+watchOS.swift": "#if os(watchOS)\nextension Hop {\n    var paired: Bool { true }\n}\n#endif\n",
+    "WormholeTool/Wait.swift": (
+        "import Glibc\nfunc ignore() { signal(SIGPIPE, SIG_IGN) }\nfunc wait() {\n    #if os(Linux)\n    ignore()\n    #endif\n}\n"),
 }
 SELF_TEST_FINDS = {
     "Sources/Wormhole/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
     "Sources/Wormhole/Storage/Store.swift: Storage imports Glibc; only Platform/ uses the C library",
-    "Sources/Wormhole/Platform/Kind.swift: Platform uses GroupNotificationCenter of API",
+    "Sources/WormholeSystem/Platform/Kind.swift: Platform uses Box of Container",
     "Sources/Wormhole/Storage/Store.swift: Storage uses Hub of Center",
     "Sources/Wormhole/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",
     "Sources/Wormhole/Storage/Store.swift: Storage calls open() of the C library",
-    "Sources/Wormhole/Wire/Frame.swift: Wire uses Coder of Codec",
-    "Sources/Wormhole/Limits.swift: the table of limits uses Kind of Platform; "
+    "Sources/WormholeFormats/Wire/Frame.swift: Wire uses Coder of Codec",
+    "Sources/WormholeSystem/Limits.swift: the table of limits uses Kind of Platform; "
     "a platform gives its numbers as an extension of Limits",
     "Sources/WormholeUI/Shelf.swift: UI calls getpid() of the C library",
-    "Sources/Wormhole/Container/Box.swift: Container uses Shelf of UI",
-    "Sources/WormholeRelay/Hop.swift: Relay uses Shelf of UI",
     "Sources/WormholeRelay/Hop.swift: Relay asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
+    "Sources/WormholeTool/Wait.swift: Tool asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
 }
 
 
 def self_test():
     import tempfile
     with tempfile.TemporaryDirectory() as folder:
-        root = os.path.join(folder, "Sources", "Wormhole")
+        root = os.path.join(folder, "Sources")
         for name, text in SELF_TEST.items():
             os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
             with open(os.path.join(root, name), "w", encoding="utf-8") as file:

@@ -114,8 +114,9 @@ def run(program, index, work, expected):
     prints with `expected`; returns what went wrong, or ''."""
     path, line, _ = program[0]
     folder = work / f"program{index}-package"
-    # The library's objects, and those of each of the package's other libraries the program imports.
-    libraries = ["Wormhole"] + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
+    # The library's objects (its layers' targets too), and those of each of the package's other libraries the
+    # program imports.
+    libraries = ["WormholeSystem", "WormholeFormats", "Wormhole"] + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
     objects = sorted(str(p) for library in libraries for p in (ROOT / f".build/debug/{library}.build").glob("*.o"))
     executable = folder / "program"
     result = subprocess.run(["swiftc", "-o", str(executable), str(folder / "main.o"), *objects],

@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 extension GroupNotificationCenter {
     /// Limits a center applies to what it writes into the container, and the transport it listens on, with
     /// defaulted values.

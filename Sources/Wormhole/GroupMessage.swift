@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 /// A typed notification: a `Codable` value that travels as an ordinary notification of its ``name``, with its
 /// fields as the userInfo, so untyped observers and `wormhole listen` see it too.

@@ -1,6 +1,8 @@
 #if canImport(Combine)
 import Combine
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// A publisher of the notifications of `name` (every name for nil) from any process of the group, as

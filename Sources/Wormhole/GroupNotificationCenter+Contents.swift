@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// The names that have a retained notification in the container, sorted by their UTF-8 bytes: each one

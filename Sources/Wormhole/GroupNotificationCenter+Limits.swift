@@ -1,4 +1,7 @@
 // The limits an application can read, from the table of every limit (``Limits``).
+import WormholeFormats
+import WormholeSystem
+
 extension GroupNotificationCenter {
     /// The largest encoded userInfo a notification may carry: 16 MiB. Larger posts are refused whole.
     public static let maximumPayloadSize = Limits.maximumPayloadSize

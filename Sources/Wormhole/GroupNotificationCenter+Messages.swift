@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Posts a typed message to every observer of its name, typed or not, in every process of the group.

@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Adds an observer of notifications posted by any process of the group, and returns its token.

@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Posts a notification to every observer of `name` in every process of the group, this one included.

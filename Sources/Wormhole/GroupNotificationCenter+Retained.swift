@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Posts, and with `retain` also keeps the notification as its name's current value in the container,

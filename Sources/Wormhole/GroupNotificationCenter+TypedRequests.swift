@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 /// Requests and replies in the typed messages' words (``GroupRequest``).
 extension GroupNotificationCenter {

@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 /// A `NotificationCenter` whose notifications reach observers in every process that shares a container:
 /// an App Group container on Apple platforms, any folder of the user's on Linux.

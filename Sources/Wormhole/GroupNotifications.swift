@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension GroupNotificationCenter {
     /// The notifications of `name` (nil: every name) from `object` (nil: any), as an asynchronous sequence.

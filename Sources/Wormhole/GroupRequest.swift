@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 /// A typed request: a ``GroupMessage`` that a responder answers with a ``Reply``.
 ///

@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 /// One listening process as the registry records it, and what the system says of it now.
 public struct ListenerStatus: Sendable, Hashable {

@@ -1,5 +1,8 @@
 /// What one post did: how many listeners got the notification at once, how many will find it in their spool,
 /// and what failed.
+import WormholeFormats
+import WormholeSystem
+
 public struct PostReport: Sendable, Hashable, CustomStringConvertible {
     /// One listener the notification could not reach.
     public struct Failure: Sendable, Hashable, CustomStringConvertible {

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 /// MMWormhole's vocabulary over a ``GroupNotificationCenter``: messages passed under an identifier stay
 /// readable until cleared, and listeners hear each new one at once, from any process of the group.

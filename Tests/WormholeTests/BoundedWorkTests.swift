@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeFormats
+@testable import WormholeSystem
 import WormholeTestSupport
 
 /// Archives shaped to make a receiver work or grow without bound: each is decoded or refused, with work in

@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeFormats
+@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Compact archive: what a post of values sends, and its reader against crafted bytes", .throttled)

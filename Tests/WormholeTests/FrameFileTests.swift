@@ -1,8 +1,10 @@
 #if canImport(Glibc)
-import Glibc
 import Foundation
+import Glibc
 import Testing
 @testable import Wormhole
+@testable import WormholeFormats
+@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Large frames through a connection's frame file, written again and again", .throttled)

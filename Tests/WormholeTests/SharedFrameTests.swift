@@ -1,10 +1,12 @@
 #if canImport(Glibc)
-import Glibc
 #endif
 import Foundation
+import Glibc
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeFormats
+@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Large payloads passed as sealed memory files", .throttled)

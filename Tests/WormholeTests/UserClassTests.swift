@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeFormats
+@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Classes of the user's own: Wormhole's coders, both ways, and Foundation's archives", .throttled)

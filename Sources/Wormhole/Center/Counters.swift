@@ -1,4 +1,6 @@
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 /// The live counters behind ``WormholeStatistics``.
 final class Counters: Sendable {

@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 extension Handoff {
     /// A hand-over to a responder's actor, as ``onActor(of:serialQueue:convert:)`` is to an observer's: on an

@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 extension Handoff {
     /// A hand-over to a queue: one block or operation per wake-up, which runs `block` with everything waiting.

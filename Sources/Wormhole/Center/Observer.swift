@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 /// One registered observer; it is also the token `addObserver` returns.
 final class Observer: NSObject, Sendable {

@@ -1,4 +1,6 @@
 import Foundation
+import WormholeFormats
+import WormholeSystem
 
 /// The observer behind an async sequence (``GroupNotifications``, ``GroupMessages``), shared by the sequence and
 /// its iterators: its consumer takes each notification from the observer's ``Handoff``. The observer is removed

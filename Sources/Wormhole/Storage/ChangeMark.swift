@@ -1,4 +1,6 @@
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 /// An 8-byte file whose value every writer changes (to a fresh random number) after changing what it marks:
 /// a reader learns of a change with one `pread(2)` instead of listing a folder.
@@ -25,7 +27,7 @@ final class ChangeMark: Sendable {
         file.withLock { file -> UInt64 in
             if file == nil, let opened = try? StoredFile.openForReading(name, in: directory, limit: 64) {
                 guard opened.status.linkCount == 1 else { return 0 }
-                file = consume opened.file
+                file = opened.takeFile()
             }
             guard let fd = file?.rawValue else { return 0 }
             var value: UInt64 = 0

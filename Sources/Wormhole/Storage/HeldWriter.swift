@@ -1,5 +1,8 @@
 /// A held file being written: a temporary segment, renamed into place once whole. Its descriptor closes as the
 /// writer goes.
+import WormholeFormats
+import WormholeSystem
+
 final class HeldWriter {
     let folder: SpoolFolder
     let temporary: String

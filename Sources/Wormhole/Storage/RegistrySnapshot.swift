@@ -1,5 +1,8 @@
 /// The registry as one reader parsed it, indexed by notification name so that matching costs the same
 /// however many listeners observe other names.
+import WormholeFormats
+import WormholeSystem
+
 struct RegistrySnapshot: Sendable {
     let entries: [RegistryEntry]
     /// Which of its registry's readings this is (``Registry/parses`` as it was made): a later one has a larger

@@ -12,6 +12,9 @@
 /// never lost; at worst it is handed over again (a durable listener gets each at least once), and a copy read
 /// both from a held file and a taken segment in one drain is dropped. A segment this process has no descriptor
 /// or memory to open now is kept whole for a later drain, not removed.
+import WormholeFormats
+import WormholeSystem
+
 struct SpoolReader: ~Copyable {
     /// What to do with the frames of a drain.
     struct Handlers {

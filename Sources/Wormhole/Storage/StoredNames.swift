@@ -5,6 +5,9 @@
 /// FIFO, a symbolic link, a file over the size limit, a file whose frame is damaged or names another
 /// notification. Skipping never changes or removes it (readers skip it too). A writer's temporary file, and an
 /// entry removed while the folder was listed, are neither listed nor skipped.
+import WormholeFormats
+import WormholeSystem
+
 struct StoredNames {
     /// The names, sorted by their UTF-8 bytes.
     var names: [String] = []

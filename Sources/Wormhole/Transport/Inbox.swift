@@ -1,5 +1,8 @@
 /// The receiving end of a listener's transport: the sockets its receive thread polls and reads. Owned by the
 /// receive thread once it runs; its sockets close when it is released.
+import WormholeFormats
+import WormholeSystem
+
 protocol Inbox: AnyObject {
     /// Appends the descriptors to poll for incoming messages.
     func addPollDescriptors(to events: inout PollSet)

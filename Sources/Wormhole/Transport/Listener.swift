@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 /// A process's message-port server in one container: a socket of its transport in `listeners/`, its spool
 /// folder in `spool/`, and a thread of its own (``ReceiveThread``, running ``run()`` in ReceiveLoop.swift) that

@@ -1,4 +1,7 @@
 /// The one answer to "does a process listen on this socket?", asked by connecting to it.
+import WormholeFormats
+import WormholeSystem
+
 enum ListenerProbe {
     enum Answer: Equatable {
         /// A socket took the connection: a live listener (which may still be stopped).

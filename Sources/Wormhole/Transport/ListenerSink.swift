@@ -1,5 +1,8 @@
 /// Where a listener's receive thread hands what it reads and says what happened: the one way up from the
 /// transport to the center (``Reception``). Every call comes on the listener's receive thread.
+import WormholeFormats
+import WormholeSystem
+
 protocol ListenerSink: AnyObject, Sendable {
     /// Frames `listener` read, in the order each poster posted them, to hand to observers. What the receive
     /// thread is to run of them at once (the observers that run on it, and what was to follow them) goes through

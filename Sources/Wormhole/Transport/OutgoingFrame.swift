@@ -4,6 +4,9 @@
 /// (``SharedFrame``), without ever being encoded whole for them.
 ///
 /// Lives for one post, on the posting thread: the memory file's descriptor closes when the post is done.
+import WormholeFormats
+import WormholeSystem
+
 final class OutgoingFrame {
     let frame: Frame
     /// The encoded frame's size.

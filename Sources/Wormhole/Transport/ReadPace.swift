@@ -5,6 +5,9 @@
 /// every ``Limits/readPaceProbeInterval``th asks for a batch to notice a queue building; a read that finds more than one goes
 /// back to batches. Reads that must empty the socket (``MessageReader/read(_:into:limit:)``) ignore it, and so
 /// does a round whose wait found more than one socket ready (``applies(to:)``).
+import WormholeFormats
+import WormholeSystem
+
 struct ReadPace {
 
     /// Whether a round's reads may follow their pace: only when its wait found one socket ready. With several,

@@ -20,6 +20,9 @@
 /// The bell costs a read of a file, so it is looked at only when a round suggests a poster spooled, and
 /// otherwise at most ``Limits/bellLook`` after a wake-up that did not look: a poster whose socket was full could
 /// not nudge.
+import WormholeFormats
+import WormholeSystem
+
 struct ReceiveSchedule {
     /// What a round found, for the decisions that follow its reads.
     struct Round {

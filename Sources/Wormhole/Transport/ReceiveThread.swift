@@ -1,5 +1,7 @@
 import Foundation
 import Synchronization
+import WormholeFormats
+import WormholeSystem
 
 /// A listener's receive thread: the thread, the wake pipe through which other threads nudge it out of its wait,
 /// the work they hand it, and where it is in its life, in one state under one lock; the three flags the thread
@@ -23,7 +25,7 @@ final class ReceiveThread: Sendable {
         var pending: [@Sendable () -> Void] = []
         /// The wake pipe. A wake writes while holding the lock, so nothing is written to it after it closed (its
         /// number may be another file's by then).
-        var pipe: Pipe
+        var pipe: PipeEnds
         /// A datagram socket connected to the one the thread reads, which a wake sends an empty datagram while
         /// the thread waits in that read (``waitInRead(_:)``); -1 for none. Closed under the lock, as the pipe.
         var wakeSocket: CInt = -1

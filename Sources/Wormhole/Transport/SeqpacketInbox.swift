@@ -1,6 +1,9 @@
 /// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
 ///
 /// Used by its listener's receive thread alone; what each read touches goes without run-time exclusivity checks.
+import WormholeFormats
+import WormholeSystem
+
 final class SeqpacketInbox: Inbox {
 
     /// One accepted connection, in which round it was last read, and how many messages its next read asks for.

@@ -11,6 +11,9 @@
 /// any other, which must name the same poster and sequence. The descriptor is closed on every path.
 ///
 /// Linux only (``isAvailable``): elsewhere large frames go through the spool as before.
+import WormholeFormats
+import WormholeSystem
+
 enum SharedFrame {
     static let kind: UInt8 = 3
     static let messageSize = Frame.headerSize + 8

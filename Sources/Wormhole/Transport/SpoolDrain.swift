@@ -7,6 +7,9 @@
 /// failed, a round's byte budget spent), the segments taken wait for a later drain, and what is read meanwhile
 /// gathers here until then: a poster whose segment was taken goes back to its socket, and what it sends there
 /// must not overtake what it spooled.
+import WormholeFormats
+import WormholeSystem
+
 struct SpoolDrain: ~Copyable {
     /// What the drain did: whether it read any message from the sockets (taken or dropped), and whether held
     /// frames it was to offer again must wait for a later drain.

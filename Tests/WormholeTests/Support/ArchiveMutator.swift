@@ -1,8 +1,7 @@
-// Also compiled into the fuzz target (Benchmarks/Fuzz/run-fuzzer.sh), where the library is part of one module.
-#if canImport(Wormhole)
-@testable import Wormhole
-#endif
+// Also compiled into the fuzz target (Benchmarks/Fuzz/run-fuzzer.sh), which links the formats alone.
 import Foundation
+@testable import WormholeFormats
+@testable import WormholeSystem
 
 /// Mutates a keyed archive as structure, not bytes: its binary property list's objects (`$objects` entries,
 /// `$class` entries, UIDs, keys, counts) are read into a list, changed the way a hostile sender would change
