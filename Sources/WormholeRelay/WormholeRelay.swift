@@ -101,7 +101,7 @@ public final class WormholeRelay: Sendable {
             for name in engine.routes.observedNames {
                 observers.append((name, { engine.taken($0) }))
             }
-            for (entry, direction) in engine.routes.synced where direction.sends {
+            for entry in engine.routes.sentEntries {
                 let name = entry.kind == .value ? GroupNotificationCenter.valueNotificationName(for: entry.name) : entry.name
                 observers.append((name, { _ in engine.scanSoon() }))
             }

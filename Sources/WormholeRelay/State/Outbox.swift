@@ -81,7 +81,7 @@ struct Outbox {
     }
 
     mutating func add(_ item: RelayItem) throws {
-        try write(item, log: RelayEngine.log)
+        try write(item, log: RelayLog.write)
         let at = index(after: item.link)
         if at > 0, ordered[at - 1].link == item.link {
             ordered[at - 1] = item
@@ -102,7 +102,7 @@ struct Outbox {
             let old = ordered[index].link
             var item = ordered[index]
             item.link = UInt64(index + 1)
-            try write(item, log: RelayEngine.log)
+            try write(item, log: RelayLog.write)
             ordered[index] = item
             try? folder.remove(Self.name(old))
         }

@@ -50,7 +50,7 @@ struct PostedLog {
             // run (the log was emptied when the state was saved).
             let opened = try folder.openForAppending(Self.name)
             if let moved = opened.movedAside {
-                RelayEngine.log("\(path) was not a regular file of one link; moved aside to \(moved), where it stays")
+                RelayLog.write("\(path) was not a regular file of one link; moved aside to \(moved), where it stays")
             }
             try opened.file.empty()
             file = opened.file

@@ -22,7 +22,7 @@ struct StateFile {
     /// the relay's: it is moved aside (``ContainerFolder/replace(_:with:)``), never removed nor written through.
     func write(_ data: Data) throws {
         if let moved = try folder.replace(name, with: [UInt8](data)) {
-            RelayEngine.log("\(path) was not a regular file; moved aside to \(moved), where it stays")
+            RelayLog.write("\(path) was not a regular file; moved aside to \(moved), where it stays")
         }
     }
 }
