@@ -13,11 +13,10 @@ extension Listener {
         var received: [Frame] = []
         connectWakeSocket()
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
-        while !thread.isStopping {
-            let goesOn = withAutoreleasePool {
+        while !stops(&schedule) {
+            withAutoreleasePool {
                 round(inbox, &drain, &schedule, &events, &received)
             }
-            if !goesOn { break }
         }
         // A durable listener's socket stayed in place while it ended (no other process may claim the identity
         // meanwhile): its name goes now, and what posters sent to it until then is read once more and handed over
@@ -35,133 +34,149 @@ extension Listener {
         drain.finish(last: last, durable: identity.isDurable)
     }
 
-    /// One round of the loop (``ReceiveSchedule``): waits, reads the sockets, looks at the spool, rebinds and
-    /// keeps house as due. Returns false once the thread is to stop.
+    /// Whether the thread is to stop: once it was asked to, the schedule's mode says so, and the loop ends.
+    private func stops(_ schedule: inout ReceiveSchedule) -> Bool {
+        if schedule.mode == .stopping { return true }
+        guard thread.isStopping else { return false }
+        schedule.handle(.stopRequested)
+        return true
+    }
+
+    /// One round of the loop, in the steps ``ReceiveSchedule`` documents: takes stock of what holds it back, waits,
+    /// reads, stays paused, or looks at the spool, then rebinds and keeps house as due. Moves the schedule's mode
+    /// to ``ReceiveMode/stopping`` once the thread is to stop.
     private func round(
         _ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule, _ events: inout PollSet,
         _ received: inout [Frame]
-    ) -> Bool {
-        // Observers' queues hold too much of what was read: read nothing more until they have worked it down (they
-        // wake this thread), and posters fill the sockets, then the spool. A durable listener reads nothing either
-        // until its first observer is added, nor while it waits for the observers that follow before it hands its
-        // spool over: what is posted meanwhile stays behind the spool's backlog.
-        // A hand-over of the spool that stopped for the observers reads nothing either until it is done; a wait
-        // for observers is looked at again after it.
-        let handingOver = drain.isHandingOver
-        let readingWait = identity.isDurable && !handingOver ? thread.readingWait() : nil
-        let paused = backlog.isOver || readingWait != nil || handingOver
-        let timeout = schedule.timeout(
-            paused: paused, resumesHandOver: handingOver && !backlog.isOver, readingWait: readingWait,
-            inboxTimeout: paused ? nil : inbox.pollTimeout)
-        let ready: Int
-        /// Whether the wait was a read of the socket, which read what came.
-        var readInWait = false
+    ) {
+        // What holds the loop back in this round: a hand-over of the spool that stopped, the observers' backlog, a
+        // durable listener's wait for its observers.
+        schedule.takeStock(
+            handingOver: drain.isHandingOver, backlogOver: backlog.isOver, durable: identity.isDurable,
+            observerWait: { thread.readingWait() })
+        let timeout = schedule.timeout(inboxTimeout: schedule.mode.reads ? inbox.pollTimeout : nil)
+        guard let waited = wait(inbox, timeout: timeout, &schedule, &events, &received) else { return }
+        guard read(inbox, waited, &drain, &events, &received) else {
+            schedule.handle(.stopRequested)
+            return
+        }
+        let round = schedule.begin(at: Sys.uptimeNanoseconds, ready: waited.ready, timeout: timeout)
+        if staysPaused(inbox, round, &drain, &schedule) { return }
+        let failure = lookAtSpool(inbox, &drain, &schedule)
+        if stops(&schedule) { return }
+        rebindFailedSocket(inbox, failure, &drain, &schedule)
+        if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
+    }
+
+    /// Step 2: waits at most `timeout` milliseconds on the wake pipe, and on the sockets while the loop reads.
+    /// Returns how many descriptors were ready (the wake pipe included), and whether the wait was a read of the
+    /// socket, which read what came into `received`; nil when the wait failed: counted, said at most once a
+    /// second, and a pause rather than a spin.
+    private func wait(
+        _ inbox: any Inbox, timeout: Int32, _ schedule: inout ReceiveSchedule, _ events: inout PollSet,
+        _ received: inout [Frame]
+    ) -> (ready: Int, readInWait: Bool)? {
+        let reads = schedule.mode.reads
         do throws(WormholeError) {
             try InjectedFault.failPoll()
             // Work handed to this thread runs in the wait, when it wakes. A datagram socket is waited on in its
             // read where it can be: one system call a wake-up instead of two.
-            if !paused, hasWakeSocket,
+            if reads, hasWakeSocket,
                 let came = thread.waitInRead({ inbox.receiveWaiting(timeoutMilliseconds: timeout, into: &received) })
             {
-                ready = came ? 1 : 0
-                readInWait = true
-            } else {
-                // Made again only when the inbox's sockets changed, or the loop pauses (the wake pipe alone).
-                let shape = paused ? nil : inbox.pollShape
-                if shape == nil || events.shape != shape {
-                    thread.prepare(&events)
-                    if !paused { inbox.addPollDescriptors(to: &events) }
-                    events.shape = shape
-                }
-                ready = try thread.wait(&events, timeoutMilliseconds: timeout)
+                return (came ? 1 : 0, true)
             }
+            // Made again only when the inbox's sockets changed, or the loop pauses (the wake pipe alone).
+            let shape = reads ? inbox.pollShape : nil
+            if shape == nil || events.shape != shape {
+                thread.prepare(&events)
+                if reads { inbox.addPollDescriptors(to: &events) }
+                events.shape = shape
+            }
+            return (try thread.wait(&events, timeoutMilliseconds: timeout), false)
         } catch {
-            // Nothing to wait on: counted, said at most once a second, and a pause rather than a spin.
             let says = schedule.waitFailed(at: Sys.uptimeNanoseconds)
             sink.receiveFailed("waiting for the sockets of listener \(FileName.hex(id)) failed: \(error)", says: says)
             Sys.sleep(nanoseconds: Limits.bellLook.nanoseconds)
-            return true
+            return nil
         }
-        // What a wait in a read brought before a stop is handed over as a round's reads are, then the loop ends.
+    }
+
+    /// Step 3: reads what the wait found ready (unless the wait read it) and hands it over, or keeps it while
+    /// taken segments wait or a hand-over stopped (``SpoolDrain/keepIfWaiting(_:)``). Returns false once the
+    /// thread is to stop: what a wait in a read brought before a stop is handed over first, as a round's reads are.
+    private func read(
+        _ inbox: any Inbox, _ waited: (ready: Int, readInWait: Bool), _ drain: inout SpoolDrain,
+        _ events: inout PollSet, _ received: inout [Frame]
+    ) -> Bool {
         if thread.isStopping && received.isEmpty { return false }
-        if ready > 0 {
-            if !readInWait { inbox.receiveReady(events.dropFirst(), into: &received) }
-            if !drain.keepIfWaiting(received) { hand(received) }
-            // Emptied at once: an idle listener keeps no frame alive (a shared frame's mapped userInfo). One frame
-            // at a time, keeping the array's room: `removeAll(keepingCapacity:)` goes through Array's generic
-            // replacement of a range, which costs 90 instructions more than a round's one frame popped (and a
-            // test of the count to choose between the two cost more than it saved). Where a hand-over kept the
-            // frames, the array is shared: the first pop copies it once, to exactly its count.
-            while received.popLast() != nil {}
-            if thread.isStopping { return false }
+        guard waited.ready > 0 else { return true }
+        if !waited.readInWait { inbox.receiveReady(events.dropFirst(), into: &received) }
+        if !drain.keepIfWaiting(received) { hand(received) }
+        // Emptied at once: an idle listener keeps no frame alive (a shared frame's mapped userInfo). One frame
+        // at a time, keeping the array's room: `removeAll(keepingCapacity:)` goes through Array's generic
+        // replacement of a range, which costs 90 instructions more than a round's one frame popped (and a
+        // test of the count to choose between the two cost more than it saved). Where a hand-over kept the
+        // frames, the array is shared: the first pop copies it once, to exactly its count.
+        while received.popLast() != nil {}
+        return !thread.isStopping
+    }
+
+    /// Step 4: whether the round ends paused, after its reads, as the backlog and a wait for observers say now.
+    /// A wait for observers that ended in this round goes on to look at the spool, with nothing read from the
+    /// sockets before it: what they hold comes after the spool's backlog. A hand-over of the spool goes on when
+    /// the observers have room; meanwhile the sockets are not polled or bound anew, and the spool is not looked
+    /// at; what is read all the same (a datagram inbox's sealed sockets) goes after the hand-over
+    /// (``SpoolDrain/keepIfWaiting(_:)``).
+    private func staysPaused(
+        _ inbox: any Inbox, _ round: ReceiveSchedule.Round, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule
+    ) -> Bool {
+        guard schedule.pausesAfterReads(backlogOver: backlog.isOver, observerWait: { thread.readingWait() }) else {
+            return false
         }
-        let round = schedule.begin(at: Sys.uptimeNanoseconds, ready: ready, timeout: timeout)
-        // The hand-over goes on when the observers have room. Meanwhile the sockets are not polled or bound anew,
-        // and the spool is not looked at; what is read all the same (a datagram inbox's sealed sockets) goes
-        // after the hand-over (``SpoolDrain/keepIfWaiting(_:)``).
-        if handingOver {
-            if !backlog.isOver { drain.resume() }
+        switch schedule.mode {
+        case .reading:
+            return false
+        case .handingOver(let resumes):
+            if resumes { drain.resume() }
             schedule.paused()
             if round.housekeepingDue { sink.keepHouse(for: self) }
-            return true
-        }
-        // A wait for observers that ended in this round goes on to the drain below, with nothing read from the
-        // sockets before it: what they hold comes after the spool's backlog.
-        if backlog.isOver || (readingWait != nil && thread.readingWait() != nil) {
+        case .pausedForBacklog, .awaitingFirstObserver, .awaitingObservers:
             schedule.paused()
             if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
-            return true
+        case .stopping:
+            break
         }
-        var failure = inbox.boundSocketFailure
-        var signs = ReceiveSchedule.SpoolSigns(
-            recheckHeld: thread.takeRecheck(), suggestsSpooling: inbox.suggestsSpooling, drainWaiting: drain.isWaiting,
-            socketFailed: failure != nil)
-        if schedule.looksAtBell(signs), schedule.drains(bell: spool.bell.value, signs) {
-            // The drain reads the sockets after the bell: what it read there came after this look.
-            let outcome = drain.drain(inbox, includingHeld: signs.recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
-            if outcome.heldNotOffered { thread.recheckLater() }
-            signs.suggestsSpooling = inbox.suggestsSpooling
-            schedule.drained(readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling)
-            failure = inbox.boundSocketFailure
-        }
-        if thread.isStopping { return false }
-        // The socket posters reach failed (it is no longer polled): bound anew, at most once a second while the
-        // failure persists.
-        if let failure, schedule.rebindsFailedSocket() {
-            sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
-            keepSocketFile(inbox, force: true, &drain, &schedule)
-        }
-        if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
         return true
     }
 
-    /// Once a second: puts the socket file back if it was removed or replaced, tries again for a wake socket
-    /// if there is none, and has the sink keep this process's registry entry.
-    private func keepHouse(_ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
-        keepSocketFile(inbox, force: false, &drain, &schedule)
-        if !hasWakeSocket { connectWakeSocket() }
-        sink.keepHouse(for: self)
+    /// Step 5: looks at the bell when something suggests a poster spooled, and drains the spool when it rang or
+    /// something else asks for it. Returns why the socket posters reach failed, if it did, as it is after the
+    /// drain.
+    private func lookAtSpool(
+        _ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule
+    ) -> String? {
+        let failure = inbox.boundSocketFailure
+        var signs = ReceiveSchedule.SpoolSigns(
+            recheckHeld: thread.takeRecheck(), suggestsSpooling: inbox.suggestsSpooling, drainWaiting: drain.isWaiting,
+            socketFailed: failure != nil)
+        guard schedule.looksAtBell(signs), schedule.drains(bell: spool.bell.value, signs) else { return failure }
+        // The drain reads the sockets after the bell: what it read there came after this look.
+        let outcome = drain.drain(inbox, includingHeld: signs.recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
+        if outcome.heldNotOffered { thread.recheckLater() }
+        signs.suggestsSpooling = inbox.suggestsSpooling
+        schedule.drained(readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling)
+        return inbox.boundSocketFailure
     }
 
-    /// Whether the thread has a socket that wakes it from a wait in a read (``connectWakeSocket()``).
-    private var hasWakeSocket: Bool { thread.hasWakeSocket }
-
-    /// For a datagram listener: connects a socket to the one posters reach, which wakes the thread from a wait
-    /// in its read (``ReceiveThread/waitInRead(_:)``). Only while the socket file is still the one bound: a socket
-    /// connected to another would not wake it. Without one the thread polls, as for sequenced packets.
-    private func connectWakeSocket() {
-        guard transport == .datagram, let expected = socketFile.withLock({ $0 }) else { return }
-        let socket: OwnedDescriptor
-        do throws(WormholeError) {
-            socket = try UnixSocket.connect(
-                .datagram, directory: container.listenersDescriptor, directoryPath: container.listenersPath,
-                name: RegistryEntry.socketName(id))
-        } catch {
-            return
-        }
-        // Closed as it goes when the file changed meanwhile.
-        guard currentSocketFile() == expected else { return }
-        thread.useWakeSocket(socket)
+    /// Step 6: the socket posters reach failed (`failure`; it is no longer polled): bound anew, at most once a
+    /// second while the failure persists.
+    private func rebindFailedSocket(
+        _ inbox: any Inbox, _ failure: String?, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule
+    ) {
+        guard let failure, schedule.rebindsFailedSocket() else { return }
+        sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
+        keepSocketFile(inbox, force: true, &drain, &schedule)
     }
 
     /// Where the spool drain hands frames: to the sink, saying whether the observers have room for more (the
@@ -188,36 +203,8 @@ extension Listener {
     }
 
     /// Hands frames to the sink, and runs on this thread what the observers that run here make of them.
-    private func hand(_ frames: [Frame]) {
+    func hand(_ frames: [Frame]) {
         guard !frames.isEmpty else { return }
         sink.received(frames, by: self) { work in thread.runObserverCode(work) }
-    }
-
-    /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
-    /// replaces the socket because it failed: binds a new socket under the name, and keeps reading what posters
-    /// sent to the old one, which is handed over (or kept while taken segments wait). A rebind reads the old
-    /// socket after the round's look at the bell: one more is owed.
-    private func keepSocketFile(_ inbox: any Inbox, force: Bool, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
-        let expected = socketFile.withLock { $0 }
-        guard force || currentSocketFile() != expected || expected == nil else { return }
-        // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
-        guard container.isAtItsPath else { return }
-        InjectedFault.rebound()
-        var frames: [Frame] = []
-        do throws(WormholeError) {
-            let fresh = force ? try bindAnew() : try Self.bind(id, identity: identity, transport: transport, in: container)
-            inbox.rebind(fresh, into: &frames)
-            socketFile.withLock { $0 = currentSocketFile() }
-            // The wake socket reaches the old socket: one for the new.
-            thread.useWakeSocket(nil)
-            connectWakeSocket()
-            if !force {
-                sink.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
-            }
-            schedule.rebound()
-        } catch {
-            sink.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
-        }
-        if !drain.keepIfWaiting(frames) { hand(frames) }
     }
 }
