@@ -33,16 +33,42 @@ final class Handoff: Sendable {
         }
     }
 
+    /// Where the target's drain is, and whether the observer is still there.
+    ///
+    /// An arrival schedules a drain from ``idle`` or wakes a ``parked`` one (``scheduled(holding:)``); the drain
+    /// takes what waits (`holding`), runs it, and once nothing waits goes ``idle``, or, an actor's that stays,
+    /// ``parked``. A drain whose operation was cancelled before it started goes ``idle`` (``Handoff/abandon()``).
+    /// ``Handoff/end()`` leads from any of them to ``ended(holding:)``, for good; a parked drain is resumed then.
+    enum Drain {
+        /// No drain is scheduled: the next arrival schedules one.
+        case idle
+        /// A drain is scheduled or running; `holding`: it took entries and has not run them all yet.
+        case scheduled(holding: Bool)
+        /// An actor's drain waits for more (``Handoff/park(on:)``); it counts as not scheduled.
+        case parked(UnsafeContinuation<Bool, Never>)
+        /// The observer went. `holding`: a drain still holds entries it took and has not run; as it returns, it
+        /// gives them back, and what waits after them, in order.
+        case ended(holding: Bool)
+
+        /// Whether the observer went.
+        var hasEnded: Bool {
+            if case .ended = self { true } else { false }
+        }
+
+        /// Whether a drain holds entries it took and has not run.
+        var isHolding: Bool {
+            switch self {
+            case .scheduled(let holding), .ended(let holding): holding
+            case .idle, .parked: false
+            }
+        }
+    }
+
     private struct State {
         var waiting: [Entry] = []
         /// Where the oldest entry still waiting is, for a consumer that takes them one at a time.
         var head = 0
-        /// Whether a drain is scheduled or running.
-        var scheduled = false
-        /// Whether a drain holds entries it took and has not run yet: as the observer ends, that drain gives them
-        /// back, and what waits after them, in order.
-        var draining = false
-        var ended = false
+        var drain = Drain.idle
         /// Where what the observer did not run goes as it ends; nil: dropped.
         var returns: SpoolFolder?
         /// Where what could not be given back is counted as dropped.
@@ -52,8 +78,6 @@ final class Handoff: Sendable {
         /// The spool acknowledgements of what a sequence's consumer took last: it counts as running until the
         /// consumer asks for the next, or the sequence ends.
         var running: [SpoolAcknowledgement] = []
-        /// An actor's drain that waits for more (``Handoff/park()``); it counts as not scheduled.
-        var parked: UnsafeContinuation<Bool, Never>?
 
         mutating func takeAll() -> [Entry] {
             var taken: [Entry] = []
@@ -97,14 +121,14 @@ final class Handoff: Sendable {
         var late: [Entry] = []
         var lateKept = true
         let schedule = state.withLock { state -> Bool in
-            if state.ended {
+            if case .ended(let holding) = state.drain {
                 // Read for the observer as it went: given back after what it left, in order, or else dropped.
                 guard state.returns != nil else { return false }
                 acknowledgement?.hold(notes.count)
                 let entries = notes.map {
                     Entry(note: $0.note, backlog: nil, bytes: 0, frame: $0.frame, acknowledgement: acknowledgement)
                 }
-                if state.draining {
+                if holding {
                     state.waiting.append(contentsOf: entries)
                 } else {
                     lateKept = Self.write(entries, to: state)
@@ -127,10 +151,18 @@ final class Handoff: Sendable {
                     acknowledgement: acknowledgement))
                 index += 1
             }
-            guard wake != nil, !state.scheduled, state.waiting.count > state.head else { return false }
-            state.scheduled = true
-            swap(&parked, &state.parked)
-            return parked == nil
+            guard wake != nil, state.waiting.count > state.head else { return false }
+            switch state.drain {
+            case .idle:
+                state.drain = .scheduled(holding: false)
+                return true
+            case .parked(let drain):
+                state.drain = .scheduled(holding: false)
+                parked = drain
+                return false
+            case .scheduled, .ended:
+                return false
+            }
         }
         Self.settle(late, givenBack: lateKept)
         for (consumer, note) in handed { consumer.resume(returning: note) }
@@ -148,18 +180,23 @@ final class Handoff: Sendable {
         var left: [Entry] = []
         var leftKept = true
         let taken = state.withLock { state -> [Entry]? in
-            guard !state.ended, state.waiting.count > state.head else {
-                if !staying { state.scheduled = false }
-                if state.draining && state.ended {
+            guard !state.drain.hasEnded, state.waiting.count > state.head else {
+                switch state.drain {
+                case .ended(holding: true):
                     left = state.takeAll()
                     leftKept = Self.write(left, to: state)
+                    state.drain = .ended(holding: false)
+                case .scheduled:
+                    state.drain = staying ? .scheduled(holding: false) : .idle
+                case .idle, .parked, .ended(holding: false):
+                    break
                 }
-                state.draining = false
                 return nil
             }
             var entries = state.takeAll()
             entries.reverse()
-            state.draining = true
+            // A parked drain stays parked: only the drain that was scheduled takes.
+            if case .parked = state.drain {} else { state.drain = .scheduled(holding: true) }
             return entries
         }
         Self.settle(left, givenBack: leftKept)
@@ -220,13 +257,9 @@ final class Handoff: Sendable {
     func park(on actor: isolated any Actor) async -> Bool {
         await withUnsafeContinuation { drain in
             let now = state.withLock { state -> Bool? in
-                if state.ended {
-                    state.scheduled = false
-                    return false
-                }
+                if state.drain.hasEnded { return false }
                 if state.waiting.count > state.head { return true }
-                state.parked = drain
-                state.scheduled = false
+                state.drain = .parked(drain)
                 return nil
             }
             if let now { drain.resume(returning: now) }
@@ -254,7 +287,7 @@ final class Handoff: Sendable {
                     if let acknowledgement = entry.acknowledgement { state.running.append(acknowledgement) }
                     return (entry, false, finished)
                 }
-                if state.ended { return (nil, true, finished) }
+                if state.drain.hasEnded { return (nil, true, finished) }
                 state.consumers.append(consumer)
                 return (nil, false, finished)
             }
@@ -273,7 +306,7 @@ final class Handoff: Sendable {
     /// its backlog released, and the next arrival schedules again. Not an error: nothing is counted.
     func abandon() {
         let dropped = state.withLock { state -> [Entry] in
-            state.scheduled = false
+            if case .scheduled = state.drain { state.drain = .idle }
             return state.takeAll()
         }
         for entry in dropped { entry.release() }
@@ -285,15 +318,17 @@ final class Handoff: Sendable {
     func end() {
         ended.store(true, ordering: .releasing)
         let (dropped, kept, consumers, parked, running) = state.withLock { state in
-            state.ended = true
+            var parked: UnsafeContinuation<Bool, Never>?
+            if case .parked(let drain) = state.drain { parked = drain }
+            let holding = state.drain.isHolding
+            state.drain = .ended(holding: holding)
             defer {
                 state.consumers = []
-                state.parked = nil
                 state.running = []
             }
-            let dropped = state.draining ? [] : state.takeAll()
+            let dropped = holding ? [] : state.takeAll()
             let kept = Self.write(dropped, to: state)
-            return (dropped, kept, state.consumers, state.parked, state.running)
+            return (dropped, kept, state.consumers, parked, state.running)
         }
         Self.settle(dropped, givenBack: kept)
         for acknowledgement in running { acknowledgement.release() }

@@ -4,8 +4,8 @@ import WormholeFormats
 import WormholeSystem
 
 /// A process's message-port server in one container: a socket of its transport in `listeners/`, its spool
-/// folder in `spool/`, and a thread of its own (``ReceiveThread``, running ``run()`` in ReceiveLoop.swift) that
-/// reads both and hands frames over in order.
+/// folder in `spool/`, and a thread of its own (``ReceiveThread``, running ``run()`` in Listener+Receiving.swift)
+/// that reads both and hands frames over in order.
 final class Listener: Sendable {
     let id: UInt64
     /// Whether it lives and dies with its process, or is a durable identity's.

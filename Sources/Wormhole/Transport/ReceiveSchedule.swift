@@ -1,21 +1,24 @@
 /// What the receive loop is doing, and what is due when: the decisions of ``Listener/run()`` as a value, apart
 /// from its sockets and files, so that each can be read and tested on its own.
 ///
-/// A round of the loop:
-/// 1. **Waits** (``timeout(paused:resumesHandOver:readingWait:inboxTimeout:)``) on the wake pipe, and on the sockets unless it is paused (the observers hold too
-///    much, or a durable listener waits for its observers). A failed wait is said at most once a second
-///    (``waitFailed(at:)``).
-/// 2. **Reads** what the sockets hold, then looks at the time (``begin(at:ready:timeout:)``): housekeeping is
-///    due once a second.
-/// 3. While **paused**, the spool waits too (``paused()``): a look at the bell is owed for when the pause ends. A
-///    hand-over of the spool that stopped because the observers held too much is a pause of its own: the round
-///    goes on with it when they have room (``timeout(paused:resumesHandOver:readingWait:inboxTimeout:)`` is then
-///    0), and otherwise only keeps the registry entry when housekeeping is due.
-/// 4. Otherwise it **looks at the bell** when something suggests a poster spooled (``looksAtBell(_:)``), and
-///    **drains** the spool when the bell rang or something else asks for it (``drains(bell:_:)``,
-///    ``drained(readMessages:stillWaiting:suggestsSpooling:)``).
-/// 5. **Rebinds** a socket that failed, at most once a second (``rebindsFailedSocket()``), and **keeps house**
-///    when due, which may rebind a socket file that was removed (``rebound()``).
+/// A round of the loop (`Listener.round`, one function for each step):
+/// 1. **Takes stock** (``takeStock(handingOver:backlogOver:durable:observerWait:)``) of what holds the loop
+///    back, which moves its ``mode`` (a ``ReceiveMode``): a hand-over of the spool that stopped, a backlog of the
+///    observers that holds too much, a durable listener's wait for its observers. Otherwise it reads.
+/// 2. **Waits** (`Listener.wait`, ``timeout(inboxTimeout:)``) on the wake pipe, and on the sockets only while it
+///    reads. A failed wait is said at most once a second (``waitFailed(at:)``).
+/// 3. **Reads** what the sockets hold and hands it over (`Listener.read`), then looks at the time
+///    (``begin(at:ready:timeout:)``): housekeeping is due once a second.
+/// 4. While **paused** (`Listener.staysPaused`, ``pausesAfterReads(backlogOver:observerWait:)``), the spool
+///    waits too (``paused()``): a look at the bell is owed for when the pause ends. A hand-over of the spool that
+///    stopped because the observers held too much is a pause of its own: the round goes on with it when they have
+///    room (the wait is then 0), and otherwise only keeps the registry entry when housekeeping is due.
+/// 5. Otherwise it **looks at the bell** (`Listener.lookAtSpool`) when something suggests a poster spooled
+///    (``looksAtBell(_:)``), and **drains** the spool when the bell rang or something else asks for it
+///    (``drains(bell:_:)``, ``drained(readMessages:stillWaiting:suggestsSpooling:)``).
+/// 6. **Rebinds** a socket that failed, at most once a second (`Listener.rebindFailedSocket`,
+///    ``rebindsFailedSocket()``), and **keeps house** when due, which may rebind a socket file that was removed
+///    (``rebound()``).
 ///
 /// The bell costs a read of a file, so it is looked at only when a round suggests a poster spooled, and
 /// otherwise at most ``Limits/bellLook`` after a wake-up that did not look: a poster whose socket was full could
@@ -59,12 +62,68 @@ struct ReceiveSchedule {
     private var lastForcedRebind: UInt64 = 0
     private var lastWaitWarning: UInt64 = 0
     private var round = Round(now: 0, ready: 0, housekeepingDue: false)
+    /// What the loop is doing: reading until a round finds something that holds it back.
+    private(set) var mode = ReceiveMode.reading
 
     init(now: UInt64) {
         lastHousekeeping = now
     }
 
+    // MARK: The mode
+
+    /// Takes what the loop learned (``ReceiveMode/handle(_:)``); an event that does not apply to the mode is
+    /// refused, and changes nothing.
+    @discardableResult
+    mutating func handle(_ event: ReceiveMode.Event) -> ReceiveMode.Answer {
+        mode.handle(event)
+    }
+
+    /// Takes stock, as a round begins, of what holds the loop back, in the order ``ReceiveMode`` takes it: a
+    /// hand-over of the spool that stopped for the observers (nothing is read until it is done), the observers'
+    /// backlog (read nothing more until they have worked it down: posters fill the sockets, then the spool), then,
+    /// unless it hands over, its wait for observers: a `durable` listener's is asked of `observerWait` (only then,
+    /// as it ends a wait that is over: ``ReceiveThread/readingWait()``); another listener never waits for them.
+    /// A durable listener reads nothing until its first observer is added, nor while it waits for the observers
+    /// that follow before it hands its spool over: what is posted meanwhile stays behind the spool's backlog.
+    mutating func takeStock(handingOver: Bool, backlogOver: Bool, durable: Bool, observerWait: () -> UInt64?) {
+        mode.handle(handingOver ? .handOverStopped : .handOverFinished)
+        mode.handle(backlogOver ? .backlogFilled : .backlogHasRoom)
+        if !handingOver { mode.handle(ReceiveMode.observerWait(durable ? observerWait() : nil)) }
+    }
+
+    /// After the round's reads: takes the backlog as it is now, then, while the loop waits for observers and the
+    /// backlog has room, asks `observerWait` again. Returns whether the round ends paused (a hand-over of the
+    /// spool is one: ``ReceiveMode/handingOver(resumes:)`` says whether it goes on now); false when it reads. A
+    /// wait for observers that ended in this round goes on to look at the spool, with nothing read from the
+    /// sockets before it: what they hold comes after the spool's backlog.
+    mutating func pausesAfterReads(backlogOver: Bool, observerWait: () -> UInt64?) -> Bool {
+        mode.handle(backlogOver ? .backlogFilled : .backlogHasRoom)
+        if mode.awaitsObservers { mode.handle(ReceiveMode.observerWait(observerWait())) }
+        return !mode.reads
+    }
+
     // MARK: Waiting
+
+    /// How long the round's wait may last in the loop's ``mode``, in milliseconds: while it reads, until
+    /// housekeeping or the inbox's own pause (`inboxTimeout`), and no longer than a look at the bell that is owed;
+    /// not at all when a hand-over of the spool goes on now, or the loop stops; otherwise until housekeeping or the
+    /// end of a wait for observers (``timeout(paused:resumesHandOver:readingWait:inboxTimeout:)``).
+    func timeout(inboxTimeout: Int32?) -> Int32 {
+        switch mode {
+        case .reading:
+            timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: inboxTimeout)
+        case .handingOver(let resumes):
+            timeout(paused: true, resumesHandOver: resumes, readingWait: nil, inboxTimeout: nil)
+        case .pausedForBacklog:
+            timeout(paused: true, resumesHandOver: false, readingWait: nil, inboxTimeout: nil)
+        case .awaitingFirstObserver:
+            timeout(paused: true, resumesHandOver: false, readingWait: .max, inboxTimeout: nil)
+        case .awaitingObservers(let remaining):
+            timeout(paused: true, resumesHandOver: false, readingWait: remaining, inboxTimeout: nil)
+        case .stopping:
+            0
+        }
+    }
 
     /// How long the round's wait may last, in milliseconds: not at all when a hand-over of the spool that stopped
     /// goes on now (`resumesHandOver`: it only runs work handed to the thread); while paused, until housekeeping

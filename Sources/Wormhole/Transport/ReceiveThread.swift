@@ -3,16 +3,17 @@ import Synchronization
 import WormholeFormats
 import WormholeSystem
 
-/// A listener's receive thread: the thread, the wake pipe through which other threads nudge it out of its wait,
-/// the work they hand it, and where it is in its life, in one state under one lock; the three flags the thread
-/// looks at every round (stopping, running observers' code, a recheck asked for) are atomics of their own, so that
-/// a round takes no lock when nothing was handed to it.
+/// A listener's receive thread: the thread, the work other threads hand it, and a durable listener's wait for its
+/// observers, in one state under one lock; how others end its wait, in ``ReceiveWake``; and three flags, atomics
+/// of their own so that a round takes no lock when nothing was handed to it: whether it is to stop (read every
+/// round), whether a recheck of held-back spooled frames was asked for (read as it looks at its spool), and
+/// whether it runs observers' code now (read by a stop that waits for its end).
 ///
 /// Its life: ready, then running from ``start(named:_:)`` until its body returns, then ended. A stop may be asked
 /// for at any time (``requestStop()``); the body sees it (``isStopping``) and returns. The wake pipe closes as
 /// the thread ends, or when the listener goes away without ever running.
 final class ReceiveThread: Sendable {
-    private struct State: ~Copyable {
+    private struct State {
         /// The thread, once it runs.
         var thread: ObjectIdentifier? = nil
         /// Whether an observer was added in this process since the thread started: until then a durable
@@ -23,40 +24,23 @@ final class ReceiveThread: Sendable {
         var settling: (began: UInt64, ends: UInt64)? = nil
         /// Work handed to the thread from others: deliveries of this process's own posts.
         var pending: [@Sendable () -> Void] = []
-        /// The wake pipe. A wake writes while holding the lock, so nothing is written to it after it closed (its
-        /// number may be another file's by then).
-        var pipe: PipeEnds
-        /// A datagram socket connected to the one the thread reads, which a wake sends an empty datagram while
-        /// the thread waits in that read (``waitInRead(_:)``); -1 for none. Closed under the lock, as the pipe.
-        var wakeSocket: CInt = -1
     }
 
-    private let state: Mutex<State>
+    private let state = Mutex(State())
+    /// The wake pipe and socket, and the flags with which a wake meets the thread's wait.
+    private let waker: ReceiveWake
+    /// Set once a stop was asked for (``requestStop()``).
     private let stopping = Atomic<Bool>(false)
     /// Set while the thread runs observers' code (the blocks of observers that run on it, work handed to it):
     /// a stop never waits for that, which may be waiting for the caller.
     private let runsObserverCodeNow = Atomic<Bool>(false)
     /// Set when an observer was added: frames a durable spool holds back may have one now.
     private let recheck = Atomic<Bool>(true)
-    /// The wake pipe's read end, which only the thread reads and polls, until it closes the pipe as it ends.
-    private let wakeRead: CInt
     /// Entered from ``start(named:_:)`` until the thread ended, for those who wait for its end.
     private let running = DispatchGroup()
-    /// Set by every wake, before it writes the pipe; cleared by the thread as it runs what was handed to it.
-    private let woken = Atomic<Bool>(false)
-    /// Set while the thread waits, or is about to wait, in a read of its socket rather than in a poll.
-    private let waitsInRead = Atomic<Bool>(false)
-    /// Whether the thread has a wake socket (``useWakeSocket(_:)``): read by the thread alone.
-    private let wakeSocketSet = Atomic<Bool>(false)
-    /// Set when a wake sent the wake socket's datagram during the thread's wait in a read.
-    private let wakeSent = Atomic<Bool>(false)
-    /// Set when the wake socket could not reach the socket it is connected to.
-    private let wakeSocketFailed = Atomic<Bool>(false)
 
     init() throws(WormholeError) {
-        let pipe = try Sys.makePipe()
-        wakeRead = pipe.read
-        state = Mutex(State(pipe: pipe))
+        waker = try ReceiveWake()
     }
 
     /// Starts the thread, which runs `body` and then closes the wake pipe; `ended` runs after anyone waiting for
@@ -67,7 +51,7 @@ final class ReceiveThread: Sendable {
             let current = ObjectIdentifier(Thread.current)
             state.withLock { $0.thread = current }
             body()
-            closeWakePipe()
+            waker.close()
             running.leave()
             ended()
         }
@@ -112,60 +96,31 @@ final class ReceiveThread: Sendable {
         }
     }
 
-    /// Ends the thread's wait now (a full pipe already does): its poll sees the pipe; a read it waits in gets an
-    /// empty datagram. Either the thread sees `woken` before it waits in a read, or this sees `waitsInRead`: each
-    /// is stored before the other is loaded, sequentially consistent.
+    /// Ends the thread's wait now (``ReceiveWake/wake()``).
     func wake() {
-        woken.store(true, ordering: .sequentiallyConsistent)
-        state.withLock { state in
-            guard state.pipe.isOpen else { return }
-            let fd = state.pipe.write
-            var byte: UInt8 = 1
-            _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
-            // One datagram a wait: the first wake takes the flag, and the others find it down.
-            if state.wakeSocket >= 0, waitsInRead.exchange(false, ordering: .sequentiallyConsistent) {
-                wakeSent.store(true, ordering: .sequentiallyConsistent)
-                if !UnixSocket.sendWake(state.wakeSocket) { wakeSocketFailed.store(true, ordering: .relaxed) }
-            }
-        }
+        waker.wake()
     }
 
     /// Takes `socket`, connected to the socket the thread reads, for wakes while it waits in a read; nil drops
     /// the one it has (the socket read was bound anew). Called by the thread itself.
     func useWakeSocket(_ socket: consuming OwnedDescriptor?) {
-        let fd = socket?.release() ?? -1
-        let set = state.withLock { state -> Bool in
-            if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
-            state.wakeSocket = state.pipe.isOpen ? fd : -1
-            if !state.pipe.isOpen && fd >= 0 { Sys.close(fd) }
-            return state.wakeSocket >= 0
-        }
-        wakeSocketSet.store(set, ordering: .relaxed)
+        waker.useSocket(socket)
     }
 
     /// Whether the thread has a wake socket: it may wait in a read (``waitInRead(_:)``).
-    var hasWakeSocket: Bool { wakeSocketSet.load(ordering: .relaxed) }
+    var hasWakeSocket: Bool { waker.hasSocket }
 
     /// Whether the thread waits, or is about to wait, in a read, and no wake has come for that wait yet.
-    var isWaitingInRead: Bool { waitsInRead.load(ordering: .sequentiallyConsistent) }
+    var isWaitingInRead: Bool { waker.isWaitingInRead }
 
     /// Waits in `receive` (a read of the thread's socket that waits) instead of a poll, once it has a wake socket
     /// (``useWakeSocket(_:)``), then runs the work handed to the thread as ``wait(_:timeoutMilliseconds:)``
     /// does. Returns what `receive` returned: whether anything came, or nil when it could not wait so (a poll is
-    /// then owed). A wake that came before the read returns at once, without reading.
-    ///
-    /// A wake socket that does not reach the socket read (its send failed, or the read ran out of time although a
-    /// wake sent it a datagram: it is connected to another socket) is dropped: the thread polls until the
-    /// listener connects another (``useWakeSocket(_:)``). A wake that came just as the read ran out drops it as
-    /// well, which costs the next few rounds a poll.
+    /// then owed). A wake that came before the read returns at once, without reading
+    /// (``ReceiveWake/waitInRead(_:)``).
     func waitInRead(_ receive: () -> Bool?) -> Bool? {
-        wakeSent.store(false, ordering: .sequentiallyConsistent)
-        waitsInRead.store(true, ordering: .sequentiallyConsistent)
-        let result = woken.load(ordering: .sequentiallyConsistent) ? true : receive()
-        waitsInRead.store(false, ordering: .sequentiallyConsistent)
-        let missed = result == false && wakeSent.load(ordering: .sequentiallyConsistent)
-        if missed || wakeSocketFailed.exchange(false, ordering: .relaxed) { useWakeSocket(nil) }
-        if woken.load(ordering: .sequentiallyConsistent) { runHandedWork() }
+        let result = waker.waitInRead(receive)
+        if waker.isWoken { runHandedWork() }
         return result
     }
 
@@ -258,8 +213,7 @@ final class ReceiveThread: Sendable {
 
     /// Empties `set`, then adds the wake pipe as its first descriptor; the caller adds its own after it.
     func prepare(_ set: inout PollSet) {
-        set.removeAll()
-        set.add(wakeRead)
+        waker.prepare(&set)
     }
 
     /// Waits on `set` (made by ``prepare(_:)``) at most `timeoutMilliseconds`; when woken, empties the wake pipe
@@ -274,38 +228,12 @@ final class ReceiveThread: Sendable {
     /// After a wake: empties the wake pipe and runs the work handed to the thread, unless it is to stop. A wake
     /// that comes meanwhile sets `woken` again, and ends the next wait.
     private func runHandedWork() {
-        woken.store(false, ordering: .sequentiallyConsistent)
-        emptyWakePipe()
+        waker.takeWake()
         let work = state.withLock { state -> [@Sendable () -> Void] in
             guard !stopping.load(ordering: .acquiring) else { return [] }
             defer { state.pending = [] }
             return state.pending
         }
         if !work.isEmpty { runObserverCode { for item in work { item() } } }
-    }
-
-    private func emptyWakePipe() {
-        let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
-        defer { scratch.deallocate() }
-        while let n = try? Sys.readSome(wakeRead, into: scratch), n > 0 {}
-    }
-
-    deinit {
-        // The wake socket is set only by the running thread, which closes it as it ends: this is for a thread
-        // that never ran.
-        state.withLock { state in
-            if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
-            state.wakeSocket = -1
-        }
-    }
-
-    /// Closes the wake pipe and the wake socket, as the thread ends; the pipe closes anyway when the thread never
-    /// ran.
-    private func closeWakePipe() {
-        state.withLock { state in
-            state.pipe.close()
-            if state.wakeSocket >= 0 { Sys.close(state.wakeSocket) }
-            state.wakeSocket = -1
-        }
     }
 }
