@@ -89,7 +89,7 @@ extension GroupNotificationCenter {
     ) -> any NSObjectProtocol {
         addObserver(
             forName: Message.name, object: object, allowed: .propertyList,
-            handoff: .onActor(of: block, serialQueue: serialQueue, convert: messageDecoder(Message.self)),
+            observerQueue: .onActor(of: block, serialQueue: serialQueue, convert: messageDecoder(Message.self)),
             includingRetained: includingRetained)
     }
 

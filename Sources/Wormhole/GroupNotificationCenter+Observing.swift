@@ -79,7 +79,7 @@ extension GroupNotificationCenter {
     ) -> any NSObjectProtocol {
         addObserver(
             forName: name, object: object, allowed: AllowedClasses.adding(allowedClasses),
-            handoff: .onActor(of: block, serialQueue: serialQueue) { $0 })
+            observerQueue: .onActor(of: block, serialQueue: serialQueue) { $0 })
     }
 
     /// Adds an observer whose block runs on `queue`, or on the receive thread when it is nil.
@@ -90,7 +90,7 @@ extension GroupNotificationCenter {
         if let queue {
             return addObserver(
                 forName: name, object: object, allowed: allowedClasses,
-                handoff: .onQueue(queue, serialQueue: serialQueue, block: block))
+                observerQueue: .onQueue(queue, serialQueue: serialQueue, block: block))
         }
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
@@ -99,20 +99,20 @@ extension GroupNotificationCenter {
         return observer
     }
 
-    /// Adds an observer whose notifications go through `handoff`; with `includingRetained`, the current retained
+    /// Adds an observer whose notifications go through `observerQueue`; with `includingRetained`, the current retained
     /// value of `name` first.
     func addObserver(
-        forName name: Notification.Name?, object: String?, allowed: AllowedClasses, handoff: Handoff,
+        forName name: Notification.Name?, object: String?, allowed: AllowedClasses, observerQueue: ObserverQueue,
         includingRetained: Bool = false
     ) -> Observer {
         let durable = endpoint.identity.isDurable
         let observer = Observer(
             id: endpoint.makeObserverID(), center: ObjectIdentifier(self),
-            subscription: Subscription(name: name?.rawValue, object: object), allowed: allowed, handoff: handoff,
+            subscription: Subscription(name: name?.rawValue, object: object), allowed: allowed, observerQueue: observerQueue,
             gated: includingRetained, keepsFrames: durable)
         endpoint.add(observer)
         // What it is handed and does not run goes back to the spool, for the identity's next run.
-        if durable { handoff.returns(to: endpoint.listenerSpool, counting: endpoint.counters) }
+        if durable { observerQueue.returns(to: endpoint.listenerSpool, counting: endpoint.counters) }
         guard includingRetained, let name else { return observer }
         // Read after registering, so nothing posted in between is missed.
         let current = endpoint.retainedNotification(named: name.rawValue, allowed: allowed).flatMap { note, frame, bytes in

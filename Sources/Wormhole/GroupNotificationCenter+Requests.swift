@@ -189,13 +189,13 @@ extension GroupNotificationCenter {
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Notification) async throws -> sending [AnyHashable: Any]?
     ) -> any NSObjectProtocol {
         let endpoint = self.endpoint
-        let handoff = Handoff.onActor(
+        let observerQueue = ObserverQueue.onActor(
             responding: block, serialQueue: serialQueue,
             prepare: { Self.prepare($0, as: name, on: endpoint) },
             answer: { envelope, reply in Self.answer(envelope, for: name, with: reply, on: endpoint) })
         return addObserver(
             forName: Notification.Name(ReservedNames.request(name.rawValue)), object: object,
-            allowed: AllowedClasses.adding(allowedClasses), handoff: handoff)
+            allowed: AllowedClasses.adding(allowedClasses), observerQueue: observerQueue)
     }
 
     /// The request as a responder's block receives it (named `name`, its userInfo without the envelope, nil

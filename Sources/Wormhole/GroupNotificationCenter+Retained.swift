@@ -111,7 +111,7 @@ extension GroupNotificationCenter {
     ) -> any NSObjectProtocol {
         addObserver(
             forName: name, object: object, allowed: AllowedClasses.adding(allowedClasses),
-            handoff: .onActor(of: block, serialQueue: serialQueue) { $0 }, includingRetained: includingRetained)
+            observerQueue: .onActor(of: block, serialQueue: serialQueue) { $0 }, includingRetained: includingRetained)
     }
 
     func addObserver(
@@ -123,7 +123,7 @@ extension GroupNotificationCenter {
         }
         // With a nil queue, the center's serial queue: the retained value is handed over before live ones.
         return addObserver(
-            forName: name, object: object, allowed: allowed, handoff: .onQueue(queue, serialQueue: serialQueue, block: block),
+            forName: name, object: object, allowed: allowed, observerQueue: .onQueue(queue, serialQueue: serialQueue, block: block),
             includingRetained: true)
     }
 }

@@ -37,13 +37,13 @@ extension GroupNotificationCenter {
         @_inheritActorContext using block: @escaping @isolated(any) @Sendable (Request) async throws -> Request.Reply
     ) -> any NSObjectProtocol {
         let endpoint = self.endpoint
-        let handoff = Handoff.onActor(
+        let observerQueue = ObserverQueue.onActor(
             responding: Self.typed(block), serialQueue: serialQueue,
             prepare: { Self.prepare($0, as: Request.name, on: endpoint) },
             answer: { envelope, reply in Self.answer(envelope, for: Request.name, with: reply, on: endpoint) })
         return addObserver(
             forName: Notification.Name(ReservedNames.request(Request.name.rawValue)), object: object,
-            allowed: AllowedClasses.values, handoff: handoff)
+            allowed: AllowedClasses.values, observerQueue: observerQueue)
     }
 
     /// Adds a responder for `type` whose block runs on `queue` (nil: the receive thread); otherwise as

@@ -24,9 +24,9 @@ extension GroupNotificationCenter {
 
     /// Adds the observer behind an async sequence.
     func addSequenceObserver(forName name: Notification.Name?, object: String?, allowed: AllowedClasses) -> SequenceObserver {
-        let handoff = Handoff(wake: nil)
-        let observer = addObserver(forName: name, object: object, allowed: allowed, handoff: handoff)
-        return SequenceObserver(endpoint: endpoint, observer: observer, handoff: handoff)
+        let observerQueue = ObserverQueue(wake: nil)
+        let observer = addObserver(forName: name, object: object, allowed: allowed, observerQueue: observerQueue)
+        return SequenceObserver(endpoint: endpoint, observer: observer, observerQueue: observerQueue)
     }
 }
 

@@ -1,7 +1,8 @@
-/// What one post did: how many listeners got the notification at once, how many will find it in their spool,
-/// and what failed.
 import WormholeFormats
 import WormholeSystem
+
+/// What one post did: how many listeners got the notification at once, how many will find it in their spool,
+/// and what failed.
 
 public struct PostReport: Sendable, Hashable, CustomStringConvertible {
     /// One listener the notification could not reach.

@@ -105,7 +105,7 @@ public final class WormholeMailbox: Sendable {
         let name = Self.notificationName(forIdentifier: identifier)
         let observer = center.addObserver(
             forName: name, object: nil, allowed: AllowedClasses.adding(allowedClasses),
-            handoff: .onActor(of: listener, serialQueue: center.serialQueue) { note in .some(note.userInfo?["message"]) },
+            observerQueue: .onActor(of: listener, serialQueue: center.serialQueue) { note in .some(note.userInfo?["message"]) },
             includingRetained: includingCurrent)
         listeners.withLock { $0[identifier, default: []].append(observer) }
         return observer

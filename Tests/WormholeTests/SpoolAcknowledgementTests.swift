@@ -3,7 +3,7 @@ import Testing
 @testable import Wormhole
 
 /// A durable listener's hand-over keeps the files it took until its observers ran what they were handed
-/// (``SpoolAcknowledgement``). Real files in a real spool folder; the hand-off driven directly.
+/// (``SpoolAcknowledgement``). Real files in a real spool folder; the observer queue driven directly.
 @Suite("Spool acknowledgement: files stay until what was handed over ran")
 struct SpoolAcknowledgementTests {
     private static let taken = "0000000000000001-0000000000000005" + SpoolFolder.takenSuffix
@@ -26,15 +26,15 @@ struct SpoolAcknowledgementTests {
         let temporary = TemporaryContainer()
         let (folder, path) = try Self.folder(temporary)
         let acknowledgement = SpoolAcknowledgement(folder: folder)
-        let handoff = Handoff(wake: nil)
-        handoff.append([Self.note(1), Self.note(2)], backlog: nil, acknowledging: acknowledgement)
+        let observerQueue = ObserverQueue(wake: nil)
+        observerQueue.append([Self.note(1), Self.note(2)], backlog: nil, acknowledging: acknowledgement)
         acknowledgement.seal(removing: [Self.taken])
-        #expect(await handoff.next() != nil)
+        #expect(await observerQueue.next() != nil)
         // The loop body runs it now: a kill here must find it in the spool on the next run.
         #expect(FileManager.default.fileExists(atPath: path + Self.taken), "removed before the loop body ran it")
-        #expect(await handoff.next() != nil)
+        #expect(await observerQueue.next() != nil)
         #expect(FileManager.default.fileExists(atPath: path + Self.taken), "the second is running")
-        handoff.end()
+        observerQueue.end()
         #expect(!FileManager.default.fileExists(atPath: path + Self.taken), "the sequence ended: both ran")
     }
 
@@ -46,8 +46,8 @@ struct SpoolAcknowledgementTests {
         let ran = Recorder()
         let queue = OperationQueue()
         queue.isSuspended = true
-        let handoff = Handoff.onQueue(queue, serialQueue: DispatchQueue(label: "test")) { note in ran.block(note) }
-        handoff.append([Self.note(1), Self.note(2)], backlog: nil, acknowledging: acknowledgement)
+        let observerQueue = ObserverQueue.onQueue(queue, serialQueue: DispatchQueue(label: "test")) { note in ran.block(note) }
+        observerQueue.append([Self.note(1), Self.note(2)], backlog: nil, acknowledging: acknowledgement)
         acknowledgement.seal(removing: [Self.taken])
         #expect(FileManager.default.fileExists(atPath: path + Self.taken))
         #expect(folder.takeSegments(renaming: true).isEmpty, "no later drain of this run reads them again")

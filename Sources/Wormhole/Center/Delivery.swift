@@ -74,7 +74,7 @@ final class Delivery: Sendable {
         var rejected = 0
         var decoded = DecodedUserInfos()
         // The observers as they are now, once for the batch: one removed meanwhile runs nothing (``Observer/call(_:)``,
-        // ``Handoff``).
+        // ``ObserverQueue``).
         let observers = self.observers.withLock { $0.observers }
         // By index: a `for frame in frames` took a copy of each frame as well, retaining its strings and archive.
         for index in frames.indices {

@@ -54,18 +54,18 @@ struct DeliveryBatch {
         runningObserverCode: (() -> Void) -> Void
     ) {
         guard let before = groupsBeforeCalls else {
-            for group in groups { Self.handOver(group, backlog: backlog, acknowledgement) }
+            for group in groups { Self.enqueue(group, backlog: backlog, acknowledgement) }
             return
         }
-        for group in groups[..<before] { Self.handOver(group, backlog: backlog, acknowledgement) }
+        for group in groups[..<before] { Self.enqueue(group, backlog: backlog, acknowledgement) }
         runningObserverCode { Self.run(calls, frameCalls) }
-        for group in groups[before...] { Self.handOver(group, backlog: backlog, acknowledgement) }
+        for group in groups[before...] { Self.enqueue(group, backlog: backlog, acknowledgement) }
     }
 
     /// From another thread (a post of this process's own): hands every observer with a queue its deliveries at
     /// once, and returns those of observers without one, for the receive thread to run.
     func dispatchFromAnotherThread(backlog: DeliveryBacklog?) -> (@Sendable () -> Void)? {
-        for group in groups { Self.handOver(group, backlog: backlog) }
+        for group in groups { Self.enqueue(group, backlog: backlog) }
         guard groupsBeforeCalls != nil else { return nil }
         let work = ReceiveThreadWork(calls: calls, frames: frameCalls)
         return { Self.run(work.calls, work.frames) }
@@ -79,8 +79,9 @@ struct DeliveryBatch {
         }
     }
 
-    fileprivate static func handOver(_ group: Group, backlog: DeliveryBacklog?, _ acknowledgement: SpoolAcknowledgement? = nil) {
-        group.observer.handoff?.append(group.notes, backlog: backlog, acknowledging: acknowledgement)
+    /// Puts one observer's notifications on its queue, each holding its place in the backlog until it has run.
+    fileprivate static func enqueue(_ group: Group, backlog: DeliveryBacklog?, _ acknowledgement: SpoolAcknowledgement? = nil) {
+        group.observer.observerQueue?.append(group.notes, backlog: backlog, acknowledging: acknowledgement)
     }
 
     /// Calls in order, the first held in place: a batch mostly holds one, which then needs no array.

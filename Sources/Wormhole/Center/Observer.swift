@@ -11,9 +11,9 @@ final class Observer: NSObject, Sendable {
     let allowed: AllowedClasses
     /// Where notifications wait for the observer's queue, actor or consumer; nil when its block runs on the
     /// receive thread.
-    let handoff: Handoff?
+    let observerQueue: ObserverQueue?
     /// Whether what it is handed keeps its frame, to be given back to a durable listener's spool if the observer
-    /// goes before running it (``Handoff/returns(to:)``).
+    /// goes before running it (``ObserverQueue/returns(to:)``).
     let keepsFrames: Bool
     /// The block, for an observer that runs on the receive thread.
     private let block: (@Sendable (Notification) -> Void)?
@@ -34,16 +34,16 @@ final class Observer: NSObject, Sendable {
         var first: FrameIdentity?
     }
 
-    /// An observer whose notifications go through `handoff`.
+    /// An observer whose notifications go through `observerQueue`.
     init(
-        id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, handoff: Handoff,
+        id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, observerQueue: ObserverQueue,
         gated: Bool = false, keepsFrames: Bool = false
     ) {
         self.id = id
         self.center = center
         self.subscription = subscription
         self.allowed = allowed
-        self.handoff = handoff
+        self.observerQueue = observerQueue
         self.keepsFrames = keepsFrames
         self.block = nil
         self.frameBlock = nil
@@ -57,7 +57,7 @@ final class Observer: NSObject, Sendable {
         self.center = center
         self.subscription = subscription
         self.allowed = allowed
-        self.handoff = nil
+        self.observerQueue = nil
         self.keepsFrames = false
         self.block = block
         self.frameBlock = nil
@@ -72,7 +72,7 @@ final class Observer: NSObject, Sendable {
         self.center = center
         self.subscription = subscription
         self.allowed = AllowedClasses.values
-        self.handoff = nil
+        self.observerQueue = nil
         self.keepsFrames = false
         self.block = nil
         self.frameBlock = frames
@@ -82,7 +82,7 @@ final class Observer: NSObject, Sendable {
 
     var takesFrames: Bool { frameBlock != nil }
 
-    var runsOnReceiveThread: Bool { handoff == nil }
+    var runsOnReceiveThread: Bool { observerQueue == nil }
 
     /// Keeps `note` back if the gate is closed, and takes the live copy of the retained post the gate opened with
     /// (a post that was on its way while the observer read the retained value): returns whether it did either, so
@@ -110,17 +110,17 @@ final class Observer: NSObject, Sendable {
             notes += waiting.filter { $0.frame != first?.frame }.map { ($0.note, $0.bytes, nil) }
             guard !notes.isEmpty else { return }
             // Handed over under the gate's lock: later live deliveries come after these.
-            handoff?.append(notes, backlog: backlog)
+            observerQueue?.append(notes, backlog: backlog)
         }
     }
 
     var isActive: Bool { active.load(ordering: .acquiring) }
 
-    /// Stops deliveries, also those waiting: what waits is given back or dropped (``Handoff/end()``), and its
+    /// Stops deliveries, also those waiting: what waits is given back or dropped (``ObserverQueue/end()``), and its
     /// backlog released.
     func deactivate() {
         active.store(false, ordering: .releasing)
-        handoff?.end()
+        observerQueue?.end()
     }
 
     /// Calls the block with `note` on the receive thread, unless the observer was removed meanwhile.

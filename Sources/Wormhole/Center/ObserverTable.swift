@@ -1,6 +1,7 @@
-/// A process's observers on one container, in registration order, and the subscriptions they add up to.
 import WormholeFormats
 import WormholeSystem
+
+/// A process's observers on one container, in registration order, and the subscriptions they add up to.
 
 struct ObserverTable {
     private(set) var observers: [Observer] = []

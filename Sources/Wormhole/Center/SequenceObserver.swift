@@ -3,18 +3,18 @@ import WormholeFormats
 import WormholeSystem
 
 /// The observer behind an async sequence (``GroupNotifications``, ``GroupMessages``), shared by the sequence and
-/// its iterators: its consumer takes each notification from the observer's ``Handoff``. The observer is removed
+/// its iterators: its consumer takes each notification from the observer's ``ObserverQueue``. The observer is removed
 /// when the consumer's task is cancelled, or when the sequence and its iterators are all gone; then what waits
 /// is dropped and its backlog released.
 final class SequenceObserver: Sendable {
     private let endpoint: Endpoint
     private let observer: Observer
-    private let handoff: Handoff
+    private let observerQueue: ObserverQueue
 
-    init(endpoint: Endpoint, observer: Observer, handoff: Handoff) {
+    init(endpoint: Endpoint, observer: Observer, observerQueue: ObserverQueue) {
         self.endpoint = endpoint
         self.observer = observer
-        self.handoff = handoff
+        self.observerQueue = observerQueue
     }
 
     deinit {
@@ -24,7 +24,7 @@ final class SequenceObserver: Sendable {
     /// The next notification, waiting for one; nil once the sequence ended (its task was cancelled).
     func next() async -> SendableNotification? {
         await withTaskCancellationHandler {
-            await handoff.next()
+            await observerQueue.next()
         } onCancel: {
             end()
         }
@@ -35,6 +35,6 @@ final class SequenceObserver: Sendable {
         let observer = self.observer
         endpoint.remove { $0 === observer }
         // Also when a center going away removed it already.
-        handoff.end()
+        observerQueue.end()
     }
 }

@@ -1,7 +1,8 @@
-/// A held file being written: a temporary segment, renamed into place once whole. Its descriptor closes as the
-/// writer goes.
 import WormholeFormats
 import WormholeSystem
+
+/// A held file being written: a temporary segment, renamed into place once whole. Its descriptor closes as the
+/// writer goes.
 
 final class HeldWriter {
     let folder: SpoolFolder

@@ -1,7 +1,8 @@
-/// The registry as one reader parsed it, indexed by notification name so that matching costs the same
-/// however many listeners observe other names.
 import WormholeFormats
 import WormholeSystem
+
+/// The registry as one reader parsed it, indexed by notification name so that matching costs the same
+/// however many listeners observe other names.
 
 struct RegistrySnapshot: Sendable {
     let entries: [RegistryEntry]

@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 /// The listener's side of its spool, run by the receive thread only: takes what posters wrote, hands it over
 /// in order and in bounded chunks, drops copies it already had, and keeps what a durable listener must hold
 /// for later in held files of its own.
@@ -12,8 +15,6 @@
 /// never lost; at worst it is handed over again (a durable listener gets each at least once), and a copy read
 /// both from a held file and a taken segment in one drain is dropped. A segment this process has no descriptor
 /// or memory to open now is kept whole for a later drain, not removed.
-import WormholeFormats
-import WormholeSystem
 
 struct SpoolReader: ~Copyable {
     /// What to do with the frames of a drain.
@@ -51,7 +52,7 @@ struct SpoolReader: ~Copyable {
     private var seedServed = false
     private var nextHeld: UInt64 = 0
     /// The hand-over that stopped after a chunk, if one did.
-    private var pending: HandOver?
+    private var pending: SpoolHandOver?
     /// Segments said to be unreadable for now, so that a drain each second does not say so again.
     private var unreadableSaid: Set<String> = []
 
@@ -128,10 +129,10 @@ struct SpoolReader: ~Copyable {
         // What earlier runs' observers gave back comes first, merged: once each, each poster's in order.
         let returned = mergedReturned(held.filter { $0.hasPrefix(SpoolFolder.returnedPrefix) }, handlers)
         let kept = held.filter { !$0.hasPrefix(SpoolFolder.returnedPrefix) }
-        let parts: [HandOver.Part] = [.frames(returned.frames, mayHold: true, returned: true)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
+        let parts: [SpoolHandOver.Part] = [.frames(returned.frames, mayHold: true, returned: true)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
             + [.frames(early, mayHold: holdingDirect)]
             + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
-        pending = HandOver(
+        pending = SpoolHandOver(
             parts: parts, removing: held + taken.names, takesEverything: taken.tookNew,
             acknowledgement: handlers.acknowledges ? SpoolAcknowledgement(folder: folder) : nil)
         pending?.unread.formUnion(returned.unread)
@@ -251,7 +252,7 @@ struct SpoolReader: ~Copyable {
 
     /// Hands the chunk over, and holds what no observer took as it was handed; returns whether the observers have
     /// room for more.
-    private func deliverChunk(_ handing: HandOver, _ handlers: Handlers) -> Bool {
+    private func deliverChunk(_ handing: SpoolHandOver, _ handlers: Handlers) -> Bool {
         let (goesOn, unmatched) = handlers.deliver(handing.chunk, handing.acknowledgement)
         handing.chunk.removeAll(keepingCapacity: true)
         handing.chunkBytes = 0
@@ -263,7 +264,7 @@ struct SpoolReader: ~Copyable {
 
     /// Writes `frame` into the hand-over's held file; false when there is nowhere to keep it (a full disk): then
     /// it is handed over rather than lost.
-    private func hold(_ frame: Frame, _ handing: HandOver) -> Bool {
+    private func hold(_ frame: Frame, _ handing: SpoolHandOver) -> Bool {
         if handing.keeper == nil && !handing.keeperFailed {
             handing.keeper = HeldWriter(folder: folder)
             if handing.keeper == nil { handing.keeperFailed = true }
@@ -276,7 +277,7 @@ struct SpoolReader: ~Copyable {
 
     /// The hand-over's next frame, its size, and whether a durable listener may hold it back; nil once every
     /// part was read. Spooled frames that do not decode, and copies already seen, are dropped here.
-    private mutating func nextFrame(of handing: HandOver, _ handlers: Handlers) -> (Frame, size: Int, mayHold: Bool)? {
+    private mutating func nextFrame(of handing: SpoolHandOver, _ handlers: Handlers) -> (Frame, size: Int, mayHold: Bool)? {
         while true {
             if let reading = handing.reading {
                 switch reading.segment.next() {
@@ -394,7 +395,7 @@ struct SpoolReader: ~Copyable {
 }
 
 /// A hand-over in progress: what is left to read, in order, where it is, and what it gathered.
-private final class HandOver {
+private final class SpoolHandOver {
     enum Part {
         /// A held file of this listener's, or a segment a poster wrote.
         case segment(String, isHeld: Bool)

@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 /// What a listing of the container's `retained/` or `values/` folder found: the names stored there, and the
 /// entries skipped, each with why.
 ///
@@ -5,8 +8,6 @@
 /// FIFO, a symbolic link, a file over the size limit, a file whose frame is damaged or names another
 /// notification. Skipping never changes or removes it (readers skip it too). A writer's temporary file, and an
 /// entry removed while the folder was listed, are neither listed nor skipped.
-import WormholeFormats
-import WormholeSystem
 
 struct StoredNames {
     /// The names, sorted by their UTF-8 bytes.

@@ -42,7 +42,7 @@ final class DeliveryBacklog: Sendable {
     var current: (notifications: Int, bytes: Int) { held.withLock { $0 } }
 
     /// Counts one notification of `bytes` (its frame's) as held until ``release(bytes:)``: what waits in an
-    /// observer's handoff, released once its block has run, or at once when the observer goes.
+    /// observer's observerQueue, released once its block has run, or at once when the observer goes.
     func hold(bytes: Int) {
         held.withLock {
             $0.notifications += 1

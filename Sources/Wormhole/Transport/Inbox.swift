@@ -1,7 +1,8 @@
-/// The receiving end of a listener's transport: the sockets its receive thread polls and reads. Owned by the
-/// receive thread once it runs; its sockets close when it is released.
 import WormholeFormats
 import WormholeSystem
+
+/// The receiving end of a listener's transport: the sockets its receive thread polls and reads. Owned by the
+/// receive thread once it runs; its sockets close when it is released.
 
 protocol Inbox: AnyObject {
     /// Appends the descriptors to poll for incoming messages.

@@ -3,7 +3,7 @@ import Synchronization
 import WormholeFormats
 import WormholeSystem
 
-/// A process's message-port server in one container: a socket of its transport in `listeners/`, its spool
+/// What receives a process's notifications in one container: a socket of its transport in `listeners/`, its spool
 /// folder in `spool/`, and a thread of its own (``ReceiveThread``, running ``run()`` in Listener+Receiving.swift)
 /// that reads both and hands frames over in order.
 final class Listener: Sendable {

@@ -1,7 +1,8 @@
-/// Where a listener's receive thread hands what it reads and says what happened: the one way up from the
-/// transport to the center (``Reception``). Every call comes on the listener's receive thread.
 import WormholeFormats
 import WormholeSystem
+
+/// Where a listener's receive thread hands what it reads and says what happened: the one way up from the
+/// transport to the center (``Reception``). Every call comes on the listener's receive thread.
 
 protocol ListenerSink: AnyObject, Sendable {
     /// Frames `listener` read, in the order each poster posted them, to hand to observers. What the receive

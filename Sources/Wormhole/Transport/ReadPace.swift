@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 /// How many messages the next read of a ready socket asks for. A read that asks for a batch makes the kernel try
 /// for a second message, and on Linux that failed try costs about half a microsecond, a tenth of a message's
 /// whole way between two processes; a `recv(2)` loop elsewhere pays a whole system call for it. So while the
@@ -5,8 +8,6 @@
 /// every ``Limits/readPaceProbeInterval``th asks for a batch to notice a queue building; a read that finds more than one goes
 /// back to batches. Reads that must empty the socket (``MessageReader/read(_:into:limit:)``) ignore it, and so
 /// does a round whose wait found more than one socket ready (``applies(to:)``).
-import WormholeFormats
-import WormholeSystem
 
 struct ReadPace {
 

@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 /// What the receive loop is doing, and what is due when: the decisions of ``Listener/run()`` as a value, apart
 /// from its sockets and files, so that each can be read and tested on its own.
 ///
@@ -23,8 +26,6 @@
 /// The bell costs a read of a file, so it is looked at only when a round suggests a poster spooled, and
 /// otherwise at most ``Limits/bellLook`` after a wake-up that did not look: a poster whose socket was full could
 /// not nudge.
-import WormholeFormats
-import WormholeSystem
 
 struct ReceiveSchedule {
     /// What a round found, for the decisions that follow its reads.

@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 /// A frame too large for the socket, passed to a running listener as a sealed memory file instead of written
 /// to its spool: the poster writes the frame into a `memfd`, seals it against shrinking, growing and writing,
 /// and sends the descriptor (`SCM_RIGHTS`) with a small message in the frame's place in the connection:
@@ -11,8 +14,6 @@
 /// any other, which must name the same poster and sequence. The descriptor is closed on every path.
 ///
 /// Linux only (``isAvailable``): elsewhere large frames go through the spool as before.
-import WormholeFormats
-import WormholeSystem
 
 enum SharedFrame {
     static let kind: UInt8 = 3

@@ -1,3 +1,6 @@
+import WormholeFormats
+import WormholeSystem
+
 /// The receive thread's drain of its spool: takes what posters spooled, reads everything the inbox holds, and
 /// hands both over in the order posted (``SpoolReader/handOver(_:direct:holdingDirect:_:)``), in chunks: a
 /// hand-over stops while the observers hold too much, and the receive loop resumes it (``resume()``) when they
@@ -7,8 +10,6 @@
 /// failed, a round's byte budget spent), the segments taken wait for a later drain, and what is read meanwhile
 /// gathers here until then: a poster whose segment was taken goes back to its socket, and what it sends there
 /// must not overtake what it spooled.
-import WormholeFormats
-import WormholeSystem
 
 struct SpoolDrain: ~Copyable {
     /// What the drain did: whether it read any message from the sockets (taken or dropped), and whether held

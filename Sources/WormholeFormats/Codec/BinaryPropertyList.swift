@@ -1,8 +1,9 @@
+import WormholeSystem
+
 /// A bounds-checked reader of binary property lists (`bplist00`), for bytes that another process sent.
 ///
 /// Objects are parsed one at a time, on demand, by index; containers hold the indexes of their elements, so
 /// nothing here recurses and no input can make it read outside the buffer.
-import WormholeSystem
 struct BinaryPropertyList {
     /// One parsed object. Containers refer to their elements by object index.
     enum Object {

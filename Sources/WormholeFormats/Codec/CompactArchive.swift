@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// The compact archive: how a userInfo of property-list values travels between Wormhole processes.
 ///
 /// A keyed archive (Foundation's format) describes every object twice over: class entries, UID references, a
@@ -23,7 +25,6 @@
 /// | 0x0B | set | a count, then the members |
 /// | 0x0C | URL | its relative string (a string value), then its base: a URL value or `NSNull` |
 /// | 0x0D | UUID | 16 bytes |
-import WormholeSystem
 enum CompactArchive {
     /// The first four bytes of every compact archive.
     static let magic: [UInt8] = [0xF7, 0x57, 0x43, 0x01]

@@ -1,9 +1,10 @@
+import WormholeSystem
+
 /// Counts the hashes of one dictionary's keys or one set's elements, and refuses more than a few alike.
 ///
 /// A decoded dictionary's number keys, and a set's elements, hash as the sender chooses them: keys that all
 /// hash alike turn each insertion into a walk over the others, seconds for a few thousand. Keys whose hashes
 /// are spread out cost one counter update each.
-import WormholeSystem
 struct HashBound {
 
     private var counts: [Int: Int] = [:]

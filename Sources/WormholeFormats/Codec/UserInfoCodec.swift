@@ -1,9 +1,10 @@
+import WormholeSystem
+
 /// How a userInfo travels between processes: as a ``CompactArchive`` when it holds only values (property-list
 /// values, `NSNull`, sets, URLs, UUIDs), else as a keyed archive (the `NSKeyedArchiver` format) written by
 /// ``KeyedArchiveEncoder``: objects of the user's own classes, through their `encode(with:)`. Foundation's
 /// archiver is never used: in a statically linked program it returns no bytes at all. A reader tells the two
 /// formats apart by their first bytes.
-import WormholeSystem
 package enum UserInfoCodec {
     /// The archive of `userInfo`.
     /// - Throws: ``WormholeError/Code/unsupportedValue`` naming the key path of the first value that cannot

@@ -1,5 +1,6 @@
-/// CRC-32 (IEEE 802.3, as zlib), for the checksums of spool records and the registry.
 import WormholeSystem
+
+/// CRC-32 (IEEE 802.3, as zlib), for the checksums of spool records and the registry.
 enum CRC32 {
     /// Eight tables for slicing-by-8: eight bytes per step instead of one.
     private static let tables: [UInt32] = {

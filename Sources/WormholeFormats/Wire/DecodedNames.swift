@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// The last few long notification names a receive thread decoded, found again by their bytes: a listener mostly
 /// receives a few names over and over, and a name found here is neither checked, nor decoded, nor allocated
 /// again (the frames share its storage). Names of up to ``UTF8Text/inPlace`` bytes, which a string holds in
@@ -8,7 +10,6 @@
 /// without the cache, and a comparison with each kept name of its length (at most ``capacity`` of them, a word
 /// at a time): a stream of distinct names, a poster's or a forger's, costs each frame at most that, and keeps
 /// no more than ``capacity`` names.
-import WormholeSystem
 package struct DecodedNames {
     /// How many names are kept.
     static let capacity = 8

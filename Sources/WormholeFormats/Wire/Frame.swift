@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// One notification as it crosses a socket or sits in a spool.
 ///
 /// Layout, all integers big-endian:
@@ -8,7 +10,6 @@
 /// userInfo: u32 length + archive, compact or keyed (length 0: no userInfo)
 /// ```
 /// A `nudge` frame has only the header: it wakes a listener to look at its spool.
-import WormholeSystem
 package struct Frame: Sendable {
     package enum Kind: UInt8, Sendable {
         case notification = 1

@@ -1,7 +1,8 @@
+import WormholeSystem
+
 /// Who a listener is, decided once as its endpoint opens: one that lives and dies with its process, or a durable
 /// client identity, whose socket name, registry entry and spool outlive each of its runs. Every "durable?"
 /// question about a listener of this process is asked of it.
-import WormholeSystem
 package enum Identity: Sendable, Hashable {
     case ephemeral
     case durable(String)

@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// The header at the start of a poster's lease file (`lease-<poster>` in a spool folder), big-endian:
 /// ```
 /// "WHLS"  version:u8  0:u8 0:u8 0:u8  pid:u32  0:u32  start:u64  namespace:u64           (32 bytes)
@@ -5,7 +7,6 @@
 /// It names the process that holds the lease (``ProcessMark``), so that a reader can tell a lease whose poster
 /// is gone. The file's size past the header is the bytes the lease reserves; they are never written (a sparse
 /// file), so only the header takes room.
-import WormholeSystem
 package enum LeaseFormat {
     static let magic = Array("WHLS".utf8)
     static let version: UInt8 = 1

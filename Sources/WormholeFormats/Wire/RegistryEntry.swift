@@ -1,5 +1,6 @@
-/// One listening process in the registry: who it is, where its socket and spool are, and what it observes.
 import WormholeSystem
+
+/// One listening process in the registry: who it is, where its socket and spool are, and what it observes.
 package struct RegistryEntry: Hashable, Sendable {
     /// A random identity, fresh for every listener; names its socket and spool, so a reused pid is harmless.
     /// A durable listener's is derived from its client identifier instead, so each of its runs finds its spool.

@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// A registry entry file's bytes (`registry/<id>`), big-endian:
 /// ```
 /// "WHRE"  version:u8  transport:u8 (1 sequenced packets, 2 datagrams)  listener:u64  pid:i32  lastSeen:i64
@@ -5,7 +7,6 @@
 /// count:u32  count × { hasName:u8 [name: u32 length + UTF-8]  hasObject:u8 [object: u32 length + UTF-8] }
 /// crc32:u32 of everything before it
 /// ```
-import WormholeSystem
 package enum RegistryFormat {
     static let version: UInt8 = 4
     static let magic = Array("WHRE".utf8)

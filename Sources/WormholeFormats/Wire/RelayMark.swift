@@ -1,7 +1,8 @@
+import WormholeSystem
+
 /// How a relay's posts are told apart from every other poster's: a relay's center draws its poster ids with the
 /// top bit set, every other center with it clear. A relay skips what carries the mark, so that nothing it posted
 /// into its group is sent back where it came from, also after it restarted with another id.
-import WormholeSystem
 package enum RelayMark {
     private static let bit: UInt64 = 1 << 63
 

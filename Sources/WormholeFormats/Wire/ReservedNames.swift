@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// The notification names Wormhole keeps for itself: requests (`wormhole.request.<name>`) and replies
 /// (`wormhole.reply.<requester>`). A subscription to every name matches none of them, so observers of every
 /// name and `wormhole listen` without a name never see them; users cannot post under them.
@@ -8,7 +10,6 @@
 ///
 /// A subscription to `wormhole.spooled` is the mark of a listener that takes everything through its spool
 /// (a relay): posters never write to its socket, so what it has not handled yet survives its being killed.
-import WormholeSystem
 package enum ReservedNames {
     package static let requestPrefix = "wormhole.request."
     package static let replyPrefix = "wormhole.reply."

@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// The `seen` file of a durable listener's spool folder: for each poster, the largest sequence the listener took
 /// from its spool, written as a run ends cleanly. Its identity's next run drops a spooled
 /// frame it names: a record a poster wrote again into a new segment because the listener took the old one while
@@ -6,7 +8,6 @@
 /// "WHSN"  version:u8  0:u8 0:u8 0:u8  count:u32  (poster:u64  sequence:u64) × count  check:u32
 /// ```
 /// `check` is the CRC-32 of the entries. The file is written whole under a temporary name and renamed into place.
-import WormholeSystem
 package enum SeenFormat {
     static let magic = Array("WHSN".utf8)
     static let version: UInt8 = 1

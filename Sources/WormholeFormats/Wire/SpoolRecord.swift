@@ -1,3 +1,5 @@
+import WormholeSystem
+
 /// A spool segment: an append-only file that one writer fills with frames, big-endian throughout.
 /// ```
 /// header:  "WHSG"  version:u8  0:u8 0:u8 0:u8  key:u64           (16 bytes)
@@ -6,7 +8,6 @@
 /// The key is random per segment, so no payload can carry a record that passes for one of this file's, and a
 /// reader never searches for the next record after a bad one: it stops there. A record cut short at the end is
 /// a write in progress or a writer that died mid-write, never a notification.
-import WormholeSystem
 package enum SpoolRecord {
     static let magic = Array("WHSG".utf8)
     static let version: UInt8 = 1

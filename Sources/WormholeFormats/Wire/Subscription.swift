@@ -1,6 +1,7 @@
+import WormholeSystem
+
 /// One (name, object) pair a listening process observes; nil means "any", as in Foundation, except that a nil
 /// name matches no reserved name (``ReservedNames``): requests and replies reach only who names them.
-import WormholeSystem
 package struct Subscription: Hashable, Sendable {
     package var name: String?
     package var object: String?

@@ -59,3 +59,9 @@ package struct FileStatus {
         FileIdentity(device: UInt64(truncatingIfNeeded: system.st_dev), inode: UInt64(truncatingIfNeeded: system.st_ino))
     }
 }
+
+/// A file's device and inode: the same path names another file once these differ.
+package struct FileIdentity: Hashable, Sendable {
+    var device: UInt64
+    var inode: UInt64
+}

@@ -61,21 +61,6 @@ private func failure(_ call: String, _ error: Errno) -> WormholeError {
 
 private let bugReport = RepeatedWarning()
 
-/// A warning said at most once a second, however often it happens.
-package final class RepeatedWarning: Sendable {
-    private let lastSaid = Atomic<UInt64>(0)
-
-    package init() {}
-
-    /// Whether the warning is to be said now: true at most once a second, to one caller.
-    package func isDue() -> Bool {
-        let now = Sys.uptimeNanoseconds
-        let last = lastSaid.load(ordering: .relaxed)
-        return (last == 0 || now &- last >= Limits.repeatedWarningInterval.nanoseconds)
-            && lastSaid.compareExchange(expected: last, desired: now, ordering: .relaxed).exchanged
-    }
-}
-
 /// How ``Sys/open(_:_:mode:relativeTo:)`` opens a file: `open(2)`'s flags, named. Without ``writeOnly``, the
 /// file opens for reading; every file opens close-on-exec.
 package struct OpenOptions: OptionSet, Sendable {
@@ -306,10 +291,4 @@ func nanoseconds(_ seconds: Int64, _ nanoseconds: Int64) -> Int64 {
     let (sum, overflowed) = scaled.addingReportingOverflow(nanoseconds)
     if overflowed { return nanoseconds < 0 ? .min : .max }
     return sum
-}
-
-/// A file's device and inode: the same path names another file once these differ.
-package struct FileIdentity: Hashable, Sendable {
-    var device: UInt64
-    var inode: UInt64
 }

@@ -2,7 +2,7 @@ import Foundation
 import WormholeFormats
 import WormholeSystem
 
-extension Handoff {
+extension ObserverQueue {
     /// A hand-over to a responder's actor, as ``onActor(of:serialQueue:convert:)`` is to an observer's: on an
     /// actor, one task that stays for the responder's life, parked while nothing waits; a nonisolated block runs
     /// on the center's serial queue. `prepare` turns each request into what the block receives and what its reply
@@ -15,19 +15,19 @@ extension Handoff {
         responding block: @escaping @isolated(any) @Sendable (Notification) async throws -> sending [AnyHashable: Any]?,
         serialQueue: DispatchQueue, prepare: @escaping @Sendable (Notification) -> (Notification, RequestEnvelope)?,
         answer: @escaping @Sendable (RequestEnvelope, Result<[AnyHashable: Any]?, any Error>) -> Void
-    ) -> Handoff {
+    ) -> ObserverQueue {
         let respond = Responding(block: block, prepare: prepare, answer: answer)
         guard let isolation = block.isolation else {
-            return Handoff { handoff in
-                serialQueue.async { startTaskHere { await respond.drain(on: nil, handoff) } }
+            return ObserverQueue { observerQueue in
+                serialQueue.async { startTaskHere { await respond.drain(on: nil, observerQueue) } }
             }
         }
         if isolation === MainActor.shared {
-            return Handoff(onMainQueue: true) { handoff in
-                Task { @MainActor in await respond.pump(on: MainActor.shared, handoff) }
+            return ObserverQueue(onMainQueue: true) { observerQueue in
+                Task { @MainActor in await respond.pump(on: MainActor.shared, observerQueue) }
             }
         }
-        return Handoff { handoff in Task { await respond.pump(on: isolation, handoff) } }
+        return ObserverQueue { observerQueue in Task { await respond.pump(on: isolation, observerQueue) } }
     }
 }
 
@@ -38,12 +38,12 @@ private struct Responding: Sendable {
     let answer: @Sendable (RequestEnvelope, Result<[AnyHashable: Any]?, any Error>) -> Void
 
     /// Runs on the block's actor, so that the check that the responder is still there and the call happen
-    /// together: none starts after ``Handoff/end()`` ran on that actor.
-    func drain(on actor: isolated (any Actor)?, _ handoff: Handoff, staying: Bool = false) async {
-        while var entries = handoff.takeAll(staying: staying) {
+    /// together: none starts after ``ObserverQueue/end()`` ran on that actor.
+    func drain(on actor: isolated (any Actor)?, _ observerQueue: ObserverQueue, staying: Bool = false) async {
+        while var entries = observerQueue.takeAll(staying: staying) {
             while let entry = entries.popLast() {
-                guard handoff.isOpen else {
-                    handoff.stopDraining(at: entry, rest: entries)
+                guard observerQueue.isOpen else {
+                    observerQueue.stopDraining(at: entry, rest: entries)
                     break
                 }
                 if let (request, envelope) = prepare(entry.note.value) {
@@ -63,9 +63,9 @@ private struct Responding: Sendable {
     }
 
     /// An actor's drain for the responder's life: drains, parks until more arrives, and ends once it went.
-    func pump(on actor: isolated any Actor, _ handoff: Handoff) async {
+    func pump(on actor: isolated any Actor, _ observerQueue: ObserverQueue) async {
         repeat {
-            await drain(on: actor, handoff, staying: true)
-        } while await handoff.park(on: actor)
+            await drain(on: actor, observerQueue, staying: true)
+        } while await observerQueue.park(on: actor)
     }
 }

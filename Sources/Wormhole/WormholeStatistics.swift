@@ -1,8 +1,9 @@
+import WormholeFormats
+import WormholeSystem
+
 /// What a center's process has sent and received on its container since it started.
 ///
 /// Every drop is counted here and logged, so nothing is lost silently.
-import WormholeFormats
-import WormholeSystem
 
 public struct WormholeStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Notifications posted from this process.

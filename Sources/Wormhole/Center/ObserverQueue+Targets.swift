@@ -3,7 +3,7 @@ import Synchronization
 import WormholeFormats
 import WormholeSystem
 
-extension Handoff {
+extension ObserverQueue {
     /// A hand-over to a queue: one block or operation per wake-up, which runs `block` with everything waiting.
     ///
     /// An `OperationQueue` gets an operation, so that its `isSuspended` and `maxConcurrentOperationCount` hold, and
@@ -11,19 +11,19 @@ extension Handoff {
     /// the main operation queue, whose operations run on the main queue, gets a block there, which costs less,
     /// while it is not suspended (suspended, it gets an operation, which waits as its others do).
     static func onQueue(_ queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void)
-        -> Handoff
+        -> ObserverQueue
     {
         guard let queue else {
-            return Handoff { handoff in serialQueue.async { handoff.drain(block) } }
+            return ObserverQueue { observerQueue in serialQueue.async { observerQueue.drain(block) } }
         }
         let isMain = queue === OperationQueue.main
-        return Handoff { handoff in
+        return ObserverQueue { observerQueue in
             if isMain && !queue.isSuspended {
-                DispatchQueue.main.async { handoff.drain(block) }
+                DispatchQueue.main.async { observerQueue.drain(block) }
                 MainQueueWatch.watch()
                 return
             }
-            let operation = DrainOperation(run: { handoff.drain(block) }, onCancel: { handoff.abandon() })
+            let operation = DrainOperation(run: { observerQueue.drain(block) }, onCancel: { observerQueue.abandon() })
             queue.addOperation(operation)
         }
     }
@@ -35,32 +35,32 @@ extension Handoff {
     static func onActor<Value>(
         of block: @escaping @isolated(any) @Sendable (Value) -> Void, serialQueue: DispatchQueue,
         convert: @escaping @Sendable (Notification) -> Value?
-    ) -> Handoff {
+    ) -> ObserverQueue {
         guard let isolation = block.isolation else {
-            return Handoff { handoff in
+            return ObserverQueue { observerQueue in
                 // Runs here, to its end where the platform can start a task on this thread: the block is synchronous
                 // and nonisolated.
-                serialQueue.async { startTaskHere { await drain(on: nil, handoff, block, convert) } }
+                serialQueue.async { startTaskHere { await drain(on: nil, observerQueue, block, convert) } }
             }
         }
         if isolation === MainActor.shared {
-            return Handoff(onMainQueue: true) { handoff in
-                Task { @MainActor in await pump(on: MainActor.shared, handoff, block, convert) }
+            return ObserverQueue(onMainQueue: true) { observerQueue in
+                Task { @MainActor in await pump(on: MainActor.shared, observerQueue, block, convert) }
             }
         }
-        return Handoff { handoff in Task { await pump(on: isolation, handoff, block, convert) } }
+        return ObserverQueue { observerQueue in Task { await pump(on: isolation, observerQueue, block, convert) } }
     }
 
     /// Runs on the block's actor, so that the check that the observer is still there and the call happen
-    /// together: none starts after ``Handoff/end()`` ran on that actor.
+    /// together: none starts after ``ObserverQueue/end()`` ran on that actor.
     private static func drain<Value>(
-        on actor: isolated (any Actor)?, _ handoff: Handoff, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
+        on actor: isolated (any Actor)?, _ observerQueue: ObserverQueue, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
         _ convert: @Sendable (Notification) -> Value?, staying: Bool = false
     ) async {
-        while var entries = handoff.takeAll(staying: staying) {
+        while var entries = observerQueue.takeAll(staying: staying) {
             while let entry = entries.popLast() {
-                guard handoff.isOpen else {
-                    handoff.stopDraining(at: entry, rest: entries)
+                guard observerQueue.isOpen else {
+                    observerQueue.stopDraining(at: entry, rest: entries)
                     break
                 }
                 if let value = convert(entry.note.value) {
@@ -74,12 +74,12 @@ extension Handoff {
 
     /// An actor's drain for the observer's life: drains, parks until more arrives, and ends once the observer went.
     private static func pump<Value>(
-        on actor: isolated any Actor, _ handoff: Handoff, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
+        on actor: isolated any Actor, _ observerQueue: ObserverQueue, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
         _ convert: @escaping @Sendable (Notification) -> Value?
     ) async {
         repeat {
-            await drain(on: actor, handoff, block, convert, staying: true)
-        } while await handoff.park(on: actor)
+            await drain(on: actor, observerQueue, block, convert, staying: true)
+        } while await observerQueue.park(on: actor)
     }
 }
 

@@ -3,10 +3,10 @@ import Synchronization
 import Testing
 @testable import Wormhole
 
-/// What waits in an observer's hand-off holds its place in the listener's backlog exactly once: given back when
+/// What waits in an observer's queue holds its place in the listener's backlog exactly once: given back when
 /// its block has run, or at once when the observer or sequence goes, however it goes.
-@Suite("Hand-off: what waits is given back once", .serialized, .throttled)
-struct HandoffTests {
+@Suite("Observer queue: what waits is given back once", .serialized, .throttled)
+struct ObserverQueueTests {
     /// What the center's listener holds now.
     private func held(_ center: GroupNotificationCenter) -> (notifications: Int, bytes: Int) {
         center.endpoint.deliveryBacklog?.current ?? (-1, -1)

@@ -16,7 +16,7 @@ import WormholeSystem
 /// that never runs again holds nothing. An observer of a durable center gives it back (``returns(to:)``): what it
 /// was handed and had not run goes back to the spool, in order, for the identity's next run; a drain running as
 /// the observer goes finishes the block it is in, and gives back the rest. Otherwise it is dropped.
-final class Handoff: Sendable {
+final class ObserverQueue: Sendable {
     /// A notification waiting, and the backlog it holds: its frame's bytes, released once.
     struct Entry: Sendable {
         let note: SendableNotification
@@ -37,14 +37,14 @@ final class Handoff: Sendable {
     ///
     /// An arrival schedules a drain from ``idle`` or wakes a ``parked`` one (``scheduled(holding:)``); the drain
     /// takes what waits (`holding`), runs it, and once nothing waits goes ``idle``, or, an actor's that stays,
-    /// ``parked``. A drain whose operation was cancelled before it started goes ``idle`` (``Handoff/abandon()``).
-    /// ``Handoff/end()`` leads from any of them to ``ended(holding:)``, for good; a parked drain is resumed then.
+    /// ``parked``. A drain whose operation was cancelled before it started goes ``idle`` (``ObserverQueue/abandon()``).
+    /// ``ObserverQueue/end()`` leads from any of them to ``ended(holding:)``, for good; a parked drain is resumed then.
     enum Drain {
         /// No drain is scheduled: the next arrival schedules one.
         case idle
         /// A drain is scheduled or running; `holding`: it took entries and has not run them all yet.
         case scheduled(holding: Bool)
-        /// An actor's drain waits for more (``Handoff/park(on:)``); it counts as not scheduled.
+        /// An actor's drain waits for more (``ObserverQueue/park(on:)``); it counts as not scheduled.
         case parked(UnsafeContinuation<Bool, Never>)
         /// The observer went. `holding`: a drain still holds entries it took and has not run; as it returns, it
         /// gives them back, and what waits after them, in order.
@@ -90,11 +90,11 @@ final class Handoff: Sendable {
     private let state = Mutex(State())
     private let ended = Atomic<Bool>(false)
     /// Schedules one drain on the target; nil for a sequence, whose consumer takes what waits.
-    private let wake: (@Sendable (Handoff) -> Void)?
+    private let wake: (@Sendable (ObserverQueue) -> Void)?
     /// Whether the target is the main queue, which ``MainQueueWatch`` watches as each drain is scheduled.
     private let onMainQueue: Bool
 
-    init(onMainQueue: Bool = false, wake: (@Sendable (Handoff) -> Void)?) {
+    init(onMainQueue: Bool = false, wake: (@Sendable (ObserverQueue) -> Void)?) {
         self.onMainQueue = onMainQueue
         self.wake = wake
     }
