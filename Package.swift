@@ -22,11 +22,15 @@ let package = Package(
     targets: [
         // The library's layers, each a target that sees only those below it, so that the compiler refuses an upward
         // use: the system (the platform seam, the container's files, the error and the limits every layer shares),
-        // the formats (frames, records, the codecs), and the library itself (storage, transport, the center and
-        // the API), which re-exports the public types of the two below.
+        // the formats (frames, records, the codecs), the engine (storage, transport, the center: one process in
+        // one container), and the API, which re-exports the public types of those below.
         .target(name: "WormholeSystem", swiftSettings: strictSettings),
         .target(name: "WormholeFormats", dependencies: ["WormholeSystem"], swiftSettings: strictSettings),
-        .target(name: "Wormhole", dependencies: ["WormholeFormats", "WormholeSystem"], swiftSettings: strictSettings),
+        .target(
+            name: "WormholeEngine", dependencies: ["WormholeFormats", "WormholeSystem"], swiftSettings: strictSettings),
+        .target(
+            name: "Wormhole", dependencies: ["WormholeEngine", "WormholeFormats", "WormholeSystem"],
+            swiftSettings: strictSettings),
         .target(name: "WormholeUI", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         .target(name: "WormholeRelay", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         // The `wormhole` tool. Its folder is not named `wormhole`: on a case-insensitive file system (a Mac's

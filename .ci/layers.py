@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Checks what the compiler cannot about the library's layering. Each target is a layer or a few (Package.swift:
-WormholeSystem < WormholeFormats < Wormhole < WormholeUI | WormholeRelay), and the compiler refuses a use of a
-target the user does not depend on. Inside a target, the order of its folders is this check's: a file uses only
-types of its own layer and the layers below in its target. And only Platform/ imports or calls the C library or
+WormholeSystem < WormholeFormats < WormholeEngine < Wormhole < WormholeUI | WormholeRelay), and the compiler
+refuses a use of a target that a target does not depend on. Inside a target, the order of its folders is this
+check's: a file uses only types of its own layer and the layers below in its target. And only Platform/ imports or calls the C library or
 names its errno values (the others use Errno's names); and one platform seam: what Linux and Apple platforms do
 differently is in Platform/Linux/ and Platform/Darwin/, each file under one #if; anywhere else (the tool too) an
 #if that asks for a platform only chooses the C library's module for an import, or guards a whole file named for
@@ -12,7 +12,8 @@ its platform (`X+Darwin.swift`, `X+Linux.swift`; in the libraries beside the cor
 Layers inside each target, top to bottom (Wire and Codec side by side, neither using the other):
   WormholeSystem:  Base (the files at its top: the error, the limits) | Container > Platform
   WormholeFormats: Wire | Codec
-  Wormhole:        API (the files at its top) > Center > Transport > Storage
+  WormholeEngine:  Center > Transport > Storage > Reports (the files at its top: a post's report, the statistics)
+  Wormhole:        the API, one layer
 WormholeUI, WormholeRelay and the tool are one layer each, checked for the C library and the platform seam only:
 they ask for a platform by the frameworks they import (`#if canImport(SwiftUI)`, `#if canImport(WatchConnectivity)`),
 or in a whole file named for its platform (the two sides of WatchConnectivity: `X+iOS.swift`, `X+watchOS.swift`).
@@ -24,21 +25,19 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources")
 TARGETS = {
     "WormholeSystem": ("Base", {"Platform": "Platform", "Container": "Container"}),
     "WormholeFormats": (None, {"Wire": "Wire", "Codec": "Codec"}),
-    "Wormhole": ("API", {"Center": "Center", "Transport": "Transport", "Storage": "Storage"}),
+    "WormholeEngine": ("Reports", {"Center": "Center", "Transport": "Transport", "Storage": "Storage"}),
+    "Wormhole": ("API", {}),
     "WormholeUI": ("UI", {}),
     "WormholeRelay": ("Relay", {}),
     "WormholeTool": ("Tool", {}),
 }
 # The order inside a target. Base and Platform are one rank, each using the other: the error says an errno's
 # meaning (Errno), and every platform call throws the error and reads the limits.
-RANK = {"API": 4, "Center": 3, "Transport": 2, "Storage": 1, "Wire": 1, "Codec": 1, "Container": 2, "Base": 1,
-        "Platform": 1, "UI": 1, "Relay": 1, "Tool": 1}
+# The engine's reports (a post's, the statistics), values at the top of its folder, are every layer's in it.
+RANK = {"Center": 3, "Transport": 2, "Storage": 1, "Reports": 0, "Wire": 1, "Codec": 1, "Container": 2, "Base": 1,
+        "Platform": 1, "API": 1, "UI": 1, "Relay": 1, "Tool": 1}
 # Side by side: neither uses the other.
 APART = {("Wire", "Codec"), ("Codec", "Wire")}
-# The API's values that say what the center does (its configuration, a post's report, the statistics, the
-# listeners' status), which the center takes and gives back.
-SHARED = {"GroupNotificationCenter.Configuration": "Center", "PostReport": "Center", "WormholeStatistics": "Center",
-          "ListenerStatus": "Center"}
 # Libraries beside the core, and the tool: checked for the C library and the platform seam; the tool, which
 # sets up its own signals, for the platform seam only.
 BESIDE = {"UI", "Relay"}
@@ -170,9 +169,6 @@ def check(root):
             owner = own.get(name)
             if owner is None or owner == layer:
                 continue
-            shared = SHARED.get(name) or SHARED.get(name.split(".")[0])
-            if shared and RANK[layer] >= RANK[shared]:
-                continue
             if RANK[owner] > RANK[layer] or (layer, owner) in APART:
                 problems.append(f"{rel}: {layer} uses {name} of {owner}")
         problems += platform_problems(path, root, layer, code)
@@ -191,12 +187,12 @@ def check(root):
 # A small tree with one of each kind of problem: the check must find exactly these, or it checks nothing.
 SELF_TEST = {
     "Wormhole/GroupNotificationCenter.swift": "public final class GroupNotificationCenter {}\n",
-    "Wormhole/Center/Hub.swift": "struct Hub {\n    #if os(Linux)\n    let linux = true\n    #endif\n}\n",
+    "WormholeEngine/Center/Hub.swift": "struct Hub {\n    #if os(Linux)\n    let linux = true\n    #endif\n}\n",
     "WormholeFormats/Codec/Coder+Darwin.swift": "#if canImport(ObjectiveC)\nimport Foundation\nstruct Archiver {}\n#endif\n",
     "WormholeSystem/Platform/Linux/Calls.swift": "#if canImport(Glibc)\nimport Glibc\nlet page = 4096\n#endif\n",
     "WormholeFormats/Codec/Coder.swift": "struct Coder {}\n",
     "WormholeSystem/Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let box: Box? }\n",
-    "Wormhole/Storage/Store.swift": (
+    "WormholeEngine/Storage/Store.swift": (
         "#if canImport(Glibc)\nimport Glibc\n#endif\nstruct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
         "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
     "WormholeFormats/Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
@@ -213,12 +209,12 @@ SELF_TEST = {
         "import Glibc\nfunc ignore() { signal(SIGPIPE, SIG_IGN) }\nfunc wait() {\n    #if os(Linux)\n    ignore()\n    #endif\n}\n"),
 }
 SELF_TEST_FINDS = {
-    "Sources/Wormhole/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
-    "Sources/Wormhole/Storage/Store.swift: Storage imports Glibc; only Platform/ uses the C library",
+    "Sources/WormholeEngine/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
+    "Sources/WormholeEngine/Storage/Store.swift: Storage imports Glibc; only Platform/ uses the C library",
     "Sources/WormholeSystem/Platform/Kind.swift: Platform uses Box of Container",
-    "Sources/Wormhole/Storage/Store.swift: Storage uses Hub of Center",
-    "Sources/Wormhole/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",
-    "Sources/Wormhole/Storage/Store.swift: Storage calls open() of the C library",
+    "Sources/WormholeEngine/Storage/Store.swift: Storage uses Hub of Center",
+    "Sources/WormholeEngine/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",
+    "Sources/WormholeEngine/Storage/Store.swift: Storage calls open() of the C library",
     "Sources/WormholeFormats/Wire/Frame.swift: Wire uses Coder of Codec",
     "Sources/WormholeSystem/Limits.swift: the table of limits uses Kind of Platform; "
     "a platform gives its numbers as an extension of Limits",

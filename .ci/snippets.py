@@ -116,7 +116,8 @@ def run(program, index, work, expected):
     folder = work / f"program{index}-package"
     # The library's objects (its layers' targets too), and those of each of the package's other libraries the
     # program imports.
-    libraries = ["WormholeSystem", "WormholeFormats", "Wormhole"] + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
+    layers = ["WormholeSystem", "WormholeFormats", "WormholeEngine", "Wormhole"]
+    libraries = layers + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
     objects = sorted(str(p) for library in libraries for p in (ROOT / f".build/debug/{library}.build").glob("*.o"))
     executable = folder / "program"
     result = subprocess.run(["swiftc", "-o", str(executable), str(folder / "main.o"), *objects],

@@ -1,3 +1,4 @@
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 
@@ -37,6 +38,21 @@ extension GroupNotificationCenter {
             self.maximumSpoolSize = maximumSpoolSize
             self.maximumContainerSpoolSize = maximumContainerSpoolSize
             self.transport = transport
+        }
+
+        /// What the engine is asked for.
+        var settings: EndpointSettings {
+            EndpointSettings(
+                maximumSpoolSize: maximumSpoolSize, maximumContainerSpoolSize: maximumContainerSpoolSize,
+                transport: transport.socketKind, marksPostsAsRelayed: marksPostsAsRelayed)
+        }
+
+        /// The configuration an endpoint was opened with.
+        init(_ settings: EndpointSettings) {
+            self.init(
+                maximumSpoolSize: settings.maximumSpoolSize, maximumContainerSpoolSize: settings.maximumContainerSpoolSize,
+                transport: Transport(settings.transport))
+            marksPostsAsRelayed = settings.marksPostsAsRelayed
         }
     }
 }

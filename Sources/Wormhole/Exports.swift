@@ -1,4 +1,5 @@
 // One `import Wormhole` for users: the public types of the layers below the API (the error, the secure archive,
-// escaping for display) are the library's, wherever the compiler keeps them.
+// escaping for display, a post's report, the statistics) are the library's, wherever the compiler keeps them.
+@_exported import WormholeEngine
 @_exported import WormholeFormats
 @_exported import WormholeSystem

@@ -1,6 +1,7 @@
 #if canImport(Combine)
 import Combine
 import Foundation
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 

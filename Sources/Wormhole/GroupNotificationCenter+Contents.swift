@@ -1,4 +1,5 @@
 import Foundation
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 

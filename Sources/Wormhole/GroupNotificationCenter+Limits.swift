@@ -1,4 +1,5 @@
 // The limits an application can read, from the table of every limit (``Limits``).
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 

@@ -1,4 +1,5 @@
 import Foundation
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 
@@ -114,7 +115,8 @@ public final class GroupNotificationCenter: Sendable {
             throw WormholeError(.invalidNotification, "a client identifier must be 1 to \(Self.maximumNameLength) bytes long")
         }
         self.containerURL = containerURL
-        endpoint = try Endpoint.shared(path: containerURL.path, identity: Identity(clientIdentifier: clientIdentifier), configuration: configuration)
+        endpoint = try Endpoint.shared(
+            path: containerURL.path, identity: Identity(clientIdentifier: clientIdentifier), settings: configuration.settings)
         serialQueue = DispatchQueue(label: "Wormhole.GroupNotificationCenter")
     }
 

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import Observation
 import Synchronization
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 

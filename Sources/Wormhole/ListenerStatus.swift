@@ -1,4 +1,5 @@
 import Foundation
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 
@@ -41,20 +42,24 @@ public struct ListenerStatus: Sendable, Hashable {
 
     var subscriptions: [Subscription]
 
-    init(
-        identifier: String, clientIdentifier: String?, lastSeen: Date?, pid: Int32, socketPath: String,
-        transport: SocketKind, state: State, spooledNotifications: Int, spooledBytes: Int, subscriptions: [Subscription]
-    ) {
-        self.identifier = identifier
-        self.clientIdentifier = clientIdentifier
-        self.lastSeen = lastSeen
-        self.pid = pid
-        self.socketPath = socketPath
-        self.transport = GroupNotificationCenter.Transport(transport)
-        self.state = state
-        self.spooledNotifications = spooledNotifications
-        self.spooledBytes = spooledBytes
-        self.subscriptions = subscriptions
+    /// What a look at the container found of one listener, as a status.
+    init(_ survey: ListenerSurvey) {
+        let entry = survey.entry
+        identifier = FileName.hex(entry.listener)
+        clientIdentifier = entry.identity
+        lastSeen = entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil
+        pid = entry.pid
+        socketPath = survey.socketPath
+        transport = GroupNotificationCenter.Transport(entry.transport)
+        switch survey.state {
+        case .alive: state = .alive
+        case .stopped: state = .stopped
+        case .dead: state = .dead
+        case .offline: state = .offline
+        }
+        spooledNotifications = survey.spooledNotifications
+        spooledBytes = survey.spooledBytes
+        subscriptions = entry.subscriptions
     }
 }
 
@@ -90,6 +95,6 @@ extension GroupNotificationCenter {
     /// Every listener in the registry, with its state and spool depth. Reads files; meant for tools.
     /// - Returns: One status per registry entry, durable identities that no process runs included.
     public func listenerStatus() -> [ListenerStatus] {
-        endpoint.listenerStatus()
+        endpoint.listenerStatus().map(ListenerStatus.init)
     }
 }

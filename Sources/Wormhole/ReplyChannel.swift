@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 
@@ -26,7 +27,7 @@ final class ReplyChannel: Sendable {
             let name = ReservedNames.replyPrefix + FileName.hex(.random(in: 1...UInt64.max)) + FileName.hex(.random(in: 1...UInt64.max))
             let receiver = center.endpoint.identity.isDurable
                 ? try GroupNotificationCenter(
-                    containerURL: center.containerURL, clientIdentifier: nil, configuration: center.endpoint.configuration)
+                    containerURL: center.containerURL, clientIdentifier: nil, configuration: GroupNotificationCenter.Configuration(center.endpoint.settings))
                 : nil
             let pending = self.pending
             let counters = center.endpoint.counters

@@ -1,3 +1,4 @@
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import WormholeEngine
 import WormholeFormats
 import WormholeSystem
 

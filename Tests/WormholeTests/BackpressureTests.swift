@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// A listener whose observers run on a queue that does not keep up holds a bounded backlog: past it, it stops
 /// reading, and the socket, then the spool, hold the rest. Nothing is lost or reordered.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 @testable import WormholeFormats
 @testable import WormholeSystem
 import WormholeTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 @Suite("The wormhole command", .throttled)
 struct CommandLineTests {

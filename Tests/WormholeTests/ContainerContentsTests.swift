@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// What a container holds: its retained notifications' names and its group values' names, listed by the API and
 /// by `wormhole retained --list` and `wormhole value --list`, with what others planted among them skipped.

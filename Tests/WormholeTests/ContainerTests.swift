@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 @Suite("Containers: checked like ssh checks its keys", .throttled)
 struct ContainerTests {

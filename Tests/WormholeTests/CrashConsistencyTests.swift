@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 import WormholeTestSupport
 
 @Suite("Crash consistency, collection of the dead, limits and who may talk", .throttled)

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 @Suite("Durable listeners", .throttled)
 struct DurableTests {

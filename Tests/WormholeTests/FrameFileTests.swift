@@ -3,6 +3,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 @testable import WormholeFormats
 @testable import WormholeSystem
 import WormholeTestSupport

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// A durable consumer that stops before running all it was handed gives the rest back: the identity's next run
 /// gets each of those once, in order.

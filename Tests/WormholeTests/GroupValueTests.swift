@@ -3,6 +3,7 @@ import Observation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 @Suite("Group values: read anywhere, updated atomically across processes, watched", .throttled)
 struct GroupValueTests {

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// A socket of the test process's own, outside any container, of the transport under test: what a file planted
 /// under a listener's name leads posters to. Non-blocking; closed and removed when dropped.

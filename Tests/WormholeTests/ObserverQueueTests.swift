@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// What waits in an observer's queue holds its place in the listener's backlog exactly once: given back when
 /// its block has run, or at once when the observer or sequence goes, however it goes.

@@ -1,5 +1,6 @@
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// What the receive loop is doing (``ReceiveMode``): every event in every mode, the mode a round takes from what
 /// holds it back, and whether it ends paused after its reads, checked against the rules the loop followed before

@@ -1,5 +1,6 @@
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// The receive loop's decisions, apart from its sockets and files: each round's wait, when the bell is looked
 /// at and the spool drained, when a failed socket is bound anew, and when housekeeping is due.

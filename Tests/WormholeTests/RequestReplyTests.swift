@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 @Suite("Requests and replies", .throttled)
 struct RequestReplyTests {

@@ -5,6 +5,7 @@ import Glibc
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 @testable import WormholeFormats
 @testable import WormholeSystem
 import WormholeTestSupport

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// A durable listener's hand-over keeps the files it took until its observers ran what they were handed
 /// (``SpoolAcknowledgement``). Real files in a real spool folder; the observer queue driven directly.

@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// The per-listener spool cap (``GroupNotificationCenter/Configuration/maximumSpoolSize``) holds when many posters
 /// spool for one stopped listener at once: each poster reserves room with a lease file before it measures, so of

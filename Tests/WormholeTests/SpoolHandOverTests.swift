@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 /// A listener hands its spool over in chunks. When a chunk leaves its observers holding too much, the hand-over
 /// stops where it is and goes on later from there: nothing is taken or removed meanwhile, nothing is lost,

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 import WormholeTestSupport
 
 /// iOS kills a process that is suspended while it holds a file lock in a shared container (0xdead10cc), and it

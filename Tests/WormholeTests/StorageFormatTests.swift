@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 
 @Suite("Storage formats: registry entries and spool segments", .throttled)
 struct StorageFormatTests {

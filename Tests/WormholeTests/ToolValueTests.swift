@@ -1,8 +1,9 @@
 import Foundation
 import Testing
 @testable import Wormhole
-@testable import WormholeTool
+@testable import WormholeEngine
 import WormholeTestSupport
+@testable import WormholeTool
 
 /// The tool's own ISO 8601 reader and printer, against a calendar counted day by day here.
 @Suite("The tool's ISO 8601 dates", .throttled)

@@ -7,6 +7,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
+@testable import WormholeEngine
 @testable import WormholeFormats
 @testable import WormholeSystem
 

@@ -188,9 +188,9 @@ final class Membership: Sendable {
     // MARK: Status, for tools
 
     /// Every listener in the registry: whether it listens now (probed), its process's state, and its spool's depth.
-    func listenerStatus() -> [ListenerStatus] {
+    func listenerStatus() -> [ListenerSurvey] {
         registry.snapshot().entries.map { entry in
-            var state: ListenerStatus.State
+            var state: ListenerSurvey.State
             switch ListenerProbe.probe(entry, in: container) {
             case .listening: state = .alive
             case .gone: state = .dead
@@ -200,12 +200,9 @@ final class Membership: Sendable {
             if state == .alive && ProcessState.of(entry.pid) == .stopped { state = .stopped }
             if state == .dead && entry.isDurable { state = .offline }
             let (spooledNotifications, spooledBytes) = spoolDepth(of: entry.listener)
-            return ListenerStatus(
-                identifier: FileName.hex(entry.listener), clientIdentifier: entry.identity,
-                lastSeen: entry.isDurable ? Date(timeIntervalSince1970: Double(entry.lastSeen)) : nil, pid: entry.pid,
-                socketPath: container.listenersPath + "/" + entry.socketName, transport: entry.transport, state: state,
-                spooledNotifications: spooledNotifications, spooledBytes: spooledBytes,
-                subscriptions: entry.subscriptions)
+            return ListenerSurvey(
+                entry: entry, socketPath: container.listenersPath + "/" + entry.socketName, state: state,
+                spooledNotifications: spooledNotifications, spooledBytes: spooledBytes)
         }
     }
 

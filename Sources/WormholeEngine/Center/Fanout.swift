@@ -65,11 +65,11 @@ final class Fanout: Sendable {
 
     /// `skippedLease` counts a damaged lease this process's posts found in a listener's spool (once each).
     init(
-        container: Container, configuration: GroupNotificationCenter.Configuration,
+        container: Container, settings: EndpointSettings,
         skippedLease: @escaping @Sendable () -> Void
     ) {
-        let poster = RelayMark.poster(relayed: configuration.marksPostsAsRelayed)
-        linksStartSpooling = configuration.marksPostsAsRelayed
+        let poster = RelayMark.poster(relayed: settings.marksPostsAsRelayed)
+        linksStartSpooling = settings.marksPostsAsRelayed
         self.poster = poster
         self.container = container
         nudge = Frame.nudge(from: poster).encoded()
@@ -77,8 +77,8 @@ final class Fanout: Sendable {
         linkContext = PeerLink.Context(
             container: container, poster: poster,
             lease: SpoolLease.Terms(
-                poster: poster, limit: configuration.maximumSpoolSize, damage: LeaseDamage(count: skippedLease)),
-            budget: SpoolBudget(container: container, limit: configuration.maximumContainerSpoolSize),
+                poster: poster, limit: settings.maximumSpoolSize, damage: LeaseDamage(count: skippedLease)),
+            budget: SpoolBudget(container: container, limit: settings.maximumContainerSpoolSize),
             nextSegmentStamp: { stamps.next() })
     }
 

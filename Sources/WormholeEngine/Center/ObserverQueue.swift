@@ -16,7 +16,7 @@ import WormholeSystem
 /// that never runs again holds nothing. An observer of a durable center gives it back (``returns(to:)``): what it
 /// was handed and had not run goes back to the spool, in order, for the identity's next run; a drain running as
 /// the observer goes finishes the block it is in, and gives back the rest. Otherwise it is dropped.
-final class ObserverQueue: Sendable {
+package final class ObserverQueue: Sendable {
     /// A notification waiting, and the backlog it holds: its frame's bytes, released once.
     struct Entry: Sendable {
         let note: SendableNotification
@@ -94,7 +94,7 @@ final class ObserverQueue: Sendable {
     /// Whether the target is the main queue, which ``MainQueueWatch`` watches as each drain is scheduled.
     private let onMainQueue: Bool
 
-    init(onMainQueue: Bool = false, wake: (@Sendable (ObserverQueue) -> Void)?) {
+    package init(onMainQueue: Bool = false, wake: (@Sendable (ObserverQueue) -> Void)?) {
         self.onMainQueue = onMainQueue
         self.wake = wake
     }
@@ -103,7 +103,7 @@ final class ObserverQueue: Sendable {
     var isOpen: Bool { !ended.load(ordering: .acquiring) }
 
     /// Gives what the observer was handed and did not run back to `spool` as it ends (a durable listener's own).
-    func returns(to spool: SpoolFolder?, counting counters: Counters) {
+    package func returns(to spool: SpoolFolder?, counting counters: Counters) {
         state.withLock {
             $0.returns = spool
             $0.counters = counters

@@ -109,7 +109,7 @@ private struct ReceiveThreadWork: @unchecked Sendable {
 }
 
 /// Which post a frame came from.
-struct FrameIdentity: Hashable, Sendable {
+package struct FrameIdentity: Hashable, Sendable {
     let poster: UInt64
     let sequence: UInt64
 
@@ -118,7 +118,7 @@ struct FrameIdentity: Hashable, Sendable {
         sequence = frame.sequence
     }
 
-    init(poster: UInt64, sequence: UInt64) {
+    package init(poster: UInt64, sequence: UInt64) {
         self.poster = poster
         self.sequence = sequence
     }

@@ -10,21 +10,21 @@ import WormholeSystem
 /// the time of day moves. A responder subtracts what that clock has counted since: the time the request spent
 /// in a socket or a spool. A stamp ahead of the clock (the device restarted since, or the stamp is forged)
 /// leaves no time. Something that carries a request to another device sends the time left then, stamped anew.
-struct RequestEnvelope: Sendable {
-    static let key = "wormhole.request"
+package struct RequestEnvelope: Sendable {
+    package static let key = "wormhole.request"
     /// The key of a reply's userInfo that says its responder failed, and why; a reply may not use it otherwise.
-    static let errorKey = "wormhole.error"
+    package static let errorKey = "wormhole.error"
 
     /// Random, 32 hex digits: what the reply's object carries back.
-    let id: String
+    package let id: String
     /// The notification name of the asking process's replies (``ReservedNames/replyPrefix``).
-    let replyTo: String
+    package let replyTo: String
     /// Nanoseconds left when `stamp` was read; never more than ``Limits/maximumRequestTimeout``.
     let remaining: Int64
     /// This device's monotonic clock, in nanoseconds, when `remaining` was measured.
     let stamp: Int64
 
-    init(id: String, replyTo: String, remaining: Int64, stamp: Int64) {
+    package init(id: String, replyTo: String, remaining: Int64, stamp: Int64) {
         self.id = id
         self.replyTo = replyTo
         self.remaining = remaining
@@ -34,7 +34,7 @@ struct RequestEnvelope: Sendable {
     /// The envelope a request's userInfo carries; nil when it has none, or one that is malformed: an id that is
     /// empty or too long, a reply name outside the reply prefix, a time or stamp that is not an integer. More
     /// time than ``Limits/maximumRequestTimeout`` is cut to it.
-    init?(_ userInfo: [AnyHashable: Any]?) {
+    package init?(_ userInfo: [AnyHashable: Any]?) {
         guard let fields = userInfo?[Self.key] as? [AnyHashable: Any],
             let id = fields["id"] as? String, !id.isEmpty, id.utf8.count <= Limits.maximumRequestIDLength,
             let replyTo = fields["replyTo"] as? String, ReservedNames.isReplyName(replyTo),
@@ -46,12 +46,12 @@ struct RequestEnvelope: Sendable {
     }
 
     /// The envelope as userInfo values.
-    var fields: [String: Any] {
+    package var fields: [String: Any] {
         ["id": id, "replyTo": replyTo, "remaining": remaining, "stamp": stamp]
     }
 
     /// Nanoseconds left at `now` (this device's monotonic clock); zero or less once expired.
-    func remaining(at now: Int64) -> Int64 {
+    package func remaining(at now: Int64) -> Int64 {
         guard stamp <= now else { return 0 }
         let (elapsed, overflow) = now.subtractingReportingOverflow(stamp)
         return overflow ? 0 : remaining - min(elapsed, remaining)

@@ -15,17 +15,17 @@ extension Endpoint {
     /// The endpoint of the container at `path` (for `identity`, if durable), opened and checked on first use.
     /// An endpoint whose container was moved or recreated since is not reused.
     /// - Throws: ``WormholeError/Code/identityInUse`` when another live process runs `identity` there.
-    static func shared(
-        path: String, identity: Identity = .ephemeral, configuration: GroupNotificationCenter.Configuration = .init()
+    package static func shared(
+        path: String, identity: Identity, settings: EndpointSettings
     ) throws(WormholeError) -> Endpoint {
         let container = try Container(path: path)
         let key = (Sys.realPath(path) ?? path) + (identity.clientIdentifier.map { "\u{0}" + $0 } ?? "")
-            + "\u{0}\(configuration.maximumSpoolSize)/\(configuration.maximumContainerSpoolSize)/\(configuration.transport)"
+            + "\u{0}\(settings.maximumSpoolSize)/\(settings.maximumContainerSpoolSize)/\(settings.transport)"
         return try table.withLock { (table) throws(WormholeError) -> Endpoint in
             if let existing = table[key]?.endpoint, existing.container.identity == container.identity, existing.centers.adopt() {
                 return existing
             }
-            let endpoint = Endpoint(container: container, identity: identity, configuration: configuration)
+            let endpoint = Endpoint(container: container, identity: identity, settings: settings)
             if identity.isDurable { try endpoint.reception.claimIdentity() }
             _ = endpoint.centers.adopt()
             table[key] = WeakEndpoint(endpoint)

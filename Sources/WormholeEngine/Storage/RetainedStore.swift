@@ -5,7 +5,7 @@ import WormholeSystem
 /// The current value of each retained notification name: one file per name in the container's `retained/`
 /// folder, holding a spool segment of one record. Replaced whole by writing a temporary file and renaming it,
 /// so readers see the old value or the new one and no lock is ever held.
-struct RetainedStore: Sendable {
+package struct RetainedStore: Sendable {
     let container: Container
 
     /// The file of `name`: `n-` and its UTF-8 in hex when that fits a file name, else `h-` and a 64-bit hash
@@ -27,7 +27,7 @@ struct RetainedStore: Sendable {
     /// of the name its file is named for (see ``StoredNames``) is skipped; the first
     /// ``Limits/maximumListedNames`` entries of the folder are looked at.
     /// - Throws: A system error when the folder cannot be listed.
-    func names() throws(WormholeError) -> StoredNames {
+    package func names() throws(WormholeError) -> StoredNames {
         var found = StoredNames()
         let folder = container.retainedDescriptor
         for entry in try Sys.listDirectory(folder) where !entry.hasPrefix(StoredFile.temporaryPrefix) {
@@ -69,7 +69,7 @@ struct RetainedStore: Sendable {
     }
 
     /// The current frame of `name`, or nil when there is none. A damaged file is reported and reads as none.
-    func load(name: String) -> Frame? {
+    package func load(name: String) -> Frame? {
         let bytes: [UInt8]
         do throws(WormholeError) {
             bytes = try StoredFile.read(Self.fileName(for: name), in: container.retainedDescriptor, limit: Self.maximumFileSize)
@@ -88,12 +88,12 @@ struct RetainedStore: Sendable {
         return frame
     }
 
-    func clear(name: String) {
+    package func clear(name: String) {
         try? Sys.removeFile(Self.fileName(for: name), relativeTo: container.retainedDescriptor)
     }
 
     /// Removes every retained value of the container.
-    func clearAll() {
+    package func clearAll() {
         let names = (try? Sys.listDirectory(container.retainedDescriptor, limit: Limits.maximumNamesCleared)) ?? []
         for name in names where name.hasPrefix(Self.spelledPrefix) || name.hasPrefix(Self.hashedPrefix) {
             try? Sys.removeFile(name, relativeTo: container.retainedDescriptor)
@@ -106,7 +106,7 @@ struct RetainedStore: Sendable {
     /// too long for a file name) is read first, and removed only when the frame inside names a notification
     /// with `prefix`. A hashed file that cannot be read or is damaged is left: it reads as no value anyway, and
     /// nothing says whose it is.
-    func clearAll(namesStartingWith prefix: String) {
+    package func clearAll(namesStartingWith prefix: String) {
         let folder = container.retainedDescriptor
         let named = Self.spelledPrefix + Array(prefix.utf8).map { String(format: "%02x", $0) }.joined()
         let names = (try? Sys.listDirectory(folder, limit: Limits.maximumNamesCleared)) ?? []

@@ -14,7 +14,7 @@ import WormholeSystem
 /// versions), since a name that is free again could be claimed by a process that read long ago (one stopped
 /// in the middle of its update), and its update would be lost behind newer ones; a claim that far behind the
 /// newest is taken back and tried again.
-struct ValueStore: Sendable {
+package struct ValueStore: Sendable {
     static let versionPrefix = "v-"
     static let maximumFileSize = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize + SpoolRecord.maximumFrameSize
 
@@ -221,7 +221,7 @@ struct ValueStore: Sendable {
     /// reset to its default, or whose folder holds no version, is neither listed nor skipped. The first
     /// ``Limits/maximumListedNames`` entries of `values/` are looked at.
     /// - Throws: A system error when `values/` cannot be listed.
-    static func names(in container: Container) throws(WormholeError) -> StoredNames {
+    package static func names(in container: Container) throws(WormholeError) -> StoredNames {
         var found = StoredNames()
         for entry in try Sys.listDirectory(container.valuesDescriptor) where !entry.hasPrefix(StoredFile.temporaryPrefix) {
             let spelled = StoredNames.spelledName(entry)
@@ -283,21 +283,21 @@ struct ValueStore: Sendable {
 }
 
 /// The names a group value goes by.
-enum GroupValueName {
+package enum GroupValueName {
     /// The notification that announces each change of the value `name`.
-    static func notification(for name: String) -> String { "wormhole.value." + name }
+    package static func notification(for name: String) -> String { "wormhole.value." + name }
 }
 
 /// The userInfo a group value's version holds, which its announcement carries too.
-enum ValueFormat {
+package enum ValueFormat {
     /// The value itself.
-    static let valueKey = "value"
+    package static let valueKey = "value"
     /// The version's number, an `Int`.
-    static let versionKey = "version"
+    package static let versionKey = "version"
     /// How the value is encoded, an `Int`: 2 for a ``ValueTreeLeaf`` tree, where nil is `NSNull` and a string
     /// is a string. Absent in values stored by earlier versions (format 1), which went through
     /// `PropertyListEncoder`: nil is the string `"$null"` there.
-    static let formatKey = "format"
+    package static let formatKey = "format"
     /// The format this version writes.
-    static let current = 2
+    package static let current = 2
 }

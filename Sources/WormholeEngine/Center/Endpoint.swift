@@ -6,14 +6,14 @@ import WormholeSystem
 /// Everything one process keeps for one container, shared by all of its centers there: the registry cache, its
 /// posting side (``Fanout``), its place in the registry (``Membership``), its observers (``Delivery``) and, once
 /// anything observes, its listener (``Reception``).
-final class Endpoint: Sendable {
-    let container: Container
+package final class Endpoint: Sendable {
+    package let container: Container
     /// Ephemeral, or a durable identity, whose registration and spool outlive its process.
-    let identity: Identity
-    let configuration: GroupNotificationCenter.Configuration
+    package let identity: Identity
+    package let settings: EndpointSettings
     let registry: Registry
-    let retained: RetainedStore
-    let counters: Counters
+    package let retained: RetainedStore
+    package let counters: Counters
     private let fanout: Fanout
     private let membership: Membership
     private let delivery: Delivery
@@ -23,24 +23,24 @@ final class Endpoint: Sendable {
     /// Identifies this process's posts to receivers.
     var poster: UInt64 { fanout.poster }
 
-    init(container: Container, identity: Identity, configuration: GroupNotificationCenter.Configuration) {
+    init(container: Container, identity: Identity, settings: EndpointSettings) {
         self.container = container
         self.identity = identity
-        self.configuration = configuration
+        self.settings = settings
         let counters = Counters()
         self.counters = counters
         let registry = Registry(container: container) { counters.count { $0.dropped += 1 } }
         self.registry = registry
         retained = RetainedStore(container: container)
-        let fanout = Fanout(container: container, configuration: configuration) { counters.count { $0.dropped += 1 } }
+        let fanout = Fanout(container: container, settings: settings) { counters.count { $0.dropped += 1 } }
         self.fanout = fanout
         membership = Membership(
-            container: container, identity: identity, transport: configuration.transport.socketKind, registry: registry,
+            container: container, identity: identity, transport: settings.transport, registry: registry,
             counters: counters, fanout: fanout)
         let delivery = Delivery(counters: counters)
         self.delivery = delivery
         reception = Reception(
-            container: container, identity: identity, transport: configuration.transport.socketKind,
+            container: container, identity: identity, transport: settings.transport,
             membership: membership, delivery: delivery, counters: counters)
     }
 
@@ -52,7 +52,7 @@ final class Endpoint: Sendable {
     let centers = CenterCount()
 
     /// Called as a center goes away; the last one closes the endpoint.
-    func centerClosed() {
+    package func centerClosed() {
         if centers.release() { close() }
     }
 
@@ -63,22 +63,22 @@ final class Endpoint: Sendable {
     }
 
     /// Removes the registry entries, socket files and spools of `listeners`, found gone.
-    func removeListeners(_ listeners: [UInt64]) {
+    package func removeListeners(_ listeners: [UInt64]) {
         membership.removeDeadListeners(listeners)
     }
 
     /// Every listener in the registry, with what the system says of it now.
-    func listenerStatus() -> [ListenerStatus] {
+    package func listenerStatus() -> [ListenerSurvey] {
         membership.listenerStatus()
     }
 
     /// This process's own spool folder in the container, once it listens.
-    var listenerSpool: SpoolFolder? { reception.spool }
+    package var listenerSpool: SpoolFolder? { reception.spool }
 
     /// What this process's listener has read and not yet delivered, once it listens.
-    var deliveryBacklog: DeliveryBacklog? { reception.backlog }
+    package var deliveryBacklog: DeliveryBacklog? { reception.backlog }
 
-    func makeObserverID() -> UInt64 {
+    package func makeObserverID() -> UInt64 {
         nextObserverID.add(1, ordering: .relaxed).newValue
     }
 
@@ -89,7 +89,7 @@ final class Endpoint: Sendable {
     ///
     /// `identity`, for a relay only, is the post's poster and sequence, the same each time the relay posts what
     /// it received (``RelayMark``); otherwise this process's next.
-    func post(
+    package func post(
         name: String, object: String?, userInfo: [UInt8]?, retain: Bool = false, as identity: FrameIdentity? = nil
     ) throws(WormholeError) -> PostReport {
         // Made once and moved into the outgoing frame: every copy of a frame retains its strings and archive.
@@ -133,13 +133,13 @@ final class Endpoint: Sendable {
     /// A durable spool may hold what this observer waits for: its listener reads nothing while the observer is
     /// added, and hands the spool over once start-up code had the time to add the observers that follow
     /// (``Limits/handOverSettle``), so that each gets the whole backlog, then what was posted meanwhile.
-    func add(_ observer: Observer) {
+    package func add(_ observer: Observer) {
         add([observer])
     }
 
     /// Adds `observers` together: posters see their subscriptions in one change of the registry, never a part of
     /// them (``add(_:)``).
-    func add(_ observers: [Observer]) {
+    package func add(_ observers: [Observer]) {
         guard let first = observers.first else { return }
         reception.observerAdding()
         for observer in observers { _ = delivery.add(observer) }
@@ -164,14 +164,14 @@ final class Endpoint: Sendable {
     }
 
     /// Hands a durable spool over to the observers added so far, without waiting for more (``add(_:)``).
-    func handOverSpool() {
+    package func handOverSpool() {
         reception.handOverNow()
     }
 
     /// Removes the observers `shouldRemove` picks, and stops their pending deliveries. With `publish` false
     /// (a durable center going away, a relay closing), the registry keeps their subscriptions, so posters keep
     /// spooling for them, until an observer is added again.
-    func remove(publish: Bool = true, where shouldRemove: (Observer) -> Bool) {
+    package func remove(publish: Bool = true, where shouldRemove: (Observer) -> Bool) {
         let changed = delivery.remove(where: shouldRemove)
         guard changed else { return }
         if publish { try? publishSubscriptions() } else { reception.keepRegistration() }
@@ -185,7 +185,7 @@ final class Endpoint: Sendable {
 
     /// The retained notification of `name` as an observer with `allowed` classes sees it, which post it was, and
     /// its bytes.
-    func retainedNotification(named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity, Int)? {
+    package func retainedNotification(named name: String, allowed: AllowedClasses) -> (Notification, FrameIdentity, Int)? {
         guard let frame = retained.load(name: name) else { return nil }
         return delivery.notification(frame, named: name, allowed: allowed)
     }

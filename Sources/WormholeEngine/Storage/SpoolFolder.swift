@@ -15,7 +15,7 @@ import WormholeSystem
 ///   handed over last from its segments into `seen`;
 /// - what a durable listener's observers were handed and had not run when they went it writes back into
 ///   `returned-<number>` files, which its identity's next run reads before everything else.
-final class SpoolFolder: Sendable {
+package final class SpoolFolder: Sendable {
     static let bellName = "bell"
     static let segmentSuffix = ".seg"
     static let takenSuffix = ".taken"

@@ -11,7 +11,7 @@ extension ObserverQueue {
     ///
     /// Apart from the observer's because the block returns its reply as a `sending` value, which a block that
     /// returns nothing cannot be converted to.
-    static func onActor(
+    package static func onActor(
         responding block: @escaping @isolated(any) @Sendable (Notification) async throws -> sending [AnyHashable: Any]?,
         serialQueue: DispatchQueue, prepare: @escaping @Sendable (Notification) -> (Notification, RequestEnvelope)?,
         answer: @escaping @Sendable (RequestEnvelope, Result<[AnyHashable: Any]?, any Error>) -> Void

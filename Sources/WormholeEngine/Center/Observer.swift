@@ -4,10 +4,10 @@ import WormholeFormats
 import WormholeSystem
 
 /// One registered observer; it is also the token `addObserver` returns.
-final class Observer: NSObject, Sendable {
+package final class Observer: NSObject, Sendable {
     let id: UInt64
-    let center: ObjectIdentifier
-    let subscription: Subscription
+    package let center: ObjectIdentifier
+    package let subscription: Subscription
     let allowed: AllowedClasses
     /// Where notifications wait for the observer's queue, actor or consumer; nil when its block runs on the
     /// receive thread.
@@ -35,7 +35,7 @@ final class Observer: NSObject, Sendable {
     }
 
     /// An observer whose notifications go through `observerQueue`.
-    init(
+    package init(
         id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, observerQueue: ObserverQueue,
         gated: Bool = false, keepsFrames: Bool = false
     ) {
@@ -52,7 +52,7 @@ final class Observer: NSObject, Sendable {
     }
 
     /// An observer whose block runs on the receive thread.
-    init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, block: @escaping @Sendable (Notification) -> Void) {
+    package init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, allowed: AllowedClasses, block: @escaping @Sendable (Notification) -> Void) {
         self.id = id
         self.center = center
         self.subscription = subscription
@@ -67,7 +67,7 @@ final class Observer: NSObject, Sendable {
 
     /// A relay's observer: its block takes each frame as it came (its poster, sequence and userInfo archive
     /// undecoded), on the receive thread.
-    init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, frames: @escaping @Sendable (Frame) -> Void) {
+    package init(id: UInt64, center: ObjectIdentifier, subscription: Subscription, frames: @escaping @Sendable (Frame) -> Void) {
         self.id = id
         self.center = center
         self.subscription = subscription
@@ -100,7 +100,7 @@ final class Observer: NSObject, Sendable {
     /// Opens the gate: hands over `first` (the retained value), then what was held back, less the copy of `first`
     /// that may have arrived live meanwhile; a copy arriving later is not delivered either
     /// (``hold(_:frame:bytes:)``).
-    func open(first: (note: SendableNotification, frame: FrameIdentity, bytes: Int)?, backlog: DeliveryBacklog?) {
+    package func open(first: (note: SendableNotification, frame: FrameIdentity, bytes: Int)?, backlog: DeliveryBacklog?) {
         gate.withLock { gate in
             guard let waiting = gate.held else { return }
             gate.held = nil
@@ -133,7 +133,7 @@ final class Observer: NSObject, Sendable {
         if isActive { frameBlock?(frame) }
     }
 
-    override var description: String {
+    package override var description: String {
         "<Wormhole observer \(id): name \(subscription.name ?? "any"), object \(subscription.object ?? "any")>"
     }
 }
@@ -143,11 +143,11 @@ final class Observer: NSObject, Sendable {
 /// every copy of one, and of a tuple or optional holding one, goes through run-time value witnesses: on Linux,
 /// about 500 instructions per notification on its way from the frame to the observer's block.
 /// Safe because each is made fresh for a single delivery and never mutated after.
-struct SendableNotification: @unchecked Sendable {
+package struct SendableNotification: @unchecked Sendable {
     let name: String
     /// A notification's object here is a string, or nil: what crosses processes.
     let object: String?
-    let userInfo: [AnyHashable: Any]?
+    package let userInfo: [AnyHashable: Any]?
 
     init(name: String, object: String?, userInfo: [AnyHashable: Any]?) {
         self.name = name
@@ -156,11 +156,11 @@ struct SendableNotification: @unchecked Sendable {
     }
 
     /// `value`, whose object is a string or nil (any other object is dropped).
-    init(_ value: Notification) {
+    package init(_ value: Notification) {
         self.init(name: value.name.rawValue, object: value.object as? String, userInfo: value.userInfo)
     }
 
-    var value: Notification {
+    package var value: Notification {
         Notification(name: Notification.Name(name), object: object, userInfo: userInfo)
     }
 }

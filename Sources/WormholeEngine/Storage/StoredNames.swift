@@ -9,11 +9,11 @@ import WormholeSystem
 /// notification. Skipping never changes or removes it (readers skip it too). A writer's temporary file, and an
 /// entry removed while the folder was listed, are neither listed nor skipped.
 
-struct StoredNames {
+package struct StoredNames {
     /// The names, sorted by their UTF-8 bytes.
-    var names: [String] = []
+    package var names: [String] = []
     /// The entries skipped: the file or folder name, and why.
-    var skipped: [(entry: String, reason: String)] = []
+    package var skipped: [(entry: String, reason: String)] = []
 
     mutating func skip(_ entry: String, _ reason: String) { skipped.append((entry, reason)) }
 

@@ -3,12 +3,12 @@ import WormholeFormats
 import WormholeSystem
 
 /// The live counters behind ``WormholeStatistics``.
-final class Counters: Sendable {
+package final class Counters: Sendable {
     private let values = Mutex(WormholeStatistics())
 
-    func count(_ change: (inout WormholeStatistics) -> Void) {
+    package func count(_ change: (inout WormholeStatistics) -> Void) {
         values.withLock { change(&$0) }
     }
 
-    var snapshot: WormholeStatistics { values.withLock { $0 } }
+    package var snapshot: WormholeStatistics { values.withLock { $0 } }
 }

@@ -9,7 +9,7 @@ import WormholeSystem
 /// Timeouts share one timer, armed for the earliest deadline, and a queue of deadlines in which an ended request
 /// leaves an entry of a few dozen bytes until the queue is next compacted (whenever it holds twice as many as the
 /// requests still waiting): what a request keeps goes back when it ends, not when its timeout passes.
-final class PendingRequests: Sendable {
+package final class PendingRequests: Sendable {
     fileprivate struct Slot {
         var waiter: CheckedContinuation<SendableNotification, any Error>?
         /// How it ended, while nobody waits yet.
@@ -32,7 +32,7 @@ final class PendingRequests: Sendable {
 
     private let state = Mutex(State())
 
-    init() {}
+    package init() {}
 
     deinit {
         state.withLock { $0.timer?.source.cancel() }
@@ -48,12 +48,12 @@ final class PendingRequests: Sendable {
     }
 
     /// Starts a request: from now on, its reply is kept until it is waited for.
-    func register(_ id: String) {
+    package func register(_ id: String) {
         state.withLock { $0.slots[id] = Slot() }
     }
 
     /// Forgets a request that was never waited for (its post failed).
-    func remove(_ id: String) {
+    package func remove(_ id: String) {
         state.withLock { state in
             state.slots[id] = nil
             state.compactIfSparse()
@@ -61,7 +61,7 @@ final class PendingRequests: Sendable {
     }
 
     /// Starts `id`'s timeout: unless it ended first, it ends with `error` `nanoseconds` from now.
-    func expire(_ id: String, after nanoseconds: UInt64, with error: WormholeError) {
+    package func expire(_ id: String, after nanoseconds: UInt64, with error: WormholeError) {
         let (deadline, overflow) = Sys.uptimeNanoseconds.addingReportingOverflow(nanoseconds)
         let at = overflow ? UInt64.max : deadline
         // Armed under the lock, so that two threads never leave it armed for the later of two deadlines.
@@ -92,7 +92,7 @@ final class PendingRequests: Sendable {
     }
 
     /// Waits for the reply to `id`, its timeout, or the cancellation of the calling task, whichever comes first.
-    func reply(to id: String) async throws -> SendableNotification {
+    package func reply(to id: String) async throws -> SendableNotification {
         try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { wait(id, $0) }
         } onCancel: {
@@ -101,7 +101,7 @@ final class PendingRequests: Sendable {
     }
 
     /// Ends `id` with `outcome`; false when it had ended already or is unknown, so `outcome` is not used.
-    func finish(_ id: String, with outcome: Result<SendableNotification, any Error>) -> Bool {
+    package func finish(_ id: String, with outcome: Result<SendableNotification, any Error>) -> Bool {
         let waiter = state.withLock { state -> (CheckedContinuation<SendableNotification, any Error>?, Bool) in
             guard var slot = state.slots[id], slot.outcome == nil else { return (nil, false) }
             guard let waiter = slot.waiter else {

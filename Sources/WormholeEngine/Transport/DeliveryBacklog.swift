@@ -10,7 +10,7 @@ import WormholeSystem
 /// observers have worked the backlog down to half the bound. A listener therefore holds at most the bound plus
 /// one read: a batch from its sockets, or a chunk of its spool (``Limits/spoolChunkFrames``,
 /// ``Limits/spoolChunkBytes``).
-final class DeliveryBacklog: Sendable {
+package final class DeliveryBacklog: Sendable {
     struct Bound: Sendable {
         var notifications: Int
         var bytes: Int

@@ -6,12 +6,12 @@ import WormholeSystem
 /// its iterators: its consumer takes each notification from the observer's ``ObserverQueue``. The observer is removed
 /// when the consumer's task is cancelled, or when the sequence and its iterators are all gone; then what waits
 /// is dropped and its backlog released.
-final class SequenceObserver: Sendable {
+package final class SequenceObserver: Sendable {
     private let endpoint: Endpoint
     private let observer: Observer
     private let observerQueue: ObserverQueue
 
-    init(endpoint: Endpoint, observer: Observer, observerQueue: ObserverQueue) {
+    package init(endpoint: Endpoint, observer: Observer, observerQueue: ObserverQueue) {
         self.endpoint = endpoint
         self.observer = observer
         self.observerQueue = observerQueue
@@ -22,7 +22,7 @@ final class SequenceObserver: Sendable {
     }
 
     /// The next notification, waiting for one; nil once the sequence ended (its task was cancelled).
-    func next() async -> SendableNotification? {
+    package func next() async -> SendableNotification? {
         await withTaskCancellationHandler {
             await observerQueue.next()
         } onCancel: {

@@ -10,7 +10,7 @@ extension ObserverQueue {
     /// `cancelAllOperations()` drops what waits without stopping later deliveries;
     /// the main operation queue, whose operations run on the main queue, gets a block there, which costs less,
     /// while it is not suspended (suspended, it gets an operation, which waits as its others do).
-    static func onQueue(_ queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void)
+    package static func onQueue(_ queue: OperationQueue?, serialQueue: DispatchQueue, block: @escaping @Sendable (Notification) -> Void)
         -> ObserverQueue
     {
         guard let queue else {
@@ -32,7 +32,7 @@ extension ObserverQueue {
     /// (each notification made a value by `convert`; nil skips it). On an actor, that job is one task that stays
     /// for the observer's life, parked while nothing waits, so a wake-up makes no task; a nonisolated block runs
     /// on the center's serial queue instead, needing no free thread of Swift's pool.
-    static func onActor<Value>(
+    package static func onActor<Value>(
         of block: @escaping @isolated(any) @Sendable (Value) -> Void, serialQueue: DispatchQueue,
         convert: @escaping @Sendable (Notification) -> Value?
     ) -> ObserverQueue {
