@@ -6,7 +6,7 @@ SDK that ../shared/tools/darwin/setup.sh prepared, in Swift 6 language mode, as 
 main-actor app builds it (snippets.py's two modes). A warning fails as an error does.
 
 It uses the library modules that
-`link.sh ios --targets WormholeSystem,WormholeFormats,WormholeEngine,Wormhole,WormholeUI,WormholeRelay` compiled for iOS
+`link.sh ios --targets WormholeEngine,Wormhole,WormholeUI,WormholeRelay` compiled for iOS
 (.build-darwin/ios), so run that first; the SDK flags are typecheck.py's and link.sh's for iOS (DARWIN_SDK_ROOT,
 default ~/.cache/wormhole-darwin). Exit status: 0 when every such program builds clean, 1 when one does not, 2 when
 it could not run (no SDK, no modules).

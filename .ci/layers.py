@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Checks what the compiler cannot about the library's layering. Each target is a layer or a few (Package.swift:
-WormholeSystem < WormholeFormats < WormholeEngine < Wormhole < WormholeUI | WormholeRelay), and the compiler
-refuses a use of a target that a target does not depend on. Inside a target, the order of its folders is this
-check's: a file uses only types of its own layer and the layers below in its target. And only Platform/ imports or calls the C library or
+"""Checks what the compiler cannot about the library's layering. The targets depend one way (Package.swift:
+WormholeEngine < Wormhole < WormholeUI | WormholeRelay), and the compiler refuses a use of a target that a target
+does not depend on. Inside the engine, the order of its folders is this check's: a file uses only types of its own
+layer and the layers below. And only Platform/ imports or calls the C library or
 names its errno values (the others use Errno's names); and one platform seam: what Linux and Apple platforms do
 differently is in Platform/Linux/ and Platform/Darwin/, each file under one #if; anywhere else (the tool too) an
 #if that asks for a platform only chooses the C library's module for an import, or guards a whole file named for
@@ -10,9 +10,8 @@ its platform (`X+Darwin.swift`, `X+Linux.swift`; in the libraries beside the cor
 `X+watchOS.swift`). The table of limits, which every layer reads, uses no layer's types.
 
 Layers inside each target, top to bottom (Wire and Codec side by side, neither using the other):
-  WormholeSystem:  Base (the files at its top: the error, the limits) | Container > Platform
-  WormholeFormats: Wire | Codec
-  WormholeEngine:  Center > Transport > Storage > Reports (the files at its top: a post's report, the statistics)
+  WormholeEngine:  Center > Transport > Storage > Wire | Codec > Container > Platform | Base (the files at its
+                   top: the error, the limits, a post's report, the statistics)
   Wormhole:        the API, one layer
 WormholeUI, WormholeRelay and the tool are one layer each, checked for the C library and the platform seam only:
 they ask for a platform by the frameworks they import (`#if canImport(SwiftUI)`, `#if canImport(WatchConnectivity)`),
@@ -23,19 +22,18 @@ import os, re, sys
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "Sources")
 # Each target's folder: the layer of the files at its top, and the layers of its folders.
 TARGETS = {
-    "WormholeSystem": ("Base", {"Platform": "Platform", "Container": "Container"}),
-    "WormholeFormats": (None, {"Wire": "Wire", "Codec": "Codec"}),
-    "WormholeEngine": ("Reports", {"Center": "Center", "Transport": "Transport", "Storage": "Storage"}),
+    "WormholeEngine": ("Base", {"Platform": "Platform", "Container": "Container", "Wire": "Wire", "Codec": "Codec",
+                                "Storage": "Storage", "Transport": "Transport", "Center": "Center"}),
     "Wormhole": ("API", {}),
     "WormholeUI": ("UI", {}),
     "WormholeRelay": ("Relay", {}),
     "WormholeTool": ("Tool", {}),
 }
-# The order inside a target. Base and Platform are one rank, each using the other: the error says an errno's
-# meaning (Errno), and every platform call throws the error and reads the limits.
-# The engine's reports (a post's, the statistics), values at the top of its folder, are every layer's in it.
-RANK = {"Center": 3, "Transport": 2, "Storage": 1, "Reports": 0, "Wire": 1, "Codec": 1, "Container": 2, "Base": 1,
-        "Platform": 1, "API": 1, "UI": 1, "Relay": 1, "Tool": 1}
+# The order inside a target. Base (the engine's top files: the error, the limits, a post's report, the
+# statistics) and Platform are one rank, each using the other: the error says an errno's meaning (Errno), and
+# every platform call throws the error and reads the limits.
+RANK = {"Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Base": 1, "Platform": 1,
+        "API": 1, "UI": 1, "Relay": 1, "Tool": 1}
 # Side by side: neither uses the other.
 APART = {("Wire", "Codec"), ("Codec", "Wire")}
 # Libraries beside the core, and the tool: checked for the C library and the platform seam; the tool, which
@@ -100,7 +98,7 @@ def platform_problems(path, root, layer, code):
     """Imports of the C library outside Platform/, and #ifs that ask for a platform outside the platform files."""
     rel_in_root = os.path.relpath(path, root)
     rel = os.path.relpath(path, os.path.join(root, ".."))
-    seams = [os.path.join("WormholeSystem", "Platform", side) + os.sep for side in ("Linux", "Darwin")]
+    seams = [os.path.join("WormholeEngine", "Platform", side) + os.sep for side in ("Linux", "Darwin")]
     problems = []
     lines = [line for line in code.split("\n") if line.strip()]
     for index, line in enumerate(lines):
@@ -188,19 +186,19 @@ def check(root):
 SELF_TEST = {
     "Wormhole/GroupNotificationCenter.swift": "public final class GroupNotificationCenter {}\n",
     "WormholeEngine/Center/Hub.swift": "struct Hub {\n    #if os(Linux)\n    let linux = true\n    #endif\n}\n",
-    "WormholeFormats/Codec/Coder+Darwin.swift": "#if canImport(ObjectiveC)\nimport Foundation\nstruct Archiver {}\n#endif\n",
-    "WormholeSystem/Platform/Linux/Calls.swift": "#if canImport(Glibc)\nimport Glibc\nlet page = 4096\n#endif\n",
-    "WormholeFormats/Codec/Coder.swift": "struct Coder {}\n",
-    "WormholeSystem/Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let box: Box? }\n",
+    "WormholeEngine/Codec/Coder+Darwin.swift": "#if canImport(ObjectiveC)\nimport Foundation\nstruct Archiver {}\n#endif\n",
+    "WormholeEngine/Platform/Linux/Calls.swift": "#if canImport(Glibc)\nimport Glibc\nlet page = 4096\n#endif\n",
+    "WormholeEngine/Codec/Coder.swift": "struct Coder {}\n",
+    "WormholeEngine/Platform/Kind.swift": "enum Kind { case a }\nstruct Up { let box: Box? }\n",
     "WormholeEngine/Storage/Store.swift": (
         "#if canImport(Glibc)\nimport Glibc\n#endif\nstruct Store {\n    func read(_ x: Int) {}\n    func go(_ e: Int32) {\n        read(1)\n        _ = open(\"x\", 0)\n"
         "        if e == ENOENT {}\n        print(\"\\(Hub())\")\n        // Hub, in a comment, is no use\n    }\n}\n"),
-    "WormholeFormats/Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
-    "WormholeSystem/Limits.swift": "enum Limits {\n    static let kinds = Kind.count / 8\n}\n",
+    "WormholeEngine/Wire/Frame.swift": "struct Frame { let coder: Coder? }\n",
+    "WormholeEngine/Limits.swift": "enum Limits {\n    static let kinds = Kind.count / 8\n}\n",
     "WormholeUI/Shelf.swift": (
         "#if canImport(SwiftUI)\nimport SwiftUI\n#endif\nstruct Shelf {\n    let center: GroupNotificationCenter\n"
         "    func pid() -> Int32 { getpid() }\n}\n"),
-    "WormholeSystem/Container/Box.swift": "struct Box { let kind: Kind? }\n",
+    "WormholeEngine/Container/Box.swift": "struct Box { let kind: Kind? }\n",
     "WormholeRelay/Hop.swift": (
         "#if canImport(WatchConnectivity)\nimport WatchConnectivity\nstruct Hop {\n    let shelf: Shelf?\n"
         "    #if os(watchOS)\n    let watch = true\n    #endif\n}\n#endif\n"),
@@ -211,12 +209,12 @@ SELF_TEST = {
 SELF_TEST_FINDS = {
     "Sources/WormholeEngine/Center/Hub.swift: Center asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",
     "Sources/WormholeEngine/Storage/Store.swift: Storage imports Glibc; only Platform/ uses the C library",
-    "Sources/WormholeSystem/Platform/Kind.swift: Platform uses Box of Container",
+    "Sources/WormholeEngine/Platform/Kind.swift: Platform uses Box of Container",
     "Sources/WormholeEngine/Storage/Store.swift: Storage uses Hub of Center",
     "Sources/WormholeEngine/Storage/Store.swift: Storage names the C library's ENOENT; use Errno",
     "Sources/WormholeEngine/Storage/Store.swift: Storage calls open() of the C library",
-    "Sources/WormholeFormats/Wire/Frame.swift: Wire uses Coder of Codec",
-    "Sources/WormholeSystem/Limits.swift: the table of limits uses Kind of Platform; "
+    "Sources/WormholeEngine/Wire/Frame.swift: Wire uses Coder of Codec",
+    "Sources/WormholeEngine/Limits.swift: the table of limits uses Kind of Platform; "
     "a platform gives its numbers as an extension of Limits",
     "Sources/WormholeUI/Shelf.swift: UI calls getpid() of the C library",
     "Sources/WormholeRelay/Hop.swift: Relay asks for a platform with #if; that code goes in Platform/Linux/ or Platform/Darwin/",

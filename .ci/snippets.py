@@ -116,9 +116,11 @@ def run(program, index, work, expected):
     folder = work / f"program{index}-package"
     # The library's objects (its layers' targets too), and those of each of the package's other libraries the
     # program imports.
-    layers = ["WormholeSystem", "WormholeFormats", "WormholeEngine", "Wormhole"]
+    layers = ["WormholeEngine", "Wormhole"]
     libraries = layers + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
-    objects = sorted(str(p) for library in libraries for p in (ROOT / f".build/debug/{library}.build").glob("*.o"))
+    # Only the objects of files the target has now: a build folder keeps those of files renamed or removed since.
+    objects = sorted(str(p) for library in libraries for p in (ROOT / f".build/debug/{library}.build").glob("*.o")
+                     if p.name[:-len(".o")] in {f.name for f in (ROOT / "Sources" / library).rglob("*.swift")})
     executable = folder / "program"
     result = subprocess.run(["swiftc", "-o", str(executable), str(folder / "main.o"), *objects],
                             capture_output=True, text=True)

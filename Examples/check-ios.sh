@@ -6,7 +6,7 @@
 # .ci/snippets.py's two modes). A warning fails as an error does.
 #
 # It uses the Wormhole and WormholeUI modules (and the layers' modules beside them) that `bash
-# ../shared/tools/darwin/link.sh ios --targets WormholeSystem,WormholeFormats,WormholeEngine,Wormhole,WormholeUI`
+# ../shared/tools/darwin/link.sh ios --targets WormholeEngine,Wormhole,WormholeUI`
 # compiled (MODULES, default .build-darwin/ios); DARWIN_SDK_ROOT as for link.sh. Objects go
 # to OUT (default .build-darwin/examples). Exit status: 0 when all build clean, 1 when one does not, 2 when it
 # could not run.
@@ -16,10 +16,10 @@ sdks=${DARWIN_SDK_ROOT:-$HOME/.cache/wormhole-darwin}
 modules=$(realpath -m "${MODULES:-$root/.build-darwin/ios}")
 out=$(realpath -m "${OUT:-$root/.build-darwin/examples}")
 [ -d "$sdks/iPhoneOS18.sdk" ] || { echo "check-ios: no iOS 18 SDK at $sdks (see ../shared/tools/darwin/README.md)"; exit 2; }
-for module in WormholeSystem WormholeFormats WormholeEngine Wormhole WormholeUI; do
+for module in WormholeEngine Wormhole WormholeUI; do
     [ -e "$modules/$module.swiftmodule" ] || {
         echo "check-ios: no $module module for iOS in $modules: run \`bash ../shared/tools/darwin/link.sh ios" \
-            "--targets WormholeSystem,WormholeFormats,WormholeEngine,Wormhole,WormholeUI\` first"
+            "--targets WormholeEngine,Wormhole,WormholeUI\` first"
         exit 2
     }
 done

@@ -2,11 +2,9 @@
 // spool records, the registry, and userInfo archives of both formats (compact and keyed, told apart by their
 // first bytes as a receiver does), with property-list classes and with a class of the user's own decoded by
 // Wormhole's coder. Built and run by run-fuzzer.sh, not by SwiftPM, together with
-// Tests/WormholeTests/Support/FuzzNode.swift and ArchiveMutator.swift, against the formats' and the system's
-// modules alone.
+// Tests/WormholeTests/Support/FuzzNode.swift and ArchiveMutator.swift, against the engine's module alone.
 import Foundation
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 
 /// The classes the archive readers below allow, built once.
 private let userClasses = AllowedClasses(FuzzNode.allowedClasses)

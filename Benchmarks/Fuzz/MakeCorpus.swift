@@ -1,16 +1,15 @@
 // Writes the seed corpus of the fuzz target into the folder given: valid frames, spool records, registries,
 // compact archives (what a post of values sends) and keyed archives (Wormhole's and Foundation's), each
-// prefixed by the byte that selects its reader. Built by swiftc against the formats' and the system's modules,
-// in a module named as the tests are so that FuzzNode's class name is theirs:
-//     m=/tmp/corpus-modules; mkdir -p $m; for t in WormholeSystem WormholeFormats; do
-//         swiftc -c -wmo -parse-as-library -package-name wormhole -enable-testing -module-name $t -I $m \
-//             -emit-module-path $m/$t.swiftmodule $(find Sources/$t -name '*.swift') -o $m/$t.o; done
-//     swiftc -parse-as-library -package-name wormhole -I $m -module-name WormholeTests $m/*.o \
+// prefixed by the byte that selects its reader. Built by swiftc against the engine's module, in a module named
+// as the tests are so that FuzzNode's class name is theirs:
+//     m=/tmp/corpus-modules; mkdir -p $m
+//     swiftc -c -wmo -parse-as-library -package-name wormhole -enable-testing -module-name WormholeEngine \
+//         -emit-module-path $m/WormholeEngine.swiftmodule $(find Sources/WormholeEngine -name '*.swift') -o $m/engine.o
+//     swiftc -parse-as-library -package-name wormhole -I $m -module-name WormholeTests $m/engine.o \
 //         Tests/WormholeTests/Support/FuzzNode.swift Benchmarks/Fuzz/MakeCorpus.swift -o /tmp/make-corpus \
 //         && /tmp/make-corpus Tests/WormholeTests/Corpus
 import Foundation
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 
 @main
 struct MakeCorpus {

@@ -1,6 +1,4 @@
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Limits a center applies to what it writes into the container, and the transport it listens on, with

@@ -1,5 +1,3 @@
-// One `import Wormhole` for users: the public types of the layers below the API (the error, the secure archive,
+// One `import Wormhole` for users: the public types of the engine below the API (the error, the secure archive,
 // escaping for display, a post's report, the statistics) are the library's, wherever the compiler keeps them.
 @_exported import WormholeEngine
-@_exported import WormholeFormats
-@_exported import WormholeSystem

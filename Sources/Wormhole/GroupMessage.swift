@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// A typed notification: a `Codable` value that travels as an ordinary notification of its ``name``, with its
 /// fields as the userInfo, so untyped observers and `wormhole listen` see it too.

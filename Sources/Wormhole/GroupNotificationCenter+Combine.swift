@@ -2,8 +2,6 @@
 import Combine
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// A publisher of the notifications of `name` (every name for nil) from any process of the group, as

@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// The names that have a retained notification in the container, sorted by their UTF-8 bytes: each one

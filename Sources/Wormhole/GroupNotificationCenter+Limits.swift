@@ -1,7 +1,5 @@
 // The limits an application can read, from the table of every limit (``Limits``).
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// The largest encoded userInfo a notification may carry: 16 MiB. Larger posts are refused whole.

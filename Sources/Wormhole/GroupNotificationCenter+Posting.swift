@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Posts a notification to every observer of `name` in every process of the group, this one included.

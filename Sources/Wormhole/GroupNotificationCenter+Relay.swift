@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// A notification as a relay handles it: which post it was, and its userInfo's archive undecoded, so that it
 /// crosses to another device as it was posted and each observer there decodes it with its own classes.

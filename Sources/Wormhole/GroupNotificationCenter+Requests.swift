@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     #if compiler(>=6.2)

@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// Posts, and with `retain` also keeps the notification as its name's current value in the container,

@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// Requests and replies in the typed messages' words (``GroupRequest``).
 extension GroupNotificationCenter {

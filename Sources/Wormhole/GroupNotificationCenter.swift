@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// A `NotificationCenter` whose notifications reach observers in every process that shares a container:
 /// an App Group container on Apple platforms, any folder of the user's on Linux.

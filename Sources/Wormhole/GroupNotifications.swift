@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 extension GroupNotificationCenter {
     /// The notifications of `name` (nil: every name) from `object` (nil: any), as an asynchronous sequence.

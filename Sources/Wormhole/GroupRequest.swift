@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// A typed request: a ``GroupMessage`` that a responder answers with a ``Reply``.
 ///

@@ -3,8 +3,6 @@ import Foundation
 import Observation
 import Synchronization
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// A named value that every process of the group can read at any time, update atomically, and watch change:
 /// what `UserDefaults(suiteName:)` is used for, with the changes other processes make seen at once.

@@ -1,7 +1,5 @@
 import Foundation
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// One listening process as the registry records it, and what the system says of it now.
 public struct ListenerStatus: Sendable, Hashable {

@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// Where one center's replies come back: a reply name of its own (`wormhole.reply.<random>`), observed by its
 /// process's ephemeral listener, and the requests waiting on it. Set up by the center's first request.

@@ -1,6 +1,4 @@
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// The userInfo codec exactly as a post and a receiving observer use it, for the package's benchmarks.
 @_spi(Benchmarking)

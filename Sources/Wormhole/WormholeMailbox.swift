@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import WormholeEngine
-import WormholeFormats
-import WormholeSystem
 
 /// MMWormhole's vocabulary over a ``GroupNotificationCenter``: messages passed under an identifier stay
 /// readable until cleared, and listeners hear each new one at once, from any process of the group.

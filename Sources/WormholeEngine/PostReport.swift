@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// What one post did: how many listeners got the notification at once, how many will find it in their spool,
 /// and what failed.
 

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// What a center's process has sent and received on its container since it started.
 ///
 /// Every drop is counted here and logged, so nothing is lost silently.

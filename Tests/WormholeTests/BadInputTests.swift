@@ -2,8 +2,6 @@ import Foundation
 import Testing
 @testable import Wormhole
 @testable import WormholeEngine
-@testable import WormholeFormats
-@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Bad input: a clear error or a counted drop, never a crash", .throttled)

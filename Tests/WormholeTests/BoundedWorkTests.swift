@@ -1,8 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 import WormholeTestSupport
 
 /// Archives shaped to make a receiver work or grow without bound: each is decoded or refused, with work in

@@ -2,8 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 @testable import Wormhole
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 
 /// Every keyed `NSCoder` method a class of the user's own may call from `encode(with:)` and `init?(coder:)` is
 /// answered by Wormhole's coders, or fails with an error: never a trap, and on Apple platforms never the base

@@ -1,8 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 import WormholeTestSupport
 
 @Suite("Compact archive: what a post of values sends, and its reader against crafted bytes", .throttled)

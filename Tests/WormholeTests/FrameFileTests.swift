@@ -4,8 +4,6 @@ import Glibc
 import Testing
 @testable import Wormhole
 @testable import WormholeEngine
-@testable import WormholeFormats
-@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Large frames through a connection's frame file, written again and again", .throttled)

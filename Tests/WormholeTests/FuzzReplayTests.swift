@@ -1,8 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 import WormholeTestSupport
 
 @Suite("Fuzz corpus replay", .throttled)

@@ -6,8 +6,6 @@ import Synchronization
 import Testing
 @testable import Wormhole
 @testable import WormholeEngine
-@testable import WormholeFormats
-@testable import WormholeSystem
 import WormholeTestSupport
 
 @Suite("Large payloads passed as sealed memory files", .throttled)

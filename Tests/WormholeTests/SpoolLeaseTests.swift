@@ -3,8 +3,6 @@ import Synchronization
 import Testing
 @testable import Wormhole
 @testable import WormholeEngine
-@testable import WormholeFormats
-@testable import WormholeSystem
 
 /// Leases describe what is reserved now: a poster's lease gives back what it wrote once the record is in its
 /// segment, stops counting once its poster is gone, and a file under a lease's name that is not a lease a poster

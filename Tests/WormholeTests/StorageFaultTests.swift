@@ -3,8 +3,6 @@ import Synchronization
 import Testing
 @testable import Wormhole
 @testable import WormholeEngine
-@testable import WormholeFormats
-@testable import WormholeSystem
 
 /// Damaged, hostile and missing files in a container: each is an error or a counted drop, never a hang, a crash,
 /// a forged delivery or a write outside the container.

@@ -8,8 +8,6 @@ import Synchronization
 import Testing
 @testable import Wormhole
 @testable import WormholeEngine
-@testable import WormholeFormats
-@testable import WormholeSystem
 
 /// A datagram inbox bound in a test's folder, and its reader, read by one thread after another.
 private struct WaitingReads: @unchecked Sendable {

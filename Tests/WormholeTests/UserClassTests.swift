@@ -1,8 +1,7 @@
 import Foundation
 import Testing
 @testable import Wormhole
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 import WormholeTestSupport
 
 @Suite("Classes of the user's own: Wormhole's coders, both ways, and Foundation's archives", .throttled)

@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// How many centers use one endpoint: the last to go away closes it, and a closed endpoint takes no new one.
 struct CenterCount: ~Copyable, Sendable {

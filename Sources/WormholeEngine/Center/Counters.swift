@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The live counters behind ``WormholeStatistics``.
 package final class Counters: Sendable {

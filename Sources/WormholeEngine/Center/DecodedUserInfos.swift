@@ -1,6 +1,4 @@
 import Foundation
-import WormholeFormats
-import WormholeSystem
 
 /// The userInfos decoded from one archive, one per set of allowed classes, so that observers with the same
 /// classes, and a run of frames that carry the same compact archive, share one decoding.

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The receiving side of a process in one container: its observers, and the handing of received frames to
 /// them, each userInfo decoded once per set of allowed classes.

@@ -1,6 +1,4 @@
 import Foundation
-import WormholeFormats
-import WormholeSystem
 
 /// The deliveries of one batch of received frames, in order: each observer's handed over as one piece, so that
 /// its queue or actor wakes once per batch, not once per notification. Observers without a queue share one

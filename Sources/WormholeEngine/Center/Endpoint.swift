@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// Everything one process keeps for one container, shared by all of its centers there: the registry cache, its
 /// posting side (``Fanout``), its place in the registry (``Membership``), its observers (``Delivery``) and, once

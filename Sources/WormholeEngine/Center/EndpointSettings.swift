@@ -1,5 +1,3 @@
-import WormholeSystem
-
 /// What a center's configuration asks of its endpoint, as the engine knows it: the spool's bounds, the transport,
 /// and whether its posts carry the relay's mark. The API's `GroupNotificationCenter.Configuration` makes one.
 package struct EndpointSettings: Sendable, Hashable {

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The posting side of a process in one container: numbers its posts, and hands each frame to every matching
 /// listener through a link of its own to that listener (its socket, else its spool). At most

@@ -1,5 +1,3 @@
-import WormholeFormats
-
 /// One listener of the registry as a look at the container finds it: its entry, its socket, whether it listens,
 /// and what waits in its spool. The API shows it as a `ListenerStatus`.
 package struct ListenerSurvey: Sendable {

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// Says once per process that nothing runs the main queue: a drain for the main actor (or the main operation
 /// queue) was scheduled, and the main queue has run nothing for ``Limits/mainQueueWait`` since. A tool whose

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// A process's place in a container's registry: its listener's entry (written when its subscriptions change,
 /// mended once a second), a durable identity's record, and the collection of listeners that died unnoticed.

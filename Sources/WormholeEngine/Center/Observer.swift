@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// One registered observer; it is also the token `addObserver` returns.
 package final class Observer: NSObject, Sendable {

@@ -1,6 +1,4 @@
 import Foundation
-import WormholeFormats
-import WormholeSystem
 
 extension ObserverQueue {
     /// A hand-over to a responder's actor, as ``onActor(of:serialQueue:convert:)`` is to an observer's: on an

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 extension ObserverQueue {
     /// A hand-over to a queue: one block or operation per wake-up, which runs `block` with everything waiting.

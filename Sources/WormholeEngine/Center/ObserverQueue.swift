@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// What waits for one observer's thread, actor or consumer: its notifications, in the order received, each
 /// holding its place in the listener's ``DeliveryBacklog`` by its frame's bytes until its block has run.

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// A process's observers on one container, in registration order, and the subscriptions they add up to.
 
 struct ObserverTable {

@@ -1,7 +1,5 @@
 import Dispatch
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The requests a process waits on, by id: each ends once, with the first of its reply, its timeout or its
 /// task's cancellation; what comes later for it finds nothing and is dropped by the caller.

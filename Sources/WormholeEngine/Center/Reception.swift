@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// This process's receiving side in one container: its listener, started with the first observer (at once for
 /// a durable identity, which claims its identity), and what the listener's receive thread hands up to the

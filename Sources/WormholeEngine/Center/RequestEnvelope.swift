@@ -1,6 +1,4 @@
 import Foundation
-import WormholeFormats
-import WormholeSystem
 
 /// What a request carries besides the asker's userInfo, in its userInfo under the key `wormhole.request`: its
 /// id, where its reply goes, and how long it may still be answered.

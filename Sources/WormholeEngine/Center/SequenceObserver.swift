@@ -1,6 +1,4 @@
 import Foundation
-import WormholeFormats
-import WormholeSystem
 
 /// The observer behind an async sequence (``GroupNotifications``, ``GroupMessages``), shared by the sequence and
 /// its iterators: its consumer takes each notification from the observer's ``ObserverQueue``. The observer is removed

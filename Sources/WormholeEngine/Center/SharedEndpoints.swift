@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// One endpoint per container (and durable identity, and configuration) per process, shared by every center
 /// opened there.

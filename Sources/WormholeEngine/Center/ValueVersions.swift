@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// A group value's versions in its container, as the center keeps them (``ValueStore``): the newest whole one
 /// read, with the versions skipped as damaged counted and said once each; a new one written as a frame of this

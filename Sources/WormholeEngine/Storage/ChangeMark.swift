@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// An 8-byte file whose value every writer changes (to a fresh random number) after changing what it marks:
 /// a reader learns of a change with one `pread(2)` instead of listing a folder.

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// A held file being written: a temporary segment, renamed into place once whole. Its descriptor closes as the
 /// writer goes.
 

@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The container's registry of listening processes: the folder `registry/`, one file per listener, which only
 /// that listener writes (a new file renamed over the old), and which a poster removes once it finds the

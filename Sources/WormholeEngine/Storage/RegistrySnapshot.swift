@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The registry as one reader parsed it, indexed by notification name so that matching costs the same
 /// however many listeners observe other names.
 

@@ -1,6 +1,4 @@
 import Foundation
-import WormholeFormats
-import WormholeSystem
 
 /// The current value of each retained notification name: one file per name in the container's `retained/`
 /// folder, holding a spool segment of one record. Replaced whole by writing a temporary file and renaming it,

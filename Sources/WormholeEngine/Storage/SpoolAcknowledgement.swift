@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// What one hand-over of a durable listener's spool gave to observers that run it later (on a queue, an actor, in
 /// a sequence), and the files it came from: those stay until every notification handed over has run or been given

@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The cap on what all the spools of a container hold together, as one posting process sees it: the total is
 /// measured (every spool folder's files) every tenth of a second while this process spools, and again before a

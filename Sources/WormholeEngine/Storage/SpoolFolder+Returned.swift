@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 extension SpoolFolder {
     /// Writes `frames`, in order, into a new `returned-<number>` file: what an observer of a durable listener was

@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// One listener's spool: the folder `spool/<id>/`, holding what posters could not put in its socket.
 ///

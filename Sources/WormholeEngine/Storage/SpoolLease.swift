@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// A poster's reservation of room in one listener's spool, so that the listener's cap holds when many posters
 /// spool at once, without a lock and without any poster waiting for another: the whole lease policy, which a

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The listener's side of its spool, run by the receive thread only: takes what posters wrote, hands it over
 /// in order and in bounded chunks, drops copies it already had, and keeps what a durable listener must hold
 /// for later in held files of its own.

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// What a listing of the container's `retained/` or `values/` folder found: the names stored there, and the
 /// entries skipped, each with why.
 ///

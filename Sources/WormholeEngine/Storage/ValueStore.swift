@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 
 /// The versions of one group value: the folder `values/<name>/`, holding files `v-<version>` (16 hex digits),
 /// each a spool segment of one frame whose userInfo is the value.

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The inbox of the datagram transport: one socket that every poster sends to. A poster's datagrams queue in
 /// the order sent; a full queue fails its send at once (EAGAIN on Linux, ENOBUFS on Darwin) and it spools.
 

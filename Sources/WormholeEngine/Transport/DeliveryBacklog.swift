@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// What a listener has read and not yet delivered: notifications waiting for observers' queues, actors or async
 /// sequences (or in a block running there), counted in notifications and their frames' bytes.

@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// A memory file a poster keeps for one connection and writes its large frames into again and again, so that a
 /// frame too large for the socket costs a copy into pages already there rather than a new sealed file

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The receiving end of a listener's transport: the sockets its receive thread polls and reads. Owned by the
 /// receive thread once it runs; its sockets close when it is released.
 

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// What the receive thread does to keep its listener reachable: once a second it puts the socket file back if it
 /// was removed or replaced, binds a failed socket anew, keeps a wake socket for a wait in a read, and has the sink

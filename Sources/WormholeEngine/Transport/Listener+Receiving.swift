@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// The receive thread's loop: waits on the inbox and the wake pipe, reads what posters sent through the socket,
 /// takes what they spooled, and hands both over in the order posted.

@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// What receives a process's notifications in one container: a socket of its transport in `listeners/`, its spool
 /// folder in `spool/`, and a thread of its own (``ReceiveThread``, running ``run()`` in Listener+Receiving.swift)

@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// What makes a connection a listener's: checked before it counts as that listener's and before anything is sent
 /// on it.

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The one answer to "does a process listen on this socket?", asked by connecting to it.
 
 enum ListenerProbe {

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// Where a listener's receive thread hands what it reads and says what happened: the one way up from the
 /// transport to the center (``Reception``). Every call comes on the listener's receive thread.
 

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 
 /// Reads messages from a socket into frames, a batch per system call where the platform can
 /// (``MessageBatch``), counting what it must drop. Shared frames (``SharedFrame``) are read from the

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// A frame on its way to the listeners of one post: encoded whole once, for those that take it through their
 /// socket or spool, and, when it is too large for a socket, written into the frame file of each running listener
 /// of a post to one or two (``FrameFile``), or else once into a sealed memory file that they all share

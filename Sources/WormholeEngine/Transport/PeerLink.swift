@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// A poster's way to one listener: a connected socket kept across posts, and segments of its own in that
 /// listener's spool folder. Never waits for the listener, and takes no lock another process could hold.

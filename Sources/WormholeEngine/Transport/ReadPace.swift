@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// How many messages the next read of a ready socket asks for. A read that asks for a batch makes the kernel try
 /// for a second message, and on Linux that failed try costs about half a microsecond, a tenth of a message's
 /// whole way between two processes; a `recv(2)` loop elsewhere pays a whole system call for it. So while the

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// What the receive loop is doing, and what is due when: the decisions of ``Listener/run()`` as a value, apart
 /// from its sockets and files, so that each can be read and tested on its own.
 ///

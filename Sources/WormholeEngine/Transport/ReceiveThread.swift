@@ -1,7 +1,5 @@
 import Foundation
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// A listener's receive thread: the thread, the work other threads hand it, and a durable listener's wait for its
 /// observers, in one state under one lock; how others end its wait, in ``ReceiveWake``; and three flags, atomics

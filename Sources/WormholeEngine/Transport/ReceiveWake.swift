@@ -1,6 +1,4 @@
 import Synchronization
-import WormholeFormats
-import WormholeSystem
 
 /// How other threads end the receive thread's wait: the wake pipe, the wake socket, and the five flags that let
 /// a wake and the thread's wait meet without a lock in the thread's rounds.

@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The inbox of the sequenced-packet transport: a listening socket, and a connection per poster.
 ///
 /// Used by its listener's receive thread alone; what each read touches goes without run-time exclusivity checks.

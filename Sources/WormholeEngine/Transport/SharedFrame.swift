@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// A frame too large for the socket, passed to a running listener as a sealed memory file instead of written
 /// to its spool: the poster writes the frame into a `memfd`, seals it against shrinking, growing and writing,
 /// and sends the descriptor (`SCM_RIGHTS`) with a small message in the frame's place in the connection:

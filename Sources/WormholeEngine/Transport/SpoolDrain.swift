@@ -1,6 +1,3 @@
-import WormholeFormats
-import WormholeSystem
-
 /// The receive thread's drain of its spool: takes what posters spooled, reads everything the inbox holds, and
 /// hands both over in the order posted (``SpoolReader/handOver(_:direct:holdingDirect:_:)``), in chunks: a
 /// hand-over stops while the observers hold too much, and the receive loop resumes it (``resume()``) when they

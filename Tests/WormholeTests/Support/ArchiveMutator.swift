@@ -1,7 +1,6 @@
-// Also compiled into the fuzz target (Benchmarks/Fuzz/run-fuzzer.sh), which links the formats alone.
+// Also compiled into the fuzz target (Benchmarks/Fuzz/run-fuzzer.sh), which links the engine alone.
 import Foundation
-@testable import WormholeFormats
-@testable import WormholeSystem
+@testable import WormholeEngine
 
 /// Mutates a keyed archive as structure, not bytes: its binary property list's objects (`$objects` entries,
 /// `$class` entries, UIDs, keys, counts) are read into a list, changed the way a hostile sender would change
