@@ -6,6 +6,9 @@ package struct OwnedDescriptor: ~Copyable {
         self.rawValue = rawValue
     }
 
+    /// The descriptor, lent for calls that must not outlive this owner.
+    package var descriptor: Descriptor { Descriptor(rawValue: rawValue) }
+
     package consuming func close() {
         let fd = rawValue
         discard self
