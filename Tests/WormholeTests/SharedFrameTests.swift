@@ -165,7 +165,7 @@ struct SharedFrameTests {
         let folder = (status.socketPath as NSString).deletingLastPathComponent
         let directory = try Sys.open(folder, .directory)
         let connected = try UnixSocket.connect(
-            transport.socketKind, directory: directory.rawValue, directoryPath: folder,
+            transport.socketKind, directory: directory.descriptor, directoryPath: folder,
             name: (status.socketPath as NSString).lastPathComponent)
         for (message, descriptor) in messages {
             // A datagram listener queues ten messages: a full queue is waited out, a minute at most.

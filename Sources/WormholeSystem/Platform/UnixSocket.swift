@@ -22,12 +22,12 @@ package enum UnixSocket {
     /// A receiving socket of `transport` bound to `name` in the directory open as `directory`, whose path is
     /// `directoryPath`; the socket file is made 0600. A sequenced-packet socket also listens for connections.
     package static func bind(
-        _ transport: SocketKind, directory: CInt, directoryPath: String, name: String,
+        _ transport: SocketKind, directory: Descriptor, directoryPath: String, name: String,
         backlog: CInt = Limits.listenBacklog
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        _ = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+        _ = try SocketAddress.with(directory: directory.rawValue, directoryPath: directoryPath, name: name) {
             (address, length) throws(WormholeError) in
             try valueOrErrno("bind \(directoryPath)/\(name)") { systemBind(fd, address, length) }
         }
@@ -40,11 +40,11 @@ package enum UnixSocket {
     /// Connects without blocking to the socket `name`. A sequenced-packet connect throws `EAGAIN` when the
     /// listener's backlog is full; connecting to a socket of the other transport throws `EPROTOTYPE`.
     package static func connect(
-        _ transport: SocketKind, directory: CInt, directoryPath: String, name: String
+        _ transport: SocketKind, directory: Descriptor, directoryPath: String, name: String
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        _ = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+        _ = try SocketAddress.with(directory: directory.rawValue, directoryPath: directoryPath, name: name) {
             (address, length) throws(WormholeError) in
             try valueOrErrno("connect \(name)") { systemConnect(fd, address, length) }
         }

@@ -110,7 +110,7 @@ private enum ProcessDescriptors {
     static func holdsSocket(_ pid: Int32, inode: UInt32) -> Bool? {
         do throws(WormholeError) {
             let folder = try Sys.open("/proc/\(pid)/fd", [.directory])
-            let names = try Sys.listDirectory(folder.rawValue)
+            let names = try Sys.listDirectory(folder.descriptor)
             let wanted = Array("socket:[\(inode)]".utf8)
             var target = [UInt8](repeating: 0, count: 64)
             for name in names {
