@@ -117,7 +117,7 @@ struct SharedFrameTests {
         let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo)
         var recent = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
         let read = try message(for: frame.encoded()).withRawBytes { (bytes) throws(WormholeError) in
-            try SharedFrame.read(bytes, file: file.rawValue, recent: &recent)
+            try SharedFrame.read(bytes, file: file.descriptor, recent: &recent)
         }
         let received = try #require(read.userInfo)
         #expect(received.mapping != nil)
@@ -173,9 +173,9 @@ struct SharedFrameTests {
                 let failure = message.withUnsafeBytes { bytes -> WormholeError? in
                     do throws(WormholeError) {
                         if let descriptor {
-                            try DescriptorPassing.send(connected.rawValue, bytes, passing: descriptor)
+                            try DescriptorPassing.send(connected.descriptor, bytes, passing: Descriptor(rawValue: descriptor))
                         } else {
-                            try UnixSocket.send(connected.rawValue, bytes)
+                            try UnixSocket.send(connected.descriptor, bytes)
                         }
                         return nil
                     } catch {
@@ -193,7 +193,7 @@ struct SharedFrameTests {
     /// A sealed (or not) memory file holding `bytes`.
     private func memoryFile(_ bytes: [UInt8], seals: CInt = LinuxCalls.payloadSeals) throws -> OwnedDescriptorBox {
         let file = try LinuxCalls.makeMemoryFile("hostile")
-        let fd = file.release()
+        let fd = file.release().rawValue
         let box = OwnedDescriptorBox(fd: fd)
         try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
         if seals != 0 { try LinuxCalls.addSeals(fd, seals) }

@@ -414,8 +414,8 @@ struct TransportTests {
         func read(paced: Bool = true) -> Int {
             var frames: [Frame] = []
             let open = paced
-                ? reader.read(pair[1], into: &frames, limit: 512, pace: &pace)
-                : reader.read(pair[1], into: &frames, limit: 512)
+                ? reader.read(Descriptor(rawValue: pair[1]), into: &frames, limit: 512, pace: &pace)
+                : reader.read(Descriptor(rawValue: pair[1]), into: &frames, limit: 512)
             #expect(open)
             received += frames.map(\.sequence)
             return frames.count
@@ -456,7 +456,7 @@ struct TransportTests {
         // A frame posted is read in the wait.
         let poster = try UnixSocket.connect(.datagram, directory: directory.descriptor, directoryPath: folder.path, name: WaitingReads.name)
         try Frame(poster: 1, sequence: 1, name: "n", object: nil, userInfo: nil).encoded().withRawBytes { (bytes) throws(WormholeError) in
-            try UnixSocket.send(poster.rawValue, bytes)
+            try UnixSocket.send(poster.descriptor, bytes)
         }
         var frames: [Frame] = []
         #expect(thread.waitInRead { receiving.inbox.receiveWaiting(timeoutMilliseconds: 20_000, into: &frames) } == true)

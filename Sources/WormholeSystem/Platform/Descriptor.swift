@@ -68,22 +68,22 @@ package struct Descriptor: Hashable, Sendable {
 
     /// Sends one whole message without blocking (``UnixSocket/send(_:_:)``).
     package func send(_ bytes: UnsafeRawBufferPointer) throws(WormholeError) {
-        try UnixSocket.send(rawValue, bytes)
+        try UnixSocket.send(self, bytes)
     }
 
     /// Sends one whole message carrying `file`, without blocking (``DescriptorPassing/send(_:_:passing:)``).
     package func send(_ bytes: UnsafeRawBufferPointer, passing file: Descriptor) throws(WormholeError) {
-        try DescriptorPassing.send(rawValue, bytes, passing: file.rawValue)
+        try DescriptorPassing.send(self, bytes, passing: file)
     }
 
     /// Sends an empty datagram that ends a wait in a read (``UnixSocket/sendWake(_:)``); false when it cannot
     /// reach its socket.
     package func sendWake() -> Bool {
-        UnixSocket.sendWake(rawValue)
+        UnixSocket.sendWake(self)
     }
 
     /// Accepts one pending connection, or nil when none is pending (``UnixSocket/accept(_:)``).
     package func accept() throws(WormholeError) -> OwnedDescriptor? {
-        try UnixSocket.accept(rawValue)
+        try UnixSocket.accept(self)
     }
 }

@@ -13,7 +13,7 @@ func readSmallFile(_ path: String, relativeTo directory: Descriptor = .currentDi
 }
 
 /// Reads from `fd` until end of file; more than `limit` bytes is reported as corrupt data.
-package func readWhole(_ fd: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
+func readWhole(_ fd: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
     var bytes: [UInt8] = []
     let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
     defer { chunk.deallocate() }

@@ -97,7 +97,7 @@ package enum Sys {
         return OwnedDescriptor(rawValue: fd)
     }
 
-    package static func close(_ fd: CInt) {
+    static func close(_ fd: CInt) {
         // EINTR on close must not be retried on Linux: the descriptor is already released.
         _ = libcClose(fd)
     }
@@ -115,12 +115,12 @@ package enum Sys {
         libcFree(memory.baseAddress)
     }
 
-    package static func readSome(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int {
+    static func readSome(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int {
         try valueOrErrno("read") { libcRead(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// Writes all of `bytes` at `offset`, looping on short writes.
-    package static func pwriteAll(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WormholeError) {
+    static func pwriteAll(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WormholeError) {
         guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
@@ -129,7 +129,7 @@ package enum Sys {
     }
 
     /// Reads exactly `count` bytes at `offset`, or fewer when the file ends first.
-    package static func preadAll(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer, at offset: Int)
+    static func preadAll(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer, at offset: Int)
         throws(WormholeError) -> Int
     {
         guard let base = buffer.baseAddress else { return 0 }
@@ -142,7 +142,7 @@ package enum Sys {
         return done
     }
 
-    package static func status(of fd: CInt) throws(WormholeError) -> FileStatus {
+    static func status(of fd: CInt) throws(WormholeError) -> FileStatus {
         var info = SystemStatus()
         _ = try valueOrErrno("fstat") { fstat(fd, &info) }
         return FileStatus(info)
@@ -157,7 +157,7 @@ package enum Sys {
         return FileStatus(info)
     }
 
-    package static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
+    static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
         _ = try valueOrErrno("ftruncate") { ftruncate(fd, off_t(size)) }
     }
 
@@ -224,11 +224,11 @@ package enum Sys {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         }
-        keepFromSignalling(pipe: made.write)
+        keepFromSignalling(pipe: made.write.rawValue)
         return made
     }
 
-    package static func writeSome(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
+    static func writeSome(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
         try valueOrErrno("write") { libcWrite(fd, bytes.baseAddress, bytes.count) }
     }
 
