@@ -94,7 +94,7 @@ extension Sys {
 
 extension SocketKind {
     /// Datagrams: Darwin's AF_UNIX has no sequenced packets.
-    static let platformDefault = SocketKind.datagram
+    package static let platformDefault = SocketKind.datagram
 }
 
 extension UnixSocket {
