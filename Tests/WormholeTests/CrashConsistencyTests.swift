@@ -109,7 +109,7 @@ struct CrashConsistencyTests {
             let id = 0xF000_0000_0000_0000 | index
             sockets.append(try UnixSocket.bind(
                 .sequencedPacket, directory: endpoint.container.listenersDescriptor,
-                directoryPath: endpoint.container.listenersPath, name: RegistryEntry.socketName(id)).release())
+                directoryPath: endpoint.container.listenersPath, name: RegistryEntry.socketName(id)).release().rawValue)
             try endpoint.registry.write(RegistryEntry(listener: id, pid: 1, subscriptions: []))
         }
         let before = center.listenerStatus().count

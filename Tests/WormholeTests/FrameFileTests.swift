@@ -10,7 +10,7 @@ import WormholeTestSupport
 struct FrameFileTests {
     /// A frame file as a poster makes it, of `size` bytes, holding `frame` after a mark of `mark`.
     private func frameFile(_ frame: [UInt8], mark: UInt64 = 0, size: Int = 1 << 16) throws -> OwnedDescriptorBox {
-        let box = OwnedDescriptorBox(fd: try MemoryFile.fixedSize(size).release())
+        let box = OwnedDescriptorBox(fd: try MemoryFile.fixedSize(size).release().rawValue)
         try write(frame, mark: mark, to: box.fd)
         return box
     }
@@ -35,7 +35,7 @@ struct FrameFileTests {
     }
 
     private func read(_ message: [UInt8], _ fd: CInt) throws -> Frame {
-        try message.withRawBytes { (bytes) throws(WormholeError) in try FrameFile.read(bytes, file: fd) }
+        try message.withRawBytes { (bytes) throws(WormholeError) in try FrameFile.read(bytes, file: Descriptor(rawValue: fd)) }
     }
 
     @Test("a frame file is read, marked read, and refused until written again")
@@ -83,7 +83,7 @@ struct FrameFileTests {
             (try? read(message, fd)) == nil
         }
         // Not sealed against resizing: a mapping of it could fault.
-        let resizable = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
+        let resizable = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release().rawValue)
         try write(frame, to: resizable.fd)
         #expect(refused(message(for: frame), resizable.fd))
         #expect(try mark(of: resizable.fd) == 0, "not marked: the file was not looked at")
@@ -99,7 +99,7 @@ struct FrameFileTests {
         defer { pipeEnds.forEach { close($0) } }
         #expect(refused(message(for: frame), pipeEnds[0]))
         // Sealed at its size but sparse: its pages would be this process's to allocate.
-        let sparse = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
+        let sparse = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release().rawValue)
         try #require(ftruncate(sparse.fd, 1 << 16) == 0)
         try write(frame, to: sparse.fd)
         try LinuxCalls.addSeals(sparse.fd, LinuxCalls.sizeSeals)
@@ -128,7 +128,7 @@ struct FrameFileTests {
         defer { close(readOnly) }
         #expect(refused(message(for: frame), readOnly))
         for seal in [LinuxCalls.sealWrite, LinuxCalls.sealFutureWrite] {
-            let sealed = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release())
+            let sealed = OwnedDescriptorBox(fd: try LinuxCalls.makeMemoryFile("hostile").release().rawValue)
             try #require(posix_fallocate(sealed.fd, 0, 1 << 16) == 0)
             try write(frame, to: sealed.fd)
             try LinuxCalls.addSeals(sealed.fd, LinuxCalls.sizeSeals | seal)

@@ -28,8 +28,8 @@ struct FuzzReplayTests {
             #if canImport(Glibc)
             // As the receiver of a shared frame reads it, mapped from a memory file: refused exactly as the array.
             if CompactArchive.isCompact(body), !body.isEmpty, let file = try? LinuxCalls.makeMemoryFile("replay"),
-                (try? body.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, raw, at: 0) }) != nil,
-                let mapping = try? FileMapping(file.rawValue, count: body.count)
+                (try? body.withRawBytes { (raw) throws(WormholeError) in try file.descriptor.writeAll(raw, at: 0) }) != nil,
+                let mapping = try? FileMapping(file.descriptor, count: body.count)
             {
                 let mapped = ArchiveBytes(mapping, offset: 0, count: body.count)
                 #expect(((try? UserInfoCodec.decode(mapped, allowed: .propertyList)) == nil) == refused)

@@ -115,7 +115,7 @@ struct SharedFrameTests {
         let file = try SharedFrame.makeFile(head: frame.encodedHead(), userInfo: frame.userInfo)
         var recent = SharedFrame.RecentFiles(capacity: Limits.recentSharedFiles)
         let read = try message(for: frame.encoded()).withRawBytes { (bytes) throws(WormholeError) in
-            try SharedFrame.read(bytes, file: file.rawValue, recent: &recent)
+            try SharedFrame.read(bytes, file: file.descriptor, recent: &recent)
         }
         let received = try #require(read.userInfo)
         #expect(received.mapping != nil)
@@ -163,7 +163,7 @@ struct SharedFrameTests {
         let folder = (status.socketPath as NSString).deletingLastPathComponent
         let directory = try Sys.open(folder, .directory)
         let connected = try UnixSocket.connect(
-            transport.socketKind, directory: directory.rawValue, directoryPath: folder,
+            transport.socketKind, directory: directory.descriptor, directoryPath: folder,
             name: (status.socketPath as NSString).lastPathComponent)
         for (message, descriptor) in messages {
             // A datagram listener queues ten messages: a full queue is waited out, a minute at most.
@@ -171,9 +171,9 @@ struct SharedFrameTests {
                 let failure = message.withUnsafeBytes { bytes -> WormholeError? in
                     do throws(WormholeError) {
                         if let descriptor {
-                            try DescriptorPassing.send(connected.rawValue, bytes, passing: descriptor)
+                            try DescriptorPassing.send(connected.descriptor, bytes, passing: Descriptor(rawValue: descriptor))
                         } else {
-                            try UnixSocket.send(connected.rawValue, bytes)
+                            try UnixSocket.send(connected.descriptor, bytes)
                         }
                         return nil
                     } catch {
@@ -191,7 +191,7 @@ struct SharedFrameTests {
     /// A sealed (or not) memory file holding `bytes`.
     private func memoryFile(_ bytes: [UInt8], seals: CInt = LinuxCalls.payloadSeals) throws -> OwnedDescriptorBox {
         let file = try LinuxCalls.makeMemoryFile("hostile")
-        let fd = file.release()
+        let fd = file.release().rawValue
         let box = OwnedDescriptorBox(fd: fd)
         try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
         if seals != 0 { try LinuxCalls.addSeals(fd, seals) }

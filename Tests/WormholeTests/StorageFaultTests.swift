@@ -520,7 +520,7 @@ struct StorageFaultTests {
             let id = 0xF100_0000_0000_0000 | index
             sockets.append(try UnixSocket.bind(
                 .sequencedPacket, directory: endpoint.container.listenersDescriptor,
-                directoryPath: endpoint.container.listenersPath, name: RegistryEntry.socketName(id)).release())
+                directoryPath: endpoint.container.listenersPath, name: RegistryEntry.socketName(id)).release().rawValue)
             try #require(mkdir(container.path + "/spool/" + RegistryEntry.spoolName(id), 0o700) == 0)
             try endpoint.registry.write(RegistryEntry(listener: id, pid: getpid(), subscriptions: [Subscription(name: "all", object: nil)]))
         }

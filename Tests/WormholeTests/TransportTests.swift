@@ -15,7 +15,7 @@ private struct WaitingReads: @unchecked Sendable {
     let inbox: DatagramInbox
     let reader: MessageReader
 
-    init(_ path: String, _ directory: CInt) throws {
+    init(_ path: String, _ directory: Descriptor) throws {
         let bound = try UnixSocket.bind(.datagram, directory: directory, directoryPath: path, name: Self.name)
         reader = MessageReader(transport: .datagram, dropped: { _, _ in }, warning: { _ in })
         inbox = DatagramInbox(bound, reader: reader)
@@ -412,8 +412,8 @@ struct TransportTests {
         func read(paced: Bool = true) -> Int {
             var frames: [Frame] = []
             let open = paced
-                ? reader.read(pair[1], into: &frames, limit: 512, pace: &pace)
-                : reader.read(pair[1], into: &frames, limit: 512)
+                ? reader.read(Descriptor(rawValue: pair[1]), into: &frames, limit: 512, pace: &pace)
+                : reader.read(Descriptor(rawValue: pair[1]), into: &frames, limit: 512)
             #expect(open)
             received += frames.map(\.sequence)
             return frames.count
@@ -440,11 +440,11 @@ struct TransportTests {
     func wakeEndsAWaitInRead() async throws {
         let folder = TemporaryContainer()
         let directory = try Sys.open(folder.path, .directory)
-        let receiving = try WaitingReads(folder.path, directory.rawValue)
+        let receiving = try WaitingReads(folder.path, directory.descriptor)
         let thread = try ReceiveThread()
         #expect(!thread.hasWakeSocket)
         thread.useWakeSocket(try UnixSocket.connect(
-            .datagram, directory: directory.rawValue, directoryPath: folder.path, name: WaitingReads.name))
+            .datagram, directory: directory.descriptor, directoryPath: folder.path, name: WaitingReads.name))
         #expect(thread.hasWakeSocket)
         // A wake that comes before the read ends the wait at once, unread.
         thread.wake()
@@ -452,9 +452,9 @@ struct TransportTests {
         #expect(thread.waitInRead { called = true; return false } == true)
         #expect(!called)
         // A frame posted is read in the wait.
-        let poster = try UnixSocket.connect(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: WaitingReads.name)
+        let poster = try UnixSocket.connect(.datagram, directory: directory.descriptor, directoryPath: folder.path, name: WaitingReads.name)
         try Frame(poster: 1, sequence: 1, name: "n", object: nil, userInfo: nil).encoded().withRawBytes { (bytes) throws(WormholeError) in
-            try UnixSocket.send(poster.rawValue, bytes)
+            try UnixSocket.send(poster.descriptor, bytes)
         }
         var frames: [Frame] = []
         #expect(thread.waitInRead { receiving.inbox.receiveWaiting(timeoutMilliseconds: 20_000, into: &frames) } == true)
@@ -470,14 +470,14 @@ struct TransportTests {
     func wakeSocketToAnotherSocketIsDropped() async throws {
         let folder = TemporaryContainer()
         let directory = try Sys.open(folder.path, .directory)
-        let receiving = try WaitingReads(folder.path, directory.rawValue)
-        let elsewhere = try UnixSocket.bind(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "other.socket")
+        let receiving = try WaitingReads(folder.path, directory.descriptor)
+        let elsewhere = try UnixSocket.bind(.datagram, directory: directory.descriptor, directoryPath: folder.path, name: "other.socket")
         // The read runs out of time, although a wake sent its datagram: the wake socket goes, and the thread polls.
         // A wake that comes only after the read ran out (a loaded machine) proves nothing: again, with a longer read.
         var dropped = false
         for timeout: Int32 in [300, 1_000, 3_000, 10_000] where !dropped {
             let thread = try ReceiveThread()
-            thread.useWakeSocket(try UnixSocket.connect(.datagram, directory: directory.rawValue, directoryPath: folder.path, name: "other.socket"))
+            thread.useWakeSocket(try UnixSocket.connect(.datagram, directory: directory.descriptor, directoryPath: folder.path, name: "other.socket"))
             #expect(thread.hasWakeSocket)
             let outcome = try await receiving.waitWokenOnce(thread, timeoutMilliseconds: timeout)
             #expect(outcome.came == false, "the wake reached another socket than the one read")

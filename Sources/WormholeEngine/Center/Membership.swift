@@ -166,7 +166,7 @@ final class Membership: Sendable {
     /// minute (a listener killed between creating them and registering).
     private func removeOrphanedSpools() {
         let registered = Set(registry.snapshot().entries.map(\.listener))
-        func isOld(_ name: String, in directory: CInt) -> Bool {
+        func isOld(_ name: String, in directory: Descriptor) -> Bool {
             guard let status = try? Sys.status(name, relativeTo: directory, followLinks: false) else { return false }
             let limit = Limits.orphanAge.signedNanoseconds
             return status.ageNanoseconds > limit || status.ageNanoseconds < -limit

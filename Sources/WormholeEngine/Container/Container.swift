@@ -23,12 +23,12 @@ package final class Container: Sendable {
     private let retained: OwnedDescriptor
     private let values: OwnedDescriptor
 
-    package var descriptor: CInt { root.rawValue }
-    package var listenersDescriptor: CInt { listeners.rawValue }
-    package var spoolDescriptor: CInt { spool.rawValue }
-    package var registryDescriptor: CInt { registry.rawValue }
-    package var retainedDescriptor: CInt { retained.rawValue }
-    package var valuesDescriptor: CInt { values.rawValue }
+    package var descriptor: Descriptor { root.descriptor }
+    package var listenersDescriptor: Descriptor { listeners.descriptor }
+    package var spoolDescriptor: Descriptor { spool.descriptor }
+    package var registryDescriptor: Descriptor { registry.descriptor }
+    package var retainedDescriptor: Descriptor { retained.descriptor }
+    package var valuesDescriptor: Descriptor { values.descriptor }
 
     /// Opens (creating it 0700 if it is missing) and checks the container at `path`.
     /// - Throws: ``WormholeError/Code/invalidContainer`` when it is not a usable directory, and
@@ -40,15 +40,15 @@ package final class Container: Sendable {
         listenersPath = path + "/listeners"
         retainedPath = path + "/retained"
         // What is open when a later step throws closes as the half-made container goes.
-        root = try Self.openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container")
+        root = try Self.openDirectory(path, relativeTo: Descriptor.currentDirectory, create: true, what: "container")
         Sys.keepReadableWhileLocked(path)
-        try Self.checkLayout(root.rawValue, path)
-        identity = try Sys.status(of: root.rawValue).identity
-        registry = try Self.openDirectory("registry", relativeTo: root.rawValue, create: true, what: "container")
-        listeners = try Self.openDirectory("listeners", relativeTo: root.rawValue, create: true, what: "container")
-        spool = try Self.openDirectory("spool", relativeTo: root.rawValue, create: true, what: "container")
-        retained = try Self.openDirectory("retained", relativeTo: root.rawValue, create: true, what: "container")
-        values = try Self.openDirectory("values", relativeTo: root.rawValue, create: true, what: "container")
+        try Self.checkLayout(root.descriptor, path)
+        identity = try root.descriptor.status().identity
+        registry = try Self.openDirectory("registry", relativeTo: root.descriptor, create: true, what: "container")
+        listeners = try Self.openDirectory("listeners", relativeTo: root.descriptor, create: true, what: "container")
+        spool = try Self.openDirectory("spool", relativeTo: root.descriptor, create: true, what: "container")
+        retained = try Self.openDirectory("retained", relativeTo: root.descriptor, create: true, what: "container")
+        values = try Self.openDirectory("values", relativeTo: root.descriptor, create: true, what: "container")
     }
 
     /// Whether the container's path still names the directory this process opened (not moved, removed or
@@ -62,11 +62,11 @@ package final class Container: Sendable {
     /// create nothing.
     package static func exists(at path: String) -> Bool {
         guard !path.isEmpty, let root = try? Sys.open(path, .directory) else { return false }
-        return (try? Sys.status(layoutName, relativeTo: root.rawValue, followLinks: false)) != nil
+        return (try? Sys.status(layoutName, relativeTo: root.descriptor, followLinks: false)) != nil
     }
 
     /// Reads the layout version, writing it into a new container; refuses a container of another layout.
-    private static func checkLayout(_ root: CInt, _ path: String) throws(WormholeError) {
+    private static func checkLayout(_ root: Descriptor, _ path: String) throws(WormholeError) {
         let expected = Array("wormhole layout \(layoutVersion)\n".utf8)
         for _ in 0..<3 {
             do throws(WormholeError) {
@@ -92,10 +92,10 @@ package final class Container: Sendable {
     }
 
     /// Opens a directory, creating it 0700 when asked, and refuses one that is not this user's alone.
-    package static func openDirectory(_ path: String, relativeTo directory: CInt, create: Bool, what: String)
+    package static func openDirectory(_ path: String, relativeTo directory: Descriptor, create: Bool, what: String)
         throws(WormholeError) -> OwnedDescriptor
     {
-        let shown = directory == Sys.currentDirectory ? path : "\(what) folder \(path)"
+        let shown = directory == Descriptor.currentDirectory ? path : "\(what) folder \(path)"
         if create {
             do throws(WormholeError) {
                 try Sys.makeDirectory(path, 0o700, relativeTo: directory)
@@ -107,16 +107,16 @@ package final class Container: Sendable {
             }
         }
         // The container itself may be reached through a symbolic link; the folders inside it may not.
-        let options: OpenOptions = directory == Sys.currentDirectory ? .directory : [.directory, .noFollow]
-        let descriptor: OwnedDescriptor
+        let options: OpenOptions = directory == Descriptor.currentDirectory ? .directory : [.directory, .noFollow]
+        let opened: OwnedDescriptor
         do throws(WormholeError) {
-            descriptor = try Sys.open(path, options, relativeTo: directory)
+            opened = try Sys.open(path, options, relativeTo: directory)
         } catch where error.systemErrno == Errno.notDirectory || error.systemErrno == Errno.symbolicLink {
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
         } catch {
             throw WormholeError(.invalidContainer, "cannot open \(shown)", errno: error.errno)
         }
-        let status = try Sys.status(of: descriptor.rawValue)
+        let status = try opened.descriptor.status()
         guard status.isDirectory else {
             throw WormholeError(.invalidContainer, "\(shown) is not a directory")
         }
@@ -130,11 +130,11 @@ package final class Container: Sendable {
             throw WormholeError(.insecureContainer, "\(shown) is writable by others; run chmod go-w on it")
         }
         do throws(WormholeError) {
-            try Sys.checkWriteAndSearch(descriptor.rawValue)
+            try Sys.checkWriteAndSearch(opened.descriptor)
         } catch {
             throw WormholeError(.invalidContainer, "\(shown) is not writable", errno: error.errno)
         }
-        return descriptor
+        return opened
     }
 
     /// The default container of a group: `$WORMHOLE_CONTAINER_ROOT/<group>`, else
@@ -166,6 +166,6 @@ package final class Container: Sendable {
 
     /// Creates `path` 0700 if missing and checks that it is this user's alone, so nobody can plant a container.
     private static func ensurePrivateDirectory(_ path: String) throws(WormholeError) {
-        _ = try openDirectory(path, relativeTo: Sys.currentDirectory, create: true, what: "container root")
+        _ = try openDirectory(path, relativeTo: Descriptor.currentDirectory, create: true, what: "container root")
     }
 }

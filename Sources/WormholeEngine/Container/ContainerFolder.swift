@@ -19,13 +19,13 @@ package final class ContainerFolder: Sendable {
     /// Where the folder was when it was opened, for messages.
     package let path: String
     package let identity: FolderIdentity
-    private let descriptor: OwnedDescriptor
+    private let folder: OwnedDescriptor
 
     private init(_ descriptor: consuming OwnedDescriptor, path: String) throws(WormholeError) {
-        let status = try Sys.status(of: descriptor.rawValue)
+        let status = try descriptor.descriptor.status()
         identity = FolderIdentity(device: status.identity.device, inode: status.identity.inode)
         self.path = path
-        self.descriptor = descriptor
+        self.folder = descriptor
     }
 
     /// The folder of `container` itself, open anew.
@@ -39,7 +39,7 @@ package final class ContainerFolder: Sendable {
     ///   user owns it or group or others may write it.
     package func folder(_ name: String, create: Bool) throws(WormholeError) -> ContainerFolder {
         try check(name)
-        let opened = try Container.openDirectory(name, relativeTo: descriptor.rawValue, create: create, what: path)
+        let opened = try Container.openDirectory(name, relativeTo: folder.descriptor, create: create, what: path)
         return try ContainerFolder(opened, path: path + "/" + name)
     }
 
@@ -49,7 +49,7 @@ package final class ContainerFolder: Sendable {
     package func read(_ name: String, limit: Int) throws(WormholeError) -> [UInt8]? {
         try check(name)
         do throws(WormholeError) {
-            return try StoredFile.read(name, in: descriptor.rawValue, limit: limit)
+            return try StoredFile.read(name, in: folder.descriptor, limit: limit)
         } catch where error.systemErrno == .noSuchFile {
             return nil
         } catch where error.systemErrno == .symbolicLink {
@@ -63,19 +63,19 @@ package final class ContainerFolder: Sendable {
     package func replace(_ name: String, with bytes: [UInt8]) throws(WormholeError) -> String? {
         try check(name)
         let moved = try moveAsideUnlessRegularFile(name)
-        try StoredFile.replace(name, in: descriptor.rawValue, with: bytes)
+        try StoredFile.replace(name, in: folder.descriptor, with: bytes)
         return moved
     }
 
     /// The names in the folder, less `.` and `..`.
     package func names() throws(WormholeError) -> [String] {
-        try Sys.listDirectory(descriptor.rawValue)
+        try Sys.listDirectory(folder.descriptor)
     }
 
     /// Whether `name` is a regular file (a link is not followed); nil when nothing has that name.
     package func isRegularFile(_ name: String) -> Bool? {
         guard (try? check(name)) != nil,
-            let status = try? Sys.status(name, relativeTo: descriptor.rawValue, followLinks: false)
+            let status = try? Sys.status(name, relativeTo: folder.descriptor, followLinks: false)
         else { return nil }
         return status.isRegularFile
     }
@@ -85,9 +85,9 @@ package final class ContainerFolder: Sendable {
     ///   system error when nothing has that name.
     package func remove(_ name: String) throws(WormholeError) {
         try check(name)
-        let status = try Sys.status(name, relativeTo: descriptor.rawValue, followLinks: false)
+        let status = try Sys.status(name, relativeTo: folder.descriptor, followLinks: false)
         guard status.isRegularFile else { throw WormholeError(.corruptData, "\(path)/\(name) is not a regular file; left in place") }
-        try Sys.removeFile(name, relativeTo: descriptor.rawValue)
+        try Sys.removeFile(name, relativeTo: folder.descriptor)
     }
 
     /// Removes the temporary files of writes cut short (``StoredFile/temporaryPrefix``), whatever their age:
@@ -108,15 +108,15 @@ package final class ContainerFolder: Sendable {
         for _ in 0..<4 {
             do throws(WormholeError) {
                 // Non-blocking: a FIFO fails at once (no reader) or opens and is refused, never waited on.
-                let file = try Sys.open(name, [.writeOnly, .noFollow, .nonBlocking], relativeTo: descriptor.rawValue)
-                let status = try Sys.status(of: file.rawValue)
+                let file = try Sys.open(name, [.writeOnly, .noFollow, .nonBlocking], relativeTo: folder.descriptor)
+                let status = try file.descriptor.status()
                 if status.isRegularFile && status.linkCount == 1 {
                     return (AppendedFile(file, end: status.size), movedAside)
                 }
             } catch where error.systemErrno == .noSuchFile {
                 do throws(WormholeError) {
                     let file = try Sys.open(
-                        name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor.rawValue)
+                        name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: folder.descriptor)
                     return (AppendedFile(file, end: 0), movedAside)
                 } catch where error.systemErrno == .fileExists {
                     continue
@@ -124,11 +124,11 @@ package final class ContainerFolder: Sendable {
             } catch {
                 // A link (ELOOP), a FIFO nobody reads (ENXIO), a folder (EISDIR) are moved aside; a file of its own
                 // that cannot be opened is an error of its own.
-                let status = try? Sys.status(name, relativeTo: descriptor.rawValue, followLinks: false)
+                let status = try? Sys.status(name, relativeTo: folder.descriptor, followLinks: false)
                 if let status, status.isRegularFile, status.linkCount == 1 { throw error }
             }
             // Gone meanwhile, or replaced by a file of its own: opened again.
-            guard let status = try? Sys.status(name, relativeTo: descriptor.rawValue, followLinks: false) else { continue }
+            guard let status = try? Sys.status(name, relativeTo: folder.descriptor, followLinks: false) else { continue }
             if status.isRegularFile && status.linkCount == 1 { continue }
             movedAside = try moveAside(name)
         }
@@ -148,21 +148,21 @@ package final class ContainerFolder: Sendable {
         /// Writes `bytes` at the end of the file, in one write as far as the system allows.
         package func append(_ bytes: [UInt8]) throws(WormholeError) {
             let at = end
-            let fd = file.rawValue
-            try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: at) }
+            let fd = file.descriptor
+            try bytes.withRawBytes { (raw) throws(WormholeError) in try fd.writeAll(raw, at: at) }
             end += bytes.count
         }
 
         /// Empties the file; it stays open for the next append.
         package func empty() throws(WormholeError) {
-            try Sys.truncate(file.rawValue, 0)
+            try file.descriptor.truncate(to: 0)
             end = 0
         }
     }
 
     /// Moves what `name` holds aside when it is anything but a regular file; returns the name it moved to.
     private func moveAsideUnlessRegularFile(_ name: String) throws(WormholeError) -> String? {
-        guard let status = try? Sys.status(name, relativeTo: descriptor.rawValue, followLinks: false), !status.isRegularFile
+        guard let status = try? Sys.status(name, relativeTo: folder.descriptor, followLinks: false), !status.isRegularFile
         else { return nil }
         return try moveAside(name)
     }
@@ -170,7 +170,7 @@ package final class ContainerFolder: Sendable {
     /// Renames `name` (whatever it is; a link is renamed, not followed) to `<name>.moved-<16 hex>`.
     private func moveAside(_ name: String) throws(WormholeError) -> String {
         let aside = name + ".moved-" + FileName.hex(UInt64.random(in: 1...UInt64.max))
-        try Sys.renameFile(name, aside, in: descriptor.rawValue)
+        try Sys.renameFile(name, aside, in: folder.descriptor)
         return aside
     }
 

@@ -16,11 +16,11 @@ package enum StoredFile {
     /// Opens `name` for reading and checks that it is a regular file no larger than `limit`.
     /// - Throws: `ENOENT` as a ``WormholeError/Code/system`` error when it is missing, and
     ///   ``WormholeError/Code/corruptData`` when it is of another type or too large.
-    package static func openForReading(_ name: String, in directory: CInt, limit: Int) throws(WormholeError) -> OpenedFile {
+    package static func openForReading(_ name: String, in directory: Descriptor, limit: Int) throws(WormholeError) -> OpenedFile {
         var attempts = 0
         while true {
             let file = try Sys.open(name, [.noFollow, .nonBlocking], relativeTo: directory)
-            let status = try Sys.status(of: file.rawValue)
+            let status = try file.descriptor.status()
             // No link left: a writer renamed a new file over it between the open and the fstat. Open the new one.
             if status.linkCount == 0 && status.isRegularFile && attempts < 8 {
                 attempts += 1
@@ -46,17 +46,17 @@ package enum StoredFile {
     }
 
     /// Reads `name` whole, checked as ``openForReading(_:in:limit:)`` does.
-    package static func read(_ name: String, in directory: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
+    package static func read(_ name: String, in directory: Descriptor, limit: Int) throws(WormholeError) -> [UInt8] {
         let opened = try openForReading(name, in: directory, limit: limit)
-        return try readWhole(opened.file.rawValue, limit: limit)
+        return try opened.file.descriptor.readWhole(limit: limit)
     }
 
     /// A new file of `bytes` under a fresh temporary name; returns the name.
-    package static func writeTemporary(_ bytes: [UInt8], in directory: CInt) throws(WormholeError) -> String {
+    package static func writeTemporary(_ bytes: [UInt8], in directory: Descriptor) throws(WormholeError) -> String {
         let name = temporaryPrefix + FileName.hex(UInt64.random(in: 1...UInt64.max))
         let file = try Sys.open(name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: directory)
         do throws(WormholeError) {
-            try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(file.rawValue, raw, at: 0) }
+            try bytes.withRawBytes { (raw) throws(WormholeError) in try file.descriptor.writeAll(raw, at: 0) }
         } catch {
             file.close()
             try? Sys.removeFile(name, relativeTo: directory)
@@ -66,7 +66,7 @@ package enum StoredFile {
     }
 
     /// Replaces `name` with a file holding `bytes`: readers see the old file or the new one, never a torn one.
-    package static func replace(_ name: String, in directory: CInt, with bytes: [UInt8]) throws(WormholeError) {
+    package static func replace(_ name: String, in directory: Descriptor, with bytes: [UInt8]) throws(WormholeError) {
         let temporary = try writeTemporary(bytes, in: directory)
         StopPoint.reached("file.replace")
         do throws(WormholeError) {
@@ -78,7 +78,7 @@ package enum StoredFile {
     }
 
     /// Creates `name` holding `bytes` unless something is there already; returns whether it did.
-    package static func create(_ name: String, in directory: CInt, with bytes: [UInt8]) throws(WormholeError) -> Bool {
+    package static func create(_ name: String, in directory: Descriptor, with bytes: [UInt8]) throws(WormholeError) -> Bool {
         let temporary = try writeTemporary(bytes, in: directory)
         defer { try? Sys.removeFile(temporary, relativeTo: directory) }
         do throws(WormholeError) {
@@ -92,7 +92,7 @@ package enum StoredFile {
     /// Removes temporary files older than `age`: left by writers that died between create and rename (and, in
     /// `listeners/`, sockets of claims that died half-way, with `prefixes`).
     package static func removeStaleTemporaries(
-        in directory: CInt, olderThan age: Interval = Limits.staleTemporaryAge, prefixes: [String] = [temporaryPrefix]
+        in directory: Descriptor, olderThan age: Interval = Limits.staleTemporaryAge, prefixes: [String] = [temporaryPrefix]
     ) {
         guard let names = try? Sys.listDirectory(directory) else { return }
         let limit = age.signedNanoseconds

@@ -32,7 +32,7 @@ package struct ArchiveBytes: Sendable {
     /// `count` bytes of `file` from `offset`, read with `pread(2)` into an array of their own (a part of it aligned
     /// to ``readAlignment``): all of them, or an error.
     /// - Throws: ``WormholeError/Code/corruptData`` when the file ends first; the read's error.
-    package static func read(_ count: Int, from file: CInt, at offset: Int) throws(WormholeError) -> ArchiveBytes {
+    package static func read(_ count: Int, from file: Descriptor, at offset: Int) throws(WormholeError) -> ArchiveBytes {
         var start = 0, read = 0
         var failure: WormholeError?
         let bytes = [UInt8](unsafeUninitializedCapacity: count + readAlignment) { buffer, initialized in
@@ -40,7 +40,7 @@ package struct ArchiveBytes: Sendable {
             start = (readAlignment - Int(bitPattern: UInt(bitPattern: base) % UInt(readAlignment))) % readAlignment
             buffer[..<start].initialize(repeating: 0)
             do throws(WormholeError) {
-                read = try Sys.preadAll(file, into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[start..<(start + count)])), at: offset)
+                read = try file.readAll(into: UnsafeMutableRawBufferPointer(UnsafeMutableBufferPointer(rebasing: buffer[start..<(start + count)])), at: offset)
             } catch {
                 failure = error
             }

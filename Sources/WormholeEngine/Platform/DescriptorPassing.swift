@@ -28,7 +28,7 @@ package enum DescriptorPassing {
 
     /// Sends `bytes` as one message carrying `descriptor`, without blocking; a failure's
     /// ``WormholeError/peerState`` says why, as for ``UnixSocket/send(_:_:)``.
-    package static func send(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, passing descriptor: CInt) throws(WormholeError) {
+    package static func send(_ socket: Descriptor, _ bytes: UnsafeRawBufferPointer, passing file: Descriptor) throws(WormholeError) {
         try InjectedFault.failSend()
         let space = controlSpace(descriptors: 1)
         let control = UnsafeMutableRawBufferPointer.allocate(byteCount: space, alignment: alignment)
@@ -39,7 +39,7 @@ package enum DescriptorPassing {
         header.cmsg_level = SOL_SOCKET
         header.cmsg_type = rights
         control.storeBytes(of: header, as: cmsghdr.self)
-        control.storeBytes(of: descriptor, toByteOffset: headerSize, as: CInt.self)
+        control.storeBytes(of: file.rawValue, toByteOffset: headerSize, as: CInt.self)
         var vector = iovec(iov_base: UnsafeMutableRawPointer(mutating: bytes.baseAddress), iov_len: bytes.count)
         _ = try withUnsafeMutablePointer(to: &vector) { (vector) throws(WormholeError) -> Int in
             var message = msghdr()
@@ -47,14 +47,14 @@ package enum DescriptorPassing {
             message.msg_iovlen = 1
             message.msg_control = control.baseAddress
             message.msg_controllen = .init(space)
-            return try valueOrErrno("sendmsg") { sendmsg(fd, &message, UnixSocket.sendFlags) }
+            return try valueOrErrno("sendmsg") { sendmsg(socket.rawValue, &message, UnixSocket.sendFlags) }
         }
     }
 
     /// The descriptors of every `SCM_RIGHTS` control message in `control` (the first `length` bytes); the
     /// caller owns them and must close each. Reads only whole headers and whole descriptors within `length`.
-    static func descriptors(in control: UnsafeRawBufferPointer, length: Int) -> [CInt] {
-        var found: [CInt] = []
+    static func descriptors(in control: UnsafeRawBufferPointer, length: Int) -> [Descriptor] {
+        var found: [Descriptor] = []
         var offset = 0
         let end = min(length, control.count)
         while offset + MemoryLayout<cmsghdr>.size <= end {
@@ -64,8 +64,8 @@ package enum DescriptorPassing {
             if header.cmsg_level == SOL_SOCKET && header.cmsg_type == rights {
                 let count = (total - headerSize) / MemoryLayout<CInt>.size
                 for index in 0..<count {
-                    found.append(control.loadUnaligned(
-                        fromByteOffset: offset + headerSize + index * MemoryLayout<CInt>.size, as: CInt.self))
+                    found.append(Descriptor(rawValue: control.loadUnaligned(
+                        fromByteOffset: offset + headerSize + index * MemoryLayout<CInt>.size, as: CInt.self)))
                 }
             }
             offset += aligned(total)
@@ -85,18 +85,18 @@ extension DescriptorPassing {
     /// Closes a descriptor a message carried without waiting on the file where it can: a memory file (which
     /// `F_GET_SEALS` tells without calling on any file system) at once, anything else on ``closer``, unless
     /// ``Limits/maximumPendingCloses`` already wait there.
-    package static func closeReceived(_ fd: CInt) {
-        if isMemoryFile(fd) {
-            Sys.close(fd)
+    package static func closeReceived(_ fd: Descriptor) {
+        if isMemoryFile(fd.rawValue) {
+            fd.close()
             return
         }
         guard pendingCloses.add(1, ordering: .relaxed).newValue <= Limits.maximumPendingCloses else {
             pendingCloses.subtract(1, ordering: .relaxed)
-            Sys.close(fd)
+            fd.close()
             return
         }
         closer.async {
-            Sys.close(fd)
+            fd.close()
             pendingCloses.subtract(1, ordering: .relaxed)
         }
     }

@@ -25,7 +25,8 @@ package final class FileMapping: Sendable {
     package static let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
 
     /// Maps `count` bytes of `fd` from its start; `count` must be at least one and at most the file's size.
-    package init(_ fd: CInt, count: Int) throws(WormholeError) {
+    package init(_ file: Descriptor, count: Int) throws(WormholeError) {
+        let fd = file.rawValue
         guard count > 0 else { throw WormholeError(.system, "mmap of an empty file", errno: EINVAL) }
         let shared = try Self.map(fd, count: count, PROT_READ, MAP_SHARED)
         do throws(WormholeError) {

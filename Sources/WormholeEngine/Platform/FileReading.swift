@@ -5,15 +5,15 @@ import Darwin
 #endif
 
 /// Reads a file of at most `limit` bytes whole.
-func readSmallFile(_ path: String, relativeTo directory: CInt = Sys.currentDirectory, limit: Int = 1 << 20)
+func readSmallFile(_ path: String, relativeTo directory: Descriptor = .currentDirectory, limit: Int = 1 << 20)
     throws(WormholeError) -> [UInt8]
 {
     let file = try Sys.open(path, relativeTo: directory)
-    return try readWhole(file.rawValue, limit: limit)
+    return try file.descriptor.readWhole(limit: limit)
 }
 
 /// Reads from `fd` until end of file; more than `limit` bytes is reported as corrupt data.
-package func readWhole(_ fd: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
+func readWhole(_ fd: CInt, limit: Int) throws(WormholeError) -> [UInt8] {
     var bytes: [UInt8] = []
     let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 8)
     defer { chunk.deallocate() }

@@ -21,7 +21,7 @@ package final class MessageBatch {
         /// Whether the control data (the descriptors it carried) was cut: some were not received.
         package var controlTruncated: Bool
         /// The descriptors it carried, now this process's: the caller must close every one.
-        package var descriptors: [CInt]
+        package var descriptors: [Descriptor]
     }
 
     package let capacity: Int
@@ -75,8 +75,9 @@ package final class MessageBatch {
     /// `waiting` after waiting for the first as ``UnixSocket/receiveMessage(_:_:waiting:)`` does.
     /// Returns how many (a message of length 0 is a sequenced-packet peer that closed, or reset, its
     /// connection), or nil when nothing is waiting.
-    package func receive(_ fd: CInt, upTo limit: Int, waiting: Bool = false) throws(WormholeError) -> Int? {
+    package func receive(_ socket: Descriptor, upTo limit: Int, waiting: Bool = false) throws(WormholeError) -> Int? {
         count = 0
+        let fd = socket.rawValue
         guard let vector else { return try receiveOne(fd, waiting: waiting) }
         let received = try vector.receive(
             fd, slots: min(max(limit, 1), capacity), controlLength: DescriptorPassing.controlLength(descriptors: 1), waiting: waiting)

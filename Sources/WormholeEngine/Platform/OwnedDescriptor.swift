@@ -1,55 +1,59 @@
-/// A file descriptor that is closed exactly once: when consumed by ``close()`` or when dropped.
+/// A file descriptor that is closed exactly once: when consumed by ``close()`` or when dropped. It lends its
+/// ``Descriptor`` for calls, which must not outlive it.
 package struct OwnedDescriptor: ~Copyable {
-    package let rawValue: CInt
+    package let descriptor: Descriptor
 
     init(rawValue: CInt) {
-        self.rawValue = rawValue
+        descriptor = Descriptor(rawValue: rawValue)
     }
 
+    /// The number the system gave the descriptor, for the calls in this folder.
+    var rawValue: CInt { descriptor.rawValue }
+
     package consuming func close() {
-        let fd = rawValue
+        let fd = descriptor
         discard self
-        Sys.close(fd)
+        fd.close()
     }
 
     /// Gives up ownership: the descriptor stays open and is the caller's to close.
-    package consuming func release() -> CInt {
-        let fd = rawValue
+    package consuming func release() -> Descriptor {
+        let fd = descriptor
         discard self
         return fd
     }
 
     deinit {
-        Sys.close(rawValue)
+        descriptor.close()
     }
 }
 
 /// A pipe's two ends, closed together exactly once, by ``close()`` or when dropped: the write end first, so that
 /// no write ever finds the pipe without a reader (which raises SIGPIPE where the system cannot be told not to).
 package struct PipeEnds: ~Copyable {
-    /// The ends' descriptors; -1 once closed.
-    package private(set) var read: CInt
-    package private(set) var write: CInt
+    /// The ends; closed, and not to be used, once ``isOpen`` is false.
+    package let read: Descriptor
+    package let write: Descriptor
+    package private(set) var isOpen = true
 
     init(read: CInt, write: CInt) {
-        self.read = read
-        self.write = write
+        self.read = Descriptor(rawValue: read)
+        self.write = Descriptor(rawValue: write)
     }
-
-    package var isOpen: Bool { write >= 0 }
 
     /// Closes both ends, the write end first; once closed, does nothing.
     package mutating func close() {
         guard isOpen else { return }
-        Sys.close(write)
-        Sys.close(read)
-        write = -1
-        read = -1
+        write.close()
+        read.close()
+        isOpen = false
     }
 
     deinit {
-        if write >= 0 { Sys.close(write) }
-        if read >= 0 { Sys.close(read) }
+        if isOpen {
+            write.close()
+            read.close()
+        }
     }
 }
 
@@ -62,5 +66,5 @@ package final class HeldDescriptor {
         self.owned = owned
     }
 
-    package var rawValue: CInt { owned.rawValue }
+    package var descriptor: Descriptor { owned.descriptor }
 }

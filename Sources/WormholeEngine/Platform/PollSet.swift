@@ -8,8 +8,8 @@ import Darwin
 package struct PollSet: RandomAccessCollection {
     /// One descriptor of the set, and what the last wait found on it.
     package struct Entry {
-        /// The descriptor; -1 for a place kept that is not polled.
-        package let fd: CInt
+        /// The descriptor; nil for a place kept that is not polled.
+        package let fd: Descriptor?
         fileprivate let revents: Int16
 
         /// Whether the wait found anything on it: input, an error, or its end.
@@ -27,11 +27,14 @@ package struct PollSet: RandomAccessCollection {
 
     package var startIndex: Int { 0 }
     package var endIndex: Int { events.count }
-    package subscript(position: Int) -> Entry { Entry(fd: events[position].fd, revents: events[position].revents) }
+    package subscript(position: Int) -> Entry {
+        let fd = events[position].fd
+        return Entry(fd: fd < 0 ? nil : Descriptor(rawValue: fd), revents: events[position].revents)
+    }
 
     /// Adds `fd`, or with nil a place that a wait passes over (a socket that failed keeps its place).
-    package mutating func add(_ fd: CInt?) {
-        events.append(pollfd(fd: fd ?? -1, events: Int16(POLLIN), revents: 0))
+    package mutating func add(_ fd: Descriptor?) {
+        events.append(pollfd(fd: fd?.rawValue ?? -1, events: Int16(POLLIN), revents: 0))
     }
 
     package mutating func removeAll() {

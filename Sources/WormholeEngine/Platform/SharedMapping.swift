@@ -16,7 +16,8 @@ package final class SharedMapping: Sendable {
 
     /// Maps `count` bytes of `fd`, open for reading and writing, from its start; `count` must be at least one and
     /// at most the file's size.
-    package init(_ fd: CInt, count: Int) throws(WormholeError) {
+    package init(_ file: Descriptor, count: Int) throws(WormholeError) {
+        let fd = file.rawValue
         guard count > 0 else { throw WormholeError(.system, "mmap of an empty file", errno: EINVAL) }
         let address = mmap(nil, count, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
         guard let address, address != MAP_FAILED else {

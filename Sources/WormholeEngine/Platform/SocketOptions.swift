@@ -55,19 +55,20 @@ package enum SocketOptions {
     /// Lets a receive wait on `fd` (a listener's datagram socket): a read that passes `waiting` then blocks until a
     /// message comes, or as long as ``waitReceiving(_:milliseconds:)`` says; every other read of it still passes
     /// `MSG_DONTWAIT`. Returns false when the socket cannot be set so.
-    package static func allowWaitingReceives(_ fd: CInt) -> Bool {
+    package static func allowWaitingReceives(_ socket: Descriptor) -> Bool {
+        let fd = socket.rawValue
         let flags = fcntl(fd, F_GETFL)
         return flags >= 0 && (flags & O_NONBLOCK == 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0)
     }
 
     /// How long a receive that waits on `fd` waits at most (`SO_RCVTIMEO`): `milliseconds`, more than 0 (0 would
     /// be for ever). Returns false when the system refused it.
-    package static func waitReceiving(_ fd: CInt, milliseconds: Int32) -> Bool {
+    package static func waitReceiving(_ socket: Descriptor, milliseconds: Int32) -> Bool {
         var limit = timeval()
         limit.tv_sec = .init(milliseconds / 1_000)
         limit.tv_usec = .init(milliseconds % 1_000 * 1_000)
         return milliseconds > 0
-            && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0
+            && setsockopt(socket.rawValue, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size)) == 0
     }
 
     /// Sets an integer option; false when the system refused it.

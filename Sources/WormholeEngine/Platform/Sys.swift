@@ -85,22 +85,19 @@ package struct OpenOptions: OptionSet, Sendable {
 }
 
 package enum Sys {
-    /// What a path relative to no folder is relative to: the working directory (`AT_FDCWD`).
-    static let currentDirectory: CInt = AT_FDCWD
-
-    package static func open(_ path: String, _ options: OpenOptions = [], mode: UInt16 = 0o600, relativeTo directory: CInt = currentDirectory)
+    package static func open(_ path: String, _ options: OpenOptions = [], mode: UInt16 = 0o600, relativeTo directory: Descriptor = .currentDirectory)
         throws(WormholeError) -> OwnedDescriptor
     {
         // Through `withCString`, which hands over a native string's own bytes, which end in a zero already: passed
         // as it is, a String is copied into an array of its own for every call. Here and in `status`, which a post
         // may call; the calls that change files are rare enough to take the copy.
         let fd = try valueOrErrno("open \(path)") {
-            path.withCString { openat(directory, $0, options.rawValue | O_CLOEXEC, mode_t(mode)) }
+            path.withCString { openat(directory.rawValue, $0, options.rawValue | O_CLOEXEC, mode_t(mode)) }
         }
         return OwnedDescriptor(rawValue: fd)
     }
 
-    package static func close(_ fd: CInt) {
+    static func close(_ fd: CInt) {
         // EINTR on close must not be retried on Linux: the descriptor is already released.
         _ = libcClose(fd)
     }
@@ -118,12 +115,12 @@ package enum Sys {
         libcFree(memory.baseAddress)
     }
 
-    package static func readSome(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int {
+    static func readSome(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer) throws(WormholeError) -> Int {
         try valueOrErrno("read") { libcRead(fd, buffer.baseAddress, buffer.count) }
     }
 
     /// Writes all of `bytes` at `offset`, looping on short writes.
-    package static func pwriteAll(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WormholeError) {
+    static func pwriteAll(_ fd: CInt, _ bytes: UnsafeRawBufferPointer, at offset: Int) throws(WormholeError) {
         guard let base = bytes.baseAddress else { return }
         var done = 0
         while done < bytes.count {
@@ -132,7 +129,7 @@ package enum Sys {
     }
 
     /// Reads exactly `count` bytes at `offset`, or fewer when the file ends first.
-    package static func preadAll(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer, at offset: Int)
+    static func preadAll(_ fd: CInt, into buffer: UnsafeMutableRawBufferPointer, at offset: Int)
         throws(WormholeError) -> Int
     {
         guard let base = buffer.baseAddress else { return 0 }
@@ -145,22 +142,22 @@ package enum Sys {
         return done
     }
 
-    package static func status(of fd: CInt) throws(WormholeError) -> FileStatus {
+    static func status(of fd: CInt) throws(WormholeError) -> FileStatus {
         var info = SystemStatus()
         _ = try valueOrErrno("fstat") { fstat(fd, &info) }
         return FileStatus(info)
     }
 
-    package static func status(_ path: String, relativeTo directory: CInt = currentDirectory, followLinks: Bool = true)
+    package static func status(_ path: String, relativeTo directory: Descriptor = .currentDirectory, followLinks: Bool = true)
         throws(WormholeError) -> FileStatus
     {
         var info = SystemStatus()
         let flags = followLinks ? 0 : AT_SYMLINK_NOFOLLOW
-        _ = try valueOrErrno("stat \(path)") { path.withCString { fstatat(directory, $0, &info, flags) } }
+        _ = try valueOrErrno("stat \(path)") { path.withCString { fstatat(directory.rawValue, $0, &info, flags) } }
         return FileStatus(info)
     }
 
-    package static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
+    static func truncate(_ fd: CInt, _ size: Int) throws(WormholeError) {
         _ = try valueOrErrno("ftruncate") { ftruncate(fd, off_t(size)) }
     }
 
@@ -168,37 +165,37 @@ package enum Sys {
         _ = try valueOrErrno("fchmod") { fchmod(fd, mode_t(mode)) }
     }
 
-    static func changeMode(_ path: String, _ mode: UInt16, relativeTo directory: CInt = currentDirectory) throws(WormholeError) {
-        _ = try valueOrErrno("chmod \(path)") { fchmodat(directory, path, mode_t(mode), 0) }
+    static func changeMode(_ path: String, _ mode: UInt16, relativeTo directory: Descriptor = .currentDirectory) throws(WormholeError) {
+        _ = try valueOrErrno("chmod \(path)") { fchmodat(directory.rawValue, path, mode_t(mode), 0) }
     }
 
-    static func makeDirectory(_ path: String, _ mode: UInt16, relativeTo directory: CInt = currentDirectory) throws(WormholeError) {
-        _ = try valueOrErrno("mkdir \(path)") { mkdirat(directory, path, mode_t(mode)) }
+    static func makeDirectory(_ path: String, _ mode: UInt16, relativeTo directory: Descriptor = .currentDirectory) throws(WormholeError) {
+        _ = try valueOrErrno("mkdir \(path)") { mkdirat(directory.rawValue, path, mode_t(mode)) }
     }
 
-    package static func renameFile(_ from: String, _ to: String, in directory: CInt) throws(WormholeError) {
-        _ = try valueOrErrno("rename \(from) to \(to)") { renameat(directory, from, directory, to) }
+    package static func renameFile(_ from: String, _ to: String, in directory: Descriptor) throws(WormholeError) {
+        _ = try valueOrErrno("rename \(from) to \(to)") { renameat(directory.rawValue, from, directory.rawValue, to) }
     }
 
-    package static func removeFile(_ path: String, relativeTo directory: CInt = currentDirectory) throws(WormholeError) {
-        _ = try valueOrErrno("unlink \(path)") { unlinkat(directory, path, 0) }
+    package static func removeFile(_ path: String, relativeTo directory: Descriptor = .currentDirectory) throws(WormholeError) {
+        _ = try valueOrErrno("unlink \(path)") { unlinkat(directory.rawValue, path, 0) }
     }
 
     /// `link(2)` within one directory: creates `to` only if nothing is there (`EEXIST` otherwise).
-    package static func link(_ from: String, _ to: String, in directory: CInt) throws(WormholeError) {
-        _ = try valueOrErrno("link \(from) to \(to)") { linkat(directory, from, directory, to, 0) }
+    package static func link(_ from: String, _ to: String, in directory: Descriptor) throws(WormholeError) {
+        _ = try valueOrErrno("link \(from) to \(to)") { linkat(directory.rawValue, from, directory.rawValue, to, 0) }
     }
 
-    package static func removeDirectory(_ path: String, relativeTo directory: CInt) throws(WormholeError) {
-        _ = try valueOrErrno("rmdir \(path)") { unlinkat(directory, path, AT_REMOVEDIR) }
+    package static func removeDirectory(_ path: String, relativeTo directory: Descriptor) throws(WormholeError) {
+        _ = try valueOrErrno("rmdir \(path)") { unlinkat(directory.rawValue, path, AT_REMOVEDIR) }
     }
 
     /// The names in the directory open as `directory`, less `.` and `..`; at most `limit` of them.
-    package static func listDirectory(_ directory: CInt, limit: Int = Limits.maximumListedNames) throws(WormholeError) -> [String] {
+    package static func listDirectory(_ directory: Descriptor, limit: Int = Limits.maximumListedNames) throws(WormholeError) -> [String] {
         // fdopendir takes the descriptor over, so it gets one of its own: opened anew, not dup(2)ed, because a
         // duplicate shares the directory's read offset, and two threads listing one folder at once would each
         // see part of it, or nothing.
-        let copy = try valueOrErrno("openat") { openat(directory, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
+        let copy = try valueOrErrno("openat") { openat(directory.rawValue, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) }
         guard let stream = fdopendir(copy) else {
             let error = currentErrno()
             close(copy)
@@ -227,11 +224,11 @@ package enum Sys {
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             _ = fcntl(fd, F_SETFL, O_NONBLOCK)
         }
-        keepFromSignalling(pipe: made.write)
+        keepFromSignalling(pipe: made.write.rawValue)
         return made
     }
 
-    package static func writeSome(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
+    static func writeSome(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
         try valueOrErrno("write") { libcWrite(fd, bytes.baseAddress, bytes.count) }
     }
 
@@ -252,8 +249,8 @@ package enum Sys {
     }
 
     /// Throws unless this process may create files in the folder open as `directory` (`faccessat(2)`).
-    static func checkWriteAndSearch(_ directory: CInt) throws(WormholeError) {
-        _ = try valueOrErrno("faccessat") { faccessat(directory, ".", W_OK | X_OK, 0) }
+    static func checkWriteAndSearch(_ directory: Descriptor) throws(WormholeError) {
+        _ = try valueOrErrno("faccessat") { faccessat(directory.rawValue, ".", W_OK | X_OK, 0) }
     }
 
     /// Sleeps the calling thread for `nanoseconds` (less if a signal interrupts it).

@@ -22,12 +22,12 @@ package enum UnixSocket {
     /// A receiving socket of `transport` bound to `name` in the directory open as `directory`, whose path is
     /// `directoryPath`; the socket file is made 0600. A sequenced-packet socket also listens for connections.
     package static func bind(
-        _ transport: SocketKind, directory: CInt, directoryPath: String, name: String,
+        _ transport: SocketKind, directory: Descriptor, directoryPath: String, name: String,
         backlog: CInt = Limits.listenBacklog
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        _ = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+        _ = try SocketAddress.with(directory: directory.rawValue, directoryPath: directoryPath, name: name) {
             (address, length) throws(WormholeError) in
             try valueOrErrno("bind \(directoryPath)/\(name)") { systemBind(fd, address, length) }
         }
@@ -40,11 +40,11 @@ package enum UnixSocket {
     /// Connects without blocking to the socket `name`. A sequenced-packet connect throws `EAGAIN` when the
     /// listener's backlog is full; connecting to a socket of the other transport throws `EPROTOTYPE`.
     package static func connect(
-        _ transport: SocketKind, directory: CInt, directoryPath: String, name: String
+        _ transport: SocketKind, directory: Descriptor, directoryPath: String, name: String
     ) throws(WormholeError) -> OwnedDescriptor {
         let descriptor = try make(transport)
         let fd = descriptor.rawValue
-        _ = try SocketAddress.with(directory: directory, directoryPath: directoryPath, name: name) {
+        _ = try SocketAddress.with(directory: directory.rawValue, directoryPath: directoryPath, name: name) {
             (address, length) throws(WormholeError) in
             try valueOrErrno("connect \(name)") { systemConnect(fd, address, length) }
         }
@@ -53,11 +53,11 @@ package enum UnixSocket {
 
     /// Accepts one pending connection of a sequenced-packet socket, or returns nil when none is pending (a
     /// connection its poster gave up before it was accepted included).
-    package static func accept(_ listener: CInt) throws(WormholeError) -> OwnedDescriptor? {
+    package static func accept(_ socket: Descriptor) throws(WormholeError) -> OwnedDescriptor? {
         // accept4 is not exported to Swift here; the listener is close-on-exec and only this thread accepts.
         let fd: CInt
         do throws(WormholeError) {
-            guard let accepted = try valueOrNothing("accept", { systemAccept(listener, nil, nil) }) else { return nil }
+            guard let accepted = try valueOrNothing("accept", { systemAccept(socket.rawValue, nil, nil) }) else { return nil }
             fd = accepted
         } catch where error.systemErrno == .connectionAborted {
             return nil
@@ -69,16 +69,16 @@ package enum UnixSocket {
     }
 
     /// Sends one whole message without blocking; a failure's ``WormholeError/peerState`` says why.
-    package static func send(_ fd: CInt, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) {
+    package static func send(_ socket: Descriptor, _ bytes: UnsafeRawBufferPointer) throws(WormholeError) {
         try InjectedFault.failSend()
-        _ = try valueOrErrno("send") { systemSend(fd, bytes.baseAddress, bytes.count, sendFlags) }
+        _ = try valueOrErrno("send") { systemSend(socket.rawValue, bytes.baseAddress, bytes.count, sendFlags) }
     }
 
     /// Sends an empty datagram, which ends a wait in a read of the socket it reaches. Returns false when it cannot
     /// reach that socket (its peer is gone or refuses it); a full queue (`EAGAIN`, Darwin's `ENOBUFS`), which
     /// ends the wait too, is no failure, nor is this process's lack of memory.
-    package static func sendWake(_ fd: CInt) -> Bool {
-        guard systemSend(fd, nil, 0, sendFlags) < 0 else { return true }
+    package static func sendWake(_ socket: Descriptor) -> Bool {
+        guard systemSend(socket.rawValue, nil, 0, sendFlags) < 0 else { return true }
         let error = Errno(currentErrno())
         return error == .wouldBlock || error == .interrupted || Errno.outOfResources.contains(error)
     }

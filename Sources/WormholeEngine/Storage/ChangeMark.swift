@@ -8,12 +8,12 @@ import Synchronization
 /// `SIGBUS`; a missing, short or replaced file reads as "changed".
 final class ChangeMark: Sendable {
     private let name: String
-    private let directory: CInt
+    private let directory: Descriptor
     private let file = Mutex<OwnedDescriptor?>(nil)
     /// The descriptor `touch` writes through, opened and checked once.
     private let writer = Mutex<OwnedDescriptor?>(nil)
 
-    init(_ name: String, in directory: CInt) {
+    init(_ name: String, in directory: Descriptor) {
         self.name = name
         self.directory = directory
     }
@@ -27,9 +27,9 @@ final class ChangeMark: Sendable {
                 guard opened.status.linkCount == 1 else { return 0 }
                 file = opened.takeFile()
             }
-            guard let fd = file?.rawValue else { return 0 }
+            guard let fd = file?.descriptor else { return 0 }
             var value: UInt64 = 0
-            let count = withUnsafeMutableBytes(of: &value) { raw in (try? Sys.preadAll(fd, into: raw, at: 0)) ?? 0 }
+            let count = withUnsafeMutableBytes(of: &value) { raw in (try? fd.readAll(into: raw, at: 0)) ?? 0 }
             return count == 8 ? value : 0
         }
     }
@@ -47,19 +47,19 @@ final class ChangeMark: Sendable {
             do throws(WormholeError) {
                 // The file at the name may have been replaced or removed since it was opened: then writing
                 // through the old descriptor would tell nobody.
-                if let fd = writer?.rawValue,
-                    (try? Sys.status(name, relativeTo: directory, followLinks: false))?.identity != (try? Sys.status(of: fd))?.identity
+                if let fd = writer?.descriptor,
+                    (try? Sys.status(name, relativeTo: directory, followLinks: false))?.identity != (try? fd.status())?.identity
                 {
                     writer = nil
                 }
                 let kept = writer != nil
                 if writer == nil {
                     let file = try Sys.open(name, [.writeOnly, .noFollow, .nonBlocking], relativeTo: directory)
-                    try StoredFile.check(try Sys.status(of: file.rawValue), name, limit: 64, forWriting: true)
+                    try StoredFile.check(try file.descriptor.status(), name, limit: 64, forWriting: true)
                     writer = consume file
                 }
-                guard let fd = writer?.rawValue else { return false }
-                try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: 0) }
+                guard let fd = writer?.descriptor else { return false }
+                try bytes.withRawBytes { (raw) throws(WormholeError) in try fd.writeAll(raw, at: 0) }
                 return kept
             } catch where error.systemErrno == .noSuchFile {
                 _ = try? StoredFile.create(name, in: directory, with: bytes)
@@ -80,7 +80,7 @@ final class ChangeMark: Sendable {
     /// Whether the kept descriptor still reads the file that has the name.
     func isCurrent() -> Bool {
         file.withLock { file -> Bool in
-            guard let fd = file?.rawValue, let kept = try? Sys.status(of: fd),
+            guard let fd = file?.descriptor, let kept = try? fd.status(),
                 let named = try? Sys.status(name, relativeTo: directory, followLinks: false)
             else { return false }
             return kept.identity == named.identity

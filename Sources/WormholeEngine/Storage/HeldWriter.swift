@@ -21,7 +21,7 @@ final class HeldWriter {
         offset = SpoolRecord.headerSize
     }
 
-    private var file: CInt { opened.rawValue }
+    private var file: Descriptor { opened.descriptor }
 
     /// Appends `frame`'s record: its header and head, then its userInfo as it is (not copied behind them).
     func append(_ frame: Frame) -> Bool {
@@ -30,8 +30,8 @@ final class HeldWriter {
         let written = try? head.withRawBytes { (head) throws(WormholeError) -> Int in
             func write(_ archive: UnsafeRawBufferPointer) throws(WormholeError) -> Int {
                 let prefix = SpoolRecord.header(head: head, rest: archive, key: key) + Array(head)
-                try prefix.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: at) }
-                try Sys.pwriteAll(fd, archive, at: at + prefix.count)
+                try prefix.withRawBytes { (raw) throws(WormholeError) in try fd.writeAll(raw, at: at) }
+                try fd.writeAll(archive, at: at + prefix.count)
                 return prefix.count + archive.count
             }
             guard let userInfo = frame.userInfo else { return try write(UnsafeRawBufferPointer(start: nil, count: 0)) }

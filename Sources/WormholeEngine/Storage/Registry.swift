@@ -121,7 +121,7 @@ final class Registry: Sendable {
     }
 
     private func folderState() -> (identity: FileIdentity, modified: Int64)? {
-        guard let status = try? Sys.status(of: container.registryDescriptor) else { return nil }
+        guard let status = try? container.registryDescriptor.status() else { return nil }
         return (status.identity, status.modifiedNanoseconds)
     }
 

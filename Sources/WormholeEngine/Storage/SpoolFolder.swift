@@ -39,7 +39,7 @@ package final class SpoolFolder: Sendable {
     /// drain of this process reads them again, and they go once acknowledged.
     private let awaiting = Mutex<Set<String>>([])
 
-    var descriptor: CInt { folder.rawValue }
+    var descriptor: Descriptor { folder.descriptor }
 
     /// Opens the spool folder of `listener`. Its listener creates it (`create`); a poster only opens it, so a
     /// missing folder means a gone listener (`ENOENT`).
@@ -47,7 +47,7 @@ package final class SpoolFolder: Sendable {
         self.listener = listener
         let name = RegistryEntry.spoolName(listener)
         folder = try Container.openDirectory(name, relativeTo: container.spoolDescriptor, create: create, what: "spool")
-        bell = ChangeMark(Self.bellName, in: folder.rawValue)
+        bell = ChangeMark(Self.bellName, in: folder.descriptor)
         if create { bell.touch() }
     }
 
@@ -116,7 +116,7 @@ package final class SpoolFolder: Sendable {
         let name = FileName.hex(stamp) + "-" + FileName.hex(poster)
         let unnamed = name + Self.unnamedSuffix
         let file = try Sys.open(unnamed, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor)
-        let identity = try Sys.status(of: file.rawValue).identity
+        let identity = try file.descriptor.status().identity
         var segment = SpoolSegment(
             name: name + Self.segmentSuffix, file: file, identity: identity, key: UInt64.random(in: 0...UInt64.max))
         do throws(WormholeError) {
@@ -152,9 +152,9 @@ package final class SpoolFolder: Sendable {
         let separate = rest.count > Limits.separateWriteSize
         if !separate { bytes.append(contentsOf: rest) }
         do throws(WormholeError) {
-            let fd = segment.file.rawValue
-            try bytes.withRawBytes { (raw) throws(WormholeError) in try Sys.pwriteAll(fd, raw, at: segment.offset) }
-            if separate { try Sys.pwriteAll(fd, rest, at: segment.offset + bytes.count) }
+            let fd = segment.file.descriptor
+            try bytes.withRawBytes { (raw) throws(WormholeError) in try fd.writeAll(raw, at: segment.offset) }
+            if separate { try fd.writeAll(rest, at: segment.offset + bytes.count) }
             segment.offset += bytes.count + (separate ? rest.count : 0)
         } catch {
             segment.isBroken = true
@@ -233,7 +233,7 @@ package final class SpoolFolder: Sendable {
         guard let opened = try? StoredFile.openForReading(name, in: descriptor, limit: Limits.maximumSegmentSize) else { return nil }
         let offset = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
         var bytes = [UInt8](repeating: 0, count: offset + Frame.headerSize)
-        guard read(opened.file.rawValue, into: &bytes, at: 0) == bytes.count else { return nil }
+        guard read(opened.file.descriptor, into: &bytes, at: 0) == bytes.count else { return nil }
         return bytes.withUnsafeBytes { Frame.Header(UnsafeRawBufferPointer(rebasing: $0[offset...]))?.sequence }
     }
 
@@ -327,8 +327,8 @@ package final class SpoolFolder: Sendable {
         }
     }
 
-    private func read(_ fd: CInt, into bytes: inout [UInt8], at offset: Int) -> Int {
-        bytes.withUnsafeMutableBytes { raw in (try? Sys.preadAll(fd, into: raw, at: offset)) ?? 0 }
+    private func read(_ fd: Descriptor, into bytes: inout [UInt8], at offset: Int) -> Int {
+        bytes.withUnsafeMutableBytes { raw in (try? fd.readAll(into: raw, at: offset)) ?? 0 }
     }
 
     func remove(_ name: String) {
@@ -346,8 +346,8 @@ package final class SpoolFolder: Sendable {
         for _ in 0..<3 {
             guard let folder = try? Sys.open(name, [.directory, .noFollow], relativeTo: container.spoolDescriptor)
             else { return }
-            for file in (try? Sys.listDirectory(folder.rawValue)) ?? [] {
-                try? Sys.removeFile(file, relativeTo: folder.rawValue)
+            for file in (try? Sys.listDirectory(folder.descriptor)) ?? [] {
+                try? Sys.removeFile(file, relativeTo: folder.descriptor)
             }
             // A poster may have added a segment meanwhile: then the folder is not empty, and we go again.
             do throws(WormholeError) {
@@ -382,14 +382,14 @@ final class SegmentReader {
     private let failed: SpoolRecord.End?
 
     fileprivate init(_ opened: consuming OpenedFile) {
-        window = SegmentWindow(fd: opened.file.rawValue, size: opened.status.size)
+        window = SegmentWindow(fd: opened.file.descriptor, size: opened.status.size)
         self.opened = .some(opened)
         failed = nil
     }
 
     fileprivate init(failed: SpoolRecord.End) {
         opened = nil
-        window = SegmentWindow(fd: -1, size: 0)
+        window = SegmentWindow(fd: nil, size: 0)
         self.failed = failed
     }
 
@@ -405,14 +405,15 @@ final class SegmentReader {
 /// A window onto a segment file: reads it a megabyte at a time.
 private struct SegmentWindow: SegmentBytes {
     static let capacity = Limits.segmentReadWindow
-    let fd: CInt
+    /// The segment file; nil for a reader that failed before it opened one (its size is 0: nothing is read).
+    let fd: Descriptor?
     let size: Int
     private var buffer: [UInt8] = []
     private var start = 0
     /// Why a read of the file failed, if one did: what it could not read is lost, not torn.
     private(set) var failure: String?
 
-    init(fd: CInt, size: Int) {
+    init(fd: Descriptor?, size: Int) {
         self.fd = fd
         self.size = size
     }
@@ -457,8 +458,9 @@ private struct SegmentWindow: SegmentBytes {
 
     /// Reads into `buffer` at `offset`; how many bytes it read, 0 where the read failed (said in ``failure``).
     private mutating func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int) -> Int {
+        guard let fd else { return 0 }
         do throws(WormholeError) {
-            return try Sys.preadAll(fd, into: buffer, at: offset)
+            return try fd.readAll(into: buffer, at: offset)
         } catch {
             failure = "\(error)"
             return 0

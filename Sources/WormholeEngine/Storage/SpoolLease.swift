@@ -163,7 +163,7 @@ struct SpoolLease: ~Copyable {
             case 0:
                 break
             default:
-                try? Sys.truncate(held.descriptor.rawValue, LeaseFormat.headerSize)
+                try? held.descriptor.descriptor.truncate(to: LeaseFormat.headerSize)
                 folder.remove(held.name)
             }
         }
@@ -174,9 +174,9 @@ struct SpoolLease: ~Copyable {
     /// Sets what the file claims past its header (its size), which also marks it fresh (its modification time).
     /// Without a file (spooling unreserved), nothing to set.
     private mutating func setClaim(_ bytes: Int) throws(WormholeError) {
-        guard let fd = file?.descriptor.rawValue else { return }
+        guard let fd = file?.descriptor.descriptor else { return }
         let bytes = max(0, bytes)
-        try Sys.truncate(fd, LeaseFormat.headerSize + bytes)
+        try fd.truncate(to: LeaseFormat.headerSize + bytes)
         claimed = bytes
     }
 }
@@ -264,10 +264,10 @@ extension SpoolFolder {
             do throws(WormholeError) {
                 let file = try Sys.open(
                     name, [.writeOnly, .create, .exclusive, .noFollow], mode: 0o600, relativeTo: descriptor)
-                let identity = try Sys.status(of: file.rawValue).identity
+                let identity = try file.descriptor.status().identity
                 do throws(WormholeError) {
                     try LeaseFormat.header(ProcessMark.current).withRawBytes { (raw) throws(WormholeError) in
-                        try Sys.pwriteAll(file.rawValue, raw, at: 0)
+                        try file.descriptor.writeAll(raw, at: 0)
                     }
                 } catch {
                     // Made by this poster a moment ago: its own to remove.
@@ -348,7 +348,7 @@ extension SpoolFolder {
             return .damaged("has \(found.linkCount) names (a poster never links its lease)", identity: found.identity)
         }
         // Removed or replaced meanwhile: nothing there.
-        guard let file = try openLease(name), let status = try? Sys.status(of: file.rawValue),
+        guard let file = try openLease(name), let status = try? file.descriptor.status(),
             status.identity == found.identity, status.isRegularFile
         else { return .nothing }
         // Made, and its header not written yet: claims nothing.
@@ -361,7 +361,7 @@ extension SpoolFolder {
             return .damaged("claims \(claim) bytes, more than the \(limit)-byte cap", identity: status.identity)
         }
         var header = [UInt8](repeating: 0, count: LeaseFormat.headerSize)
-        let read = header.withUnsafeMutableBytes { raw in (try? Sys.preadAll(file.rawValue, into: raw, at: 0)) ?? 0 }
+        let read = header.withUnsafeMutableBytes { raw in (try? file.descriptor.readAll(into: raw, at: 0)) ?? 0 }
         let holder: ProcessMark
         do throws(WormholeError) {
             guard read == header.count else { throw WormholeError(.corruptData, "is cut short while read") }

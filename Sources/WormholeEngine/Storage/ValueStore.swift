@@ -55,7 +55,7 @@ package struct ValueStore: Sendable {
         } catch where error.systemErrno == .noSuchFile {
             return Reading(newest: 0, version: 0, frame: nil)
         }
-        let folder = opened.rawValue
+        let folder = opened.descriptor
         var planted: [(version: UInt64, reason: String)] = []
         for _ in 0..<64 {
             let versions = try listVersions(folder, planted: &planted)
@@ -93,7 +93,7 @@ package struct ValueStore: Sendable {
 
     /// Reads one version file without blocking (a FIFO is refused at once) and without reading more than its
     /// header of a file whose size its header does not account for (a sparse or padded one).
-    private func readVersion(_ version: UInt64, in folder: CInt) throws(WormholeError) -> VersionRead {
+    private func readVersion(_ version: UInt64, in folder: Descriptor) throws(WormholeError) -> VersionRead {
         let opened: OpenedFile
         do throws(WormholeError) {
             opened = try StoredFile.openForReading(Self.fileName(version), in: folder, limit: Self.maximumFileSize)
@@ -108,10 +108,10 @@ package struct ValueStore: Sendable {
         let headSize = SpoolRecord.headerSize + SpoolRecord.recordHeaderSize
         guard size > headSize else { return .damaged("version \(version) of value \(name) is cut short") }
         var head = [UInt8](repeating: 0, count: headSize)
-        let fd = opened.file.rawValue
+        let fd = opened.file.descriptor
         let got: Int
         do throws(WormholeError) {
-            got = try head.withUnsafeMutableBytes { raw in Result { () throws(WormholeError) in try Sys.preadAll(fd, into: raw, at: 0) } }.get()
+            got = try head.withUnsafeMutableBytes { raw in Result { () throws(WormholeError) in try fd.readAll(into: raw, at: 0) } }.get()
         } catch where !Self.isThisProcesssLack(error) {
             return .damaged("version \(version) of value \(name) cannot be read: \(error)")
         }
@@ -120,7 +120,7 @@ package struct ValueStore: Sendable {
         else { return .damaged("version \(version) of value \(name) is not one whole record") }
         let bytes: [UInt8]
         do throws(WormholeError) {
-            bytes = try readWhole(fd, limit: size)
+            bytes = try fd.readWhole(limit: size)
         } catch where !Self.isThisProcesssLack(error) {
             return .damaged("version \(version) of value \(name) cannot be read: \(error)")
         }
@@ -145,7 +145,7 @@ package struct ValueStore: Sendable {
     /// past ``maximumVersion`` were planted: removed. A cluster above the history that is neither was planted
     /// too: ignored (never removed: a name is removed only when no process could have written it). Both are
     /// reported in `planted`, once each.
-    private func listVersions(_ folder: CInt, planted: inout [(version: UInt64, reason: String)]) throws(WormholeError) -> [UInt64] {
+    private func listVersions(_ folder: Descriptor, planted: inout [(version: UInt64, reason: String)]) throws(WormholeError) -> [UInt64] {
         func report(_ version: UInt64, _ reason: String) {
             if !planted.contains(where: { $0.version == version }) { planted.append((version, reason)) }
         }
@@ -182,7 +182,7 @@ package struct ValueStore: Sendable {
     /// when the number is so far behind the newest that the caller's read was stale (it must read again).
     func publish(_ frame: [UInt8], version: UInt64) throws(WormholeError) -> Bool {
         let opened = try openFolder(create: true)
-        let folder = opened.rawValue
+        let folder = opened.descriptor
         guard try StoredFile.create(Self.fileName(version), in: folder, with: SpoolRecord.segment([frame])) else { return false }
         var planted: [(version: UInt64, reason: String)] = []
         let versions = try listVersions(folder, planted: &planted)
@@ -196,7 +196,7 @@ package struct ValueStore: Sendable {
 
     /// Empties the versions behind the kept ones (replacing each with an empty file, so its name stays taken),
     /// and removes the names far behind.
-    private func prune(_ folder: CInt, _ versions: [UInt64], below version: UInt64) {
+    private func prune(_ folder: Descriptor, _ versions: [UInt64], below version: UInt64) {
         for old in versions where old < version && version - old >= Limits.valueKeptVersions {
             let name = Self.fileName(old)
             if version - old > Limits.valueKeptNames {
@@ -229,7 +229,7 @@ package struct ValueStore: Sendable {
             do throws(WormholeError) {
                 let folder = try Container.openDirectory(entry, relativeTo: container.valuesDescriptor, create: false, what: "value")
                 var named = spelled
-                if named == nil { named = try hashedName(entry, in: folder.rawValue) }
+                if named == nil { named = try hashedName(entry, in: folder.descriptor) }
                 guard let named else {
                     found.skip(entry, "holds no whole version that names a value hashed to it")
                     continue
@@ -252,7 +252,7 @@ package struct ValueStore: Sendable {
 
     /// The name of the value whose folder `entry` is named by a hash: the one a whole version near the newest
     /// names, if it hashes to `entry`; nil when none does.
-    private static func hashedName(_ entry: String, in folder: CInt) throws(WormholeError) -> String? {
+    private static func hashedName(_ entry: String, in folder: Descriptor) throws(WormholeError) -> String? {
         let versions = try Sys.listDirectory(folder).compactMap(version(fromName:)).filter { $0 < maximumVersion }.sorted(by: >)
         guard let newest = versions.first else { return nil }
         // Compared as bytes: a name that starts with a combining mark makes one character with the prefix's dot.

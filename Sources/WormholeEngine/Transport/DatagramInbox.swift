@@ -8,14 +8,14 @@ final class DatagramInbox: Inbox {
         let socket: HeldDescriptor
         /// Sealed (``SocketOptions/sealDatagramSocket(_:)``): nothing more reaches it, and it closes once read dry.
         var sealed: Bool
-        var fd: CInt { socket.rawValue }
+        var fd: Descriptor { socket.descriptor }
     }
 
     /// The sockets this inbox owns, each closed as it leaves: the one bound under the name now, and those it was
     /// bound to before, oldest first.
     private var bound: HeldDescriptor { didSet { pollShape &+= 1 } }
     private var retired: [Retired] = [] { didSet { pollShape &+= 1 } }
-    private var socket: CInt { bound.rawValue }
+    private var socket: Descriptor { bound.descriptor }
     private(set) var boundSocketFailure: String? { didSet { pollShape &+= 1 } }
     /// Changed whenever a socket is added, closed, or fails.
     private(set) var pollShape: UInt64 = 0
@@ -37,7 +37,7 @@ final class DatagramInbox: Inbox {
 
     var readAny: Bool { reader.readAny }
 
-    /// A failed socket is polled as -1, which a wait passes over.
+    /// A failed socket keeps its place as no descriptor, which a wait passes over.
     func addPollDescriptors(to events: inout PollSet) {
         events.add(boundSocketFailure == nil ? socket : nil)
         for old in retired { events.add(old.fd) }
@@ -50,7 +50,8 @@ final class DatagramInbox: Inbox {
         // The old sockets first: a poster whose old socket was sealed sends to the new one next, and what it sent
         // before must come first.
         for event in events where event.isReady && event.fd != socket {
-            if !reader.read(event.fd, into: &frames, limit: Limits.readsPerRound) { closeRetired(event.fd) }
+            guard let fd = event.fd else { continue }
+            if !reader.read(fd, into: &frames, limit: Limits.readsPerRound) { closeRetired(fd) }
         }
         closeSealed(into: &frames)
         if let bound = events.first(where: { $0.fd == socket }), bound.isReady {
@@ -89,7 +90,7 @@ final class DatagramInbox: Inbox {
 
     /// Closes an old socket: one whose read failed (its posters' sends then fail, and they connect to the new
     /// one), or a sealed one read dry.
-    private func closeRetired(_ fd: CInt) {
+    private func closeRetired(_ fd: Descriptor) {
         retired.removeAll { $0.fd == fd }
     }
 
@@ -144,8 +145,8 @@ final class DatagramInbox: Inbox {
         waitLimit = nil
         // The old socket is read whole now if it can be: a round that spent its budget would leave it for later.
         reader.beginRound()
-        let sealed = SocketOptions.sealDatagramSocket(old.rawValue)
-        if failed && !reader.read(old.rawValue, into: &frames, limit: Limits.readsWhenClosing) {
+        let sealed = SocketOptions.sealDatagramSocket(old.descriptor)
+        if failed && !reader.read(old.descriptor, into: &frames, limit: Limits.readsWhenClosing) {
             // Closed as `old` goes.
             reader.warn("a failed socket could not be read again and is closed: what it still held is lost")
             return

@@ -58,7 +58,7 @@ final class FrameFile: Sendable {
         guard Self.reserve(capacity) else { return nil }
         do throws(WormholeError) {
             let file = try MemoryFile.fixedSize(capacity)
-            mapping = try SharedMapping(file.rawValue, count: capacity)
+            mapping = try SharedMapping(file.descriptor, count: capacity)
             self.file = file
         } catch {
             Self.held.subtract(capacity, ordering: .relaxed)
@@ -93,7 +93,7 @@ final class FrameFile: Sendable {
         guard awaited != 0 else { return true }
         var mark: UInt64 = 0
         let read = withUnsafeMutableBytes(of: &mark) { (bytes) -> Int? in
-            try? Sys.preadAll(file.rawValue, into: bytes, at: 0)
+            try? file.descriptor.readAll(into: bytes, at: 0)
         }
         guard read == Self.markSize, UInt64(bigEndian: mark) == awaited else { return false }
         // What the listener copied out before it wrote the mark is behind it: nothing written from here on
@@ -108,14 +108,14 @@ final class FrameFile: Sendable {
     /// over `socket`, without blocking.
     /// - Throws: as ``UnixSocket/send(_:_:)``, whose ``WormholeError/peerState`` says what became of the
     ///   listener; the file is free again then, since the listener did not get it.
-    func send(_ frame: OutgoingFrame, over socket: CInt) throws(WormholeError) {
+    func send(_ frame: OutgoingFrame, over socket: Descriptor) throws(WormholeError) {
         let room = mapping.bytes
         room.storeBytes(of: UInt64(0), toByteOffset: 0, as: UInt64.self)
         try frame.withParts { head, userInfo in
             UnsafeMutableRawBufferPointer(rebasing: room[Self.markSize...]).copyMemory(from: head)
             UnsafeMutableRawBufferPointer(rebasing: room[(Self.markSize + head.count)...]).copyMemory(from: userInfo)
         }
-        try SharedFrame.send(SharedFrame.message(for: frame, as: Self.kind), passing: file.rawValue, over: socket)
+        try SharedFrame.send(SharedFrame.message(for: frame, as: Self.kind), passing: file.descriptor, over: socket)
         // The sequence plus one, as the listener marks it.
         awaited.store(frame.frame.sequence &+ 1, ordering: .relaxed)
         sentAt.store(Sys.uptimeNanoseconds, ordering: .relaxed)
@@ -129,12 +129,12 @@ extension FrameFile {
     /// (charged to this process, and kept while the sender keeps the file), where a read takes them as zeros.
     /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
     ///   a poster sends.
-    static func read(_ message: UnsafeRawBufferPointer, file: CInt) throws(WormholeError) -> Frame {
+    static func read(_ message: UnsafeRawBufferPointer, file: Descriptor) throws(WormholeError) -> Frame {
         let announced = try SharedFrame.Announced(message)
         let size = announced.size
         // The seals first: asked of the kernel alone, before any call reaches the file's server.
         try MemoryFile.checkFixedSize(file)
-        let status = try Sys.status(of: file)
+        let status = try file.status()
         guard status.isRegularFile, status.size >= markSize + size, status.size <= maximumSize else {
             throw WormholeError(.corruptData, "frame file is not a regular file of \(markSize + size) to \(maximumSize) bytes")
         }
@@ -145,7 +145,7 @@ extension FrameFile {
         // Read or refused, the poster may write the file again.
         defer { markRead(file, announced.sequence) }
         var mark: UInt64 = 0
-        let read = try withUnsafeMutableBytes(of: &mark) { (bytes) throws(WormholeError) in try Sys.preadAll(file, into: bytes, at: 0) }
+        let read = try withUnsafeMutableBytes(of: &mark) { (bytes) throws(WormholeError) in try file.readAll(into: bytes, at: 0) }
         guard read == markSize, mark == 0 else {
             throw WormholeError(.corruptData, "frame file was not written again since it was read: a sender is replaying it")
         }
@@ -158,11 +158,11 @@ extension FrameFile {
     /// Writes the mark that tells the poster its file was read. The file was found writable through `file`
     /// (``MemoryFile/checkFixedSize(_:)``); should the write fail all the same, the poster does not write the file
     /// again, and lets it go after ``Limits/frameFileWait``.
-    private static func markRead(_ file: CInt, _ sequence: UInt64) {
+    private static func markRead(_ file: Descriptor, _ sequence: UInt64) {
         // The reads are done before the poster can see the mark.
         atomicMemoryFence(ordering: .sequentiallyConsistent)
         withUnsafeBytes(of: (sequence &+ 1).bigEndian) { mark in
-            do throws(WormholeError) { try Sys.pwriteAll(file, mark, at: 0) } catch {}
+            do throws(WormholeError) { try file.writeAll(mark, at: 0) } catch {}
         }
     }
 }

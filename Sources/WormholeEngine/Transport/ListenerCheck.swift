@@ -58,13 +58,13 @@ enum ListenerCheck {
     ) throws(WormholeError) -> OwnedDescriptor? {
         let name = RegistryEntry.socketName(listener)
         guard let socket = try connectToFile(transport, name, in: container, refusal: &refusal) else { return nil }
-        if let known = knownPid, problem(withPeerOf: socket.rawValue, expected: known) == nil { return socket }
+        if let known = knownPid, problem(withPeerOf: socket.descriptor, expected: known) == nil { return socket }
         guard let registered = try registeredPid(listener, in: container) else {
             refuse(name, "has no readable registry entry to check its peer against", &refusal)
             return nil
         }
         knownPid = registered
-        if let reason = problem(withPeerOf: socket.rawValue, expected: registered) {
+        if let reason = problem(withPeerOf: socket.descriptor, expected: registered) {
             refuse(name, reason, &refusal)
             return nil
         }
@@ -80,7 +80,7 @@ enum ListenerCheck {
     ) throws(WormholeError) -> OwnedDescriptor? {
         guard let socket = try connectToFile(transport, name, in: container, refusal: &refusal) else { return nil }
         guard let pid else { return socket }
-        if let reason = problem(withPeerOf: socket.rawValue, expected: pid) {
+        if let reason = problem(withPeerOf: socket.descriptor, expected: pid) {
             refuse(name, reason, &refusal)
             return nil
         }
@@ -117,7 +117,7 @@ enum ListenerCheck {
     }
 
     /// Why the peer of the connected socket `fd` is not process `pid` of this user: nil when it is.
-    static func problem(withPeerOf fd: CInt, expected pid: Int32) -> String? {
+    static func problem(withPeerOf fd: Descriptor, expected pid: Int32) -> String? {
         let peer = UnixSocket.peerCredentials(fd)
         if let held = peer.user, held != user {
             return "is held by user \(held), not this one"

@@ -54,7 +54,7 @@ final class MessageReader {
 
     /// Reads everything waiting on `fd`, up to `limit` messages (or a batch more), and no more once the round's
     /// budget is spent. Returns false when the peer closed the connection or it failed.
-    func read(_ fd: CInt, into frames: inout [Frame], limit: Int) -> Bool {
+    func read(_ fd: Descriptor, into frames: inout [Frame], limit: Int) -> Bool {
         var pace = ReadPace()
         return read(fd, into: &frames, limit: limit, pace: &pace)
     }
@@ -63,7 +63,7 @@ final class MessageReader {
     /// `limit` messages (or a batch more); and records what it found there for the next read. Returns false
     /// when the peer closed the connection or it failed. With `waiting`, the first read waits for a message as
     /// long as the socket allows (``SocketOptions/waitReceiving(_:milliseconds:)``): then `fd` was not polled.
-    func read(_ fd: CInt, into frames: inout [Frame], limit: Int, pace: inout ReadPace, waiting: Bool = false) -> Bool {
+    func read(_ fd: Descriptor, into frames: inout [Frame], limit: Int, pace: inout ReadPace, waiting: Bool = false) -> Bool {
         let one = pace.asksForOne
         let asked = one ? 1 : batch.capacity
         var read = 0

@@ -77,8 +77,8 @@ final class OutgoingFrame {
 
     /// The sealed memory file that holds the frame, made on first use (its head, then the userInfo as it is).
     /// - Throws: when the file cannot be made (out of memory or descriptors), a ``PeerState/failed``.
-    func sharedDescriptor() throws(WormholeError) -> CInt {
-        if let fd = sharedFile?.rawValue { return fd }
+    func sharedDescriptor() throws(WormholeError) -> Descriptor {
+        if let fd = sharedFile?.descriptor { return fd }
         if let sharedFailure { throw sharedFailure }
         let file: OwnedDescriptor
         do throws(WormholeError) {
@@ -87,7 +87,7 @@ final class OutgoingFrame {
             sharedFailure = error
             throw error
         }
-        let fd = file.rawValue
+        let fd = file.descriptor
         sharedFile = consume file
         return fd
     }

@@ -209,7 +209,7 @@ final class PeerLink: Sendable {
     /// memory; the rest is spooled, in order).
     private func canShare(_ frame: OutgoingFrame, _ state: inout State) -> Bool {
         guard SharedFrame.isAvailable, frame.count <= SharedFrame.maximumSize else { return false }
-        if state.sharedUnread > 0, let fd = state.socket?.rawValue, UnixSocket.unreadBytes(fd) == 0 {
+        if state.sharedUnread > 0, let fd = state.socket?.descriptor, UnixSocket.unreadBytes(fd) == 0 {
             state.sharedUnread = 0
         }
         return state.sharedUnread == 0 || state.sharedUnread + frame.count <= Limits.maximumSharedUnread
@@ -221,7 +221,7 @@ final class PeerLink: Sendable {
     /// process's frame files are at their budget or one cannot be made now, or the frame's sequence is the last
     /// there is (which a mark cannot tell from a file not read).
     /// - Throws: as ``FrameFile/send(_:over:)``.
-    private func sendThroughFrameFile(_ frame: OutgoingFrame, over fd: CInt, _ state: inout State) throws(WormholeError) -> Bool {
+    private func sendThroughFrameFile(_ frame: OutgoingFrame, over fd: Descriptor, _ state: inout State) throws(WormholeError) -> Bool {
         guard FrameFile.isAvailable, frame.usesFrameFiles, frame.frame.sequence != .max else { return false }
         if let file = state.frameFile, !file.isFree() {
             // A listener that has not marked it within the wait may never do (it lost the descriptor, or could
@@ -248,13 +248,13 @@ final class PeerLink: Sendable {
             case .gone: return .gone
             case .failed(let error): throw error
             }
-            guard let fd = state.socket?.rawValue else { return .full }
+            guard let fd = state.socket?.descriptor else { return .full }
             do throws(WormholeError) {
                 if frame.count > SocketOptions.directFrameLimit(transport) {
                     if try !sendThroughFrameFile(frame, over: fd, &state) { try SharedFrame.send(frame, over: fd) }
                     state.sharedUnread += frame.count
                 } else {
-                    try frame.withBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                    try frame.withBytes { (bytes) throws(WormholeError) in try fd.send(bytes) }
                 }
                 return .sent
             } catch {
@@ -287,9 +287,9 @@ final class PeerLink: Sendable {
             case .gone: return false
             case .alive, .failed: return true
             }
-            guard let fd = state.socket?.rawValue else { return true }
+            guard let fd = state.socket?.descriptor else { return true }
             do throws(WormholeError) {
-                try nudge.withRawBytes { (bytes) throws(WormholeError) in try UnixSocket.send(fd, bytes) }
+                try nudge.withRawBytes { (bytes) throws(WormholeError) in try fd.send(bytes) }
                 return true
             } catch where error.peerState == .gone {
                 state.socket = nil

@@ -18,13 +18,13 @@ import Synchronization
 struct ReceiveWake: ~Copyable, Sendable {
     private struct Descriptors: ~Copyable {
         var pipe: PipeEnds
-        /// The wake socket; -1 for none.
-        var socket: CInt = -1
+        /// The wake socket, if any.
+        var socket: Descriptor?
     }
 
     private let descriptors: Mutex<Descriptors>
     /// The pipe's read end, which only the thread reads and polls, until it closes the pipe as it ends.
-    private let pipeRead: CInt
+    private let pipeRead: Descriptor
     /// Set by every wake, before it writes the pipe; cleared by the thread as it takes the wake.
     private let woken = Atomic<Bool>(false)
     /// Set while the thread waits, or is about to wait, in a read of its socket rather than in a poll; a wake
@@ -53,11 +53,11 @@ struct ReceiveWake: ~Copyable, Sendable {
             guard descriptors.pipe.isOpen else { return }
             let fd = descriptors.pipe.write
             var byte: UInt8 = 1
-            _ = withUnsafeBytes(of: &byte) { try? Sys.writeSome(fd, $0) }
+            _ = withUnsafeBytes(of: &byte) { try? fd.writeSome($0) }
             // One datagram a wait: the first wake takes the flag, and the others find it down.
-            if descriptors.socket >= 0, waitsInRead.exchange(false, ordering: .sequentiallyConsistent) {
+            if let socket = descriptors.socket, waitsInRead.exchange(false, ordering: .sequentiallyConsistent) {
                 sent.store(true, ordering: .sequentiallyConsistent)
-                if !UnixSocket.sendWake(descriptors.socket) { socketFailed.store(true, ordering: .relaxed) }
+                if !socket.sendWake() { socketFailed.store(true, ordering: .relaxed) }
             }
         }
     }
@@ -66,12 +66,12 @@ struct ReceiveWake: ~Copyable, Sendable {
     /// the one there is (the socket read was bound anew). Once closed, `socket` is closed at once. Called by the
     /// thread itself.
     func useSocket(_ socket: consuming OwnedDescriptor?) {
-        let fd = socket?.release() ?? -1
+        let fd = socket?.release()
         let set = descriptors.withLock { descriptors -> Bool in
-            if descriptors.socket >= 0 { Sys.close(descriptors.socket) }
-            descriptors.socket = descriptors.pipe.isOpen ? fd : -1
-            if !descriptors.pipe.isOpen && fd >= 0 { Sys.close(fd) }
-            return descriptors.socket >= 0
+            descriptors.socket?.close()
+            descriptors.socket = descriptors.pipe.isOpen ? fd : nil
+            if !descriptors.pipe.isOpen { fd?.close() }
+            return descriptors.socket != nil
         }
         socketSet.store(set, ordering: .relaxed)
     }
@@ -115,15 +115,15 @@ struct ReceiveWake: ~Copyable, Sendable {
         woken.store(false, ordering: .sequentiallyConsistent)
         let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: 64, alignment: 8)
         defer { scratch.deallocate() }
-        while let n = try? Sys.readSome(pipeRead, into: scratch), n > 0 {}
+        while let n = try? pipeRead.readSome(into: scratch), n > 0 {}
     }
 
     /// Closes the pipe and the wake socket, as the thread ends; later wakes write nothing.
     func close() {
         descriptors.withLock { descriptors in
             descriptors.pipe.close()
-            if descriptors.socket >= 0 { Sys.close(descriptors.socket) }
-            descriptors.socket = -1
+            descriptors.socket?.close()
+            descriptors.socket = nil
         }
     }
 
@@ -131,8 +131,8 @@ struct ReceiveWake: ~Copyable, Sendable {
         // The wake socket is set only by the running thread, which closes it as it ends: this is for a thread
         // that never ran. The pipe closes as it is dropped.
         descriptors.withLock { descriptors in
-            if descriptors.socket >= 0 { Sys.close(descriptors.socket) }
-            descriptors.socket = -1
+            descriptors.socket?.close()
+            descriptors.socket = nil
         }
     }
 }

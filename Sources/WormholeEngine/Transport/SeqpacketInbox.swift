@@ -9,7 +9,7 @@ final class SeqpacketInbox: Inbox {
         let socket: HeldDescriptor
         var lastRead: UInt64
         var pace = ReadPace()
-        var fd: CInt { socket.rawValue }
+        var fd: Descriptor { socket.descriptor }
     }
 
     /// The sockets this inbox owns, each closed as it leaves: the listening one and a connection per poster.
@@ -17,7 +17,7 @@ final class SeqpacketInbox: Inbox {
     /// Changed on every change of `connections` but what a read notes in one (``pollShape``).
     @exclusivity(unchecked) private var connections: [Connection] = []
     @exclusivity(unchecked) private var connectionsChanged: UInt64 = 0
-    private var listening: CInt { listeningSocket.rawValue }
+    private var listening: Descriptor { listeningSocket.descriptor }
     private let reader: MessageReader
     /// While accept fails for want of descriptors, the listening socket is left alone until then (0: it is not).
     @exclusivity(unchecked) private var acceptPausedUntil: UInt64 = 0
@@ -61,16 +61,16 @@ final class SeqpacketInbox: Inbox {
         guard let first = events.first else { return }
         reader.beginRound()
         // Connections first, by the descriptors polled: accepting may close some and reorder the rest.
-        var closed: [CInt] = []
+        var closed: [Descriptor] = []
         rounds += 1
         let paced = ReadPace.applies(to: events.dropFirst())
         for event in events.dropFirst() where event.isReady {
-            guard let index = connections.firstIndex(where: { $0.fd == event.fd }) else { continue }
+            guard let fd = event.fd, let index = connections.firstIndex(where: { $0.fd == fd }) else { continue }
             let open =
                 paced
-                ? reader.read(event.fd, into: &frames, limit: Limits.readsPerRound, pace: &connections[index].pace)
-                : reader.read(event.fd, into: &frames, limit: Limits.readsPerRound)
-            if !open { closed.append(event.fd) }
+                ? reader.read(fd, into: &frames, limit: Limits.readsPerRound, pace: &connections[index].pace)
+                : reader.read(fd, into: &frames, limit: Limits.readsPerRound)
+            if !open { closed.append(fd) }
             connections[index].lastRead = rounds
         }
         close(closed)
@@ -87,7 +87,7 @@ final class SeqpacketInbox: Inbox {
     func receiveAll(into frames: inout [Frame]) -> Bool {
         reader.beginRound()
         let accepted = acceptAll(&frames)
-        var closed: [CInt] = []
+        var closed: [Descriptor] = []
         for index in connections.indices {
             let fd = connections[index].fd
             if !reader.read(fd, into: &frames, limit: Limits.readsWhenEmptying) { closed.append(fd) }
@@ -125,7 +125,7 @@ final class SeqpacketInbox: Inbox {
             let accepted: OwnedDescriptor?
             do throws(WormholeError) {
                 if !rebinding { try InjectedFault.failBoundSocket() }
-                accepted = try UnixSocket.accept(listening)
+                accepted = try listening.accept()
             } catch where error.isOutOfResources {
                 // Out of descriptors: make room, and leave the listening socket alone for a moment rather than
                 // spin on it.
@@ -144,7 +144,7 @@ final class SeqpacketInbox: Inbox {
                 return false
             }
             guard let connection = accepted else { return true }
-            if sealed { Sys.shutdownReading(connection.rawValue) }
+            if sealed { Sys.shutdownReading(connection.descriptor) }
             if connections.count >= Limits.maximumConnections { closeLeastRecent(1, &frames) }
             connections.append(Connection(socket: HeldDescriptor(connection), lastRead: rounds))
             connectionsChanged &+= 1
@@ -166,7 +166,7 @@ final class SeqpacketInbox: Inbox {
     }
 
     /// Closes the connections `closed`, as they leave.
-    private func close(_ closed: [CInt]) {
+    private func close(_ closed: [Descriptor]) {
         guard !closed.isEmpty else { return }
         connections.removeAll { closed.contains($0.fd) }
         connectionsChanged &+= 1

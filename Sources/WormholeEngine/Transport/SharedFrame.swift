@@ -27,7 +27,7 @@ enum SharedFrame {
     /// listener's copy of the descriptor lives until it has read the file.
     /// - Throws: as ``UnixSocket/send(_:_:)``, whose ``WormholeError/peerState`` says what became of the
     ///   listener; or the memory file's error (out of memory or descriptors), a ``PeerState/failed``.
-    static func send(_ frame: OutgoingFrame, over socket: CInt) throws(WormholeError) {
+    static func send(_ frame: OutgoingFrame, over socket: Descriptor) throws(WormholeError) {
         try send(message(for: frame, as: kind), passing: frame.sharedDescriptor(), over: socket)
     }
 
@@ -39,8 +39,8 @@ enum SharedFrame {
         return message
     }
 
-    static func send(_ message: [UInt8], passing file: CInt, over socket: CInt) throws(WormholeError) {
-        try message.withRawBytes { (bytes) throws(WormholeError) in try DescriptorPassing.send(socket, bytes, passing: file) }
+    static func send(_ message: [UInt8], passing file: Descriptor, over socket: Descriptor) throws(WormholeError) {
+        try message.withRawBytes { (bytes) throws(WormholeError) in try socket.send(bytes, passing: file) }
     }
 
     /// What a shared frame's or a frame file's `message` announces: whose frame, and its size.
@@ -85,8 +85,8 @@ enum SharedFrame {
     /// A memory file holding a frame, `head` then `userInfo`, sealed against writing, growing and shrinking.
     static func makeFile(head: [UInt8], userInfo: ArchiveBytes?) throws(WormholeError) -> OwnedDescriptor {
         try MemoryFile.sealed { (file) throws(WormholeError) in
-            try head.withRawBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file, bytes, at: 0) }
-            try userInfo?.withBytes { (bytes) throws(WormholeError) in try Sys.pwriteAll(file, bytes, at: head.count) }
+            try head.withRawBytes { (bytes) throws(WormholeError) in try file.writeAll(bytes, at: 0) }
+            try userInfo?.withBytes { (bytes) throws(WormholeError) in try file.writeAll(bytes, at: head.count) }
         }
     }
 
@@ -98,12 +98,12 @@ enum SharedFrame {
     /// holds the file already; a file read whole joins `recent`.
     /// - Throws: ``WormholeError/Code/corruptData`` when the message, the file or the frame in it is not what
     ///   a poster sends.
-    static func read(_ message: UnsafeRawBufferPointer, file: CInt, recent: inout RecentFiles) throws(WormholeError) -> Frame {
+    static func read(_ message: UnsafeRawBufferPointer, file: Descriptor, recent: inout RecentFiles) throws(WormholeError) -> Frame {
         let announced = try Announced(message)
         let size = announced.size
         // The seals first: asked of the kernel alone, before any call reaches the file's server.
         try MemoryFile.checkSealed(file)
-        let status = try Sys.status(of: file)
+        let status = try file.status()
         guard status.isRegularFile, status.size == size else {
             throw WormholeError(.corruptData, "shared frame's descriptor is not a regular file of \(size) bytes")
         }
@@ -124,7 +124,7 @@ enum SharedFrame {
     /// The userInfo of a checked shared frame's `file`: mapped, so that large `Data` values decoded from it share
     /// its pages (its seals keep it from changing or shrinking under the mapping); read when it is not
     /// `mappable` (its blocks are not pages) or cannot be mapped.
-    private static func userInfo(of file: CInt, size: Int, at offset: Int, count: Int, mappable: Bool)
+    private static func userInfo(of file: Descriptor, size: Int, at offset: Int, count: Int, mappable: Bool)
         throws(WormholeError) -> ArchiveBytes
     {
         if mappable {

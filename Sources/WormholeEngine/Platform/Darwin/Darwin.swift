@@ -41,8 +41,8 @@ extension Sys {
     /// `shutdown(2)` with `SHUT_RD`: a peer's later sends fail while what it sent before stays readable. Returns
     /// false when it failed (ENOTCONN for a socket that is not connected).
     @discardableResult
-    package static func shutdownReading(_ fd: CInt) -> Bool {
-        Darwin.shutdown(fd, SHUT_RD) == 0
+    static func shutdownReading(_ socket: Descriptor) -> Bool {
+        Darwin.shutdown(socket.rawValue, SHUT_RD) == 0
     }
 
     /// A write to the pipe with no reader fails with EPIPE instead of raising SIGPIPE (`F_SETNOSIGPIPE`).
@@ -118,7 +118,7 @@ extension UnixSocket {
     }
 
     /// Not known here: shared frames, which ask, are Linux's alone.
-    package static func unreadBytes(_ fd: CInt) -> Int? { nil }
+    static func unreadBytes(_ socket: Descriptor) -> Int? { nil }
 }
 
 extension SocketOptions {
@@ -131,7 +131,7 @@ extension SocketOptions {
     /// Darwin refuses to shut down a socket that is not connected (ENOTCONN), so its receive buffer is shrunk to
     /// one byte instead: xnu checks each datagram against the receiver's free space under the receiver's lock
     /// (`sbappendaddr`), so every later one fails (ENOBUFS), and what the buffer already holds stays.
-    package static func sealDatagramSocket(_ fd: CInt) -> Bool { set(fd, SO_RCVBUF, 1) }
+    static func sealDatagramSocket(_ socket: Descriptor) -> Bool { set(socket.rawValue, SO_RCVBUF, 1) }
 
     /// Turns SIGPIPE off and close-on-exec on for a new socket (Darwin has neither SOCK_CLOEXEC nor, before
     /// macOS 11 and iOS 14, MSG_NOSIGNAL), and sizes a datagram socket's send buffer, which bounds the largest
@@ -205,11 +205,11 @@ final class MessageVector {
 package enum MemoryFile {
     package static let isAvailable = false
 
-    package static func sealed(_ write: (CInt) throws(WormholeError) -> Void) throws(WormholeError) -> OwnedDescriptor {
+    static func sealed(_ write: (Descriptor) throws(WormholeError) -> Void) throws(WormholeError) -> OwnedDescriptor {
         throw WormholeError(.system, "shared frames need memfd_create", errno: Errno.notImplemented)
     }
 
-    package static func checkSealed(_ fd: CInt) throws(WormholeError) {
+    static func checkSealed(_ file: Descriptor) throws(WormholeError) {
         throw WormholeError(.corruptData, "shared frames are not taken on this platform")
     }
 
@@ -217,7 +217,7 @@ package enum MemoryFile {
         throw WormholeError(.system, "frame files need memfd_create", errno: Errno.notImplemented)
     }
 
-    package static func checkFixedSize(_ fd: CInt) throws(WormholeError) {
+    static func checkFixedSize(_ file: Descriptor) throws(WormholeError) {
         throw WormholeError(.corruptData, "frame files are not taken on this platform")
     }
 }

@@ -8,7 +8,8 @@ import Darwin
 
 extension UnixSocket {
     /// `LOCAL_PEERPID`, and the user of `LOCAL_PEERCRED` where the kernel keeps one (not for datagrams).
-    package static func peerCredentials(_ fd: CInt) -> PeerCredentials {
+    static func peerCredentials(_ socket: Descriptor) -> PeerCredentials {
+        let fd = socket.rawValue
         var credentials = PeerCredentials()
         var pid: pid_t = 0
         var length = socklen_t(MemoryLayout<pid_t>.size)
@@ -24,6 +25,6 @@ extension UnixSocket {
     }
 
     /// Never needed: ``peerCredentials(_:)`` tells the pid of every connected socket's peer here. Nil: not told.
-    package static func isPeer(of fd: CInt, heldBy pid: Int32) -> Bool? { nil }
+    static func isPeer(of socket: Descriptor, heldBy pid: Int32) -> Bool? { nil }
 }
 #endif

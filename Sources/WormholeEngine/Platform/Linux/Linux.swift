@@ -34,8 +34,8 @@ extension Sys {
     /// `shutdown(2)` with `SHUT_RD`: a peer's later sends fail (`EPIPE`) while what it sent before stays
     /// readable. Returns false when it failed.
     @discardableResult
-    package static func shutdownReading(_ fd: CInt) -> Bool {
-        Glibc.shutdown(fd, CInt(SHUT_RD)) == 0
+    package static func shutdownReading(_ socket: Descriptor) -> Bool {
+        Glibc.shutdown(socket.rawValue, CInt(SHUT_RD)) == 0
     }
 
     /// Nothing to set: a write to a pipe with no reader raises SIGPIPE here, so the write end closes first.
@@ -121,12 +121,12 @@ extension UnixSocket {
     }
 
     /// The bytes `fd` sent that its peer has not read yet (`SIOCOUTQ`); nil when unknown.
-    package static func unreadBytes(_ fd: CInt) -> Int? { LinuxCalls.unreadBytes(fd) }
+    package static func unreadBytes(_ socket: Descriptor) -> Int? { LinuxCalls.unreadBytes(socket.rawValue) }
 }
 
 extension SocketOptions {
     /// `shutdown(SHUT_RD)`: posters' sends fail with EPIPE from then on.
-    package static func sealDatagramSocket(_ fd: CInt) -> Bool { Sys.shutdownReading(fd) }
+    package static func sealDatagramSocket(_ socket: Descriptor) -> Bool { Sys.shutdownReading(socket) }
 
     /// Sizes the send buffer of a new socket. SOCK_CLOEXEC was given to socket(), MSG_NOSIGNAL goes with each send.
     static func prepare(_ fd: CInt, for transport: SocketKind) throws(WormholeError) {
@@ -238,9 +238,9 @@ package enum MemoryFile {
 
     /// A new memory file that `write` fills (given its descriptor), then sealed against writing, growing and
     /// shrinking.
-    package static func sealed(_ write: (CInt) throws(WormholeError) -> Void) throws(WormholeError) -> OwnedDescriptor {
+    package static func sealed(_ write: (Descriptor) throws(WormholeError) -> Void) throws(WormholeError) -> OwnedDescriptor {
         let file = try LinuxCalls.makeMemoryFile("wormhole-frame")
-        try write(file.rawValue)
+        try write(file.descriptor)
         try LinuxCalls.addSeals(file.rawValue, LinuxCalls.payloadSeals)
         return file
     }
@@ -264,7 +264,8 @@ package enum MemoryFile {
     /// shrinking, so that a mapping of it never faults, and that this process can write through `fd` (open for
     /// reading and writing, with no seal against writing). `F_GET_SEALS` answers within the kernel, as for
     /// ``checkSealed(_:)``.
-    package static func checkFixedSize(_ fd: CInt) throws(WormholeError) {
+    package static func checkFixedSize(_ file: Descriptor) throws(WormholeError) {
+        let fd = file.rawValue
         let seals = try memoryFileSeals(fd, of: "frame file")
         guard seals & LinuxCalls.sizeSeals == LinuxCalls.sizeSeals else {
             throw WormholeError(.corruptData, "frame file is not sealed against resizing")
@@ -278,8 +279,8 @@ package enum MemoryFile {
     /// shrinking. `F_GET_SEALS` answers within the kernel and fails for anything but a memory file, so a
     /// descriptor of a file whose server could stall a call (FUSE) is refused before any call reaches it; only a
     /// memfd made to be sealed can carry these seals.
-    package static func checkSealed(_ fd: CInt) throws(WormholeError) {
-        let seals = try memoryFileSeals(fd, of: "shared frame")
+    package static func checkSealed(_ file: Descriptor) throws(WormholeError) {
+        let seals = try memoryFileSeals(file.rawValue, of: "shared frame")
         guard seals & LinuxCalls.payloadSeals == LinuxCalls.payloadSeals else {
             throw WormholeError(.corruptData, "shared frame's file is not sealed against writing and resizing")
         }

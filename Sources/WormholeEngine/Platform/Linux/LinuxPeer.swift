@@ -10,7 +10,8 @@ extension UnixSocket {
     /// `SO_PEERCRED`: for a sequenced-packet connection, the process that called `listen(2)` on the socket it
     /// reached and its effective user. A connected datagram socket gets pid 0 and uid -1 (Linux sets them only for
     /// connection-oriented sockets and socket pairs): neither is told.
-    package static func peerCredentials(_ fd: CInt) -> PeerCredentials {
+    package static func peerCredentials(_ socket: Descriptor) -> PeerCredentials {
+        let fd = socket.rawValue
         var credentials = PeerCredentialsOption()
         var length = socklen_t(MemoryLayout<PeerCredentialsOption>.size)
         guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0,
@@ -24,8 +25,8 @@ extension UnixSocket {
     /// (sock_diag) is among the sockets `/proc/<pid>/fd` lists. For datagrams, whose peer ``peerCredentials(_:)``
     /// does not tell. False when that process does not exist; nil when the system cannot tell (no sock_diag, no
     /// `/proc`, not allowed to read it, this process out of descriptors).
-    package static func isPeer(of fd: CInt, heldBy pid: Int32) -> Bool? {
-        guard pid > 0, let peer = SocketDiagnostics.peerInode(of: fd) else { return nil }
+    package static func isPeer(of socket: Descriptor, heldBy pid: Int32) -> Bool? {
+        guard pid > 0, let peer = SocketDiagnostics.peerInode(of: socket.rawValue) else { return nil }
         return ProcessDescriptors.holdsSocket(pid, inode: peer)
     }
 }
@@ -110,7 +111,7 @@ private enum ProcessDescriptors {
     static func holdsSocket(_ pid: Int32, inode: UInt32) -> Bool? {
         do throws(WormholeError) {
             let folder = try Sys.open("/proc/\(pid)/fd", [.directory])
-            let names = try Sys.listDirectory(folder.rawValue)
+            let names = try Sys.listDirectory(folder.descriptor)
             let wanted = Array("socket:[\(inode)]".utf8)
             var target = [UInt8](repeating: 0, count: 64)
             for name in names {
