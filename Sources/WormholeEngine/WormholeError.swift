@@ -1,3 +1,5 @@
+import Foundation
+
 /// An error reported by Wormhole: what went wrong, where, and the system's errno when the system said no.
 ///
 /// Codes can grow between releases; switch over them with a `default` case.
@@ -91,4 +93,10 @@ public struct WormholeError: Error, Hashable, Sendable, CustomStringConvertible 
         guard let errno else { return "\(code): \(detail)" }
         return "\(code): \(detail): \(Errno(errno).message) (errno \(errno))"
     }
+}
+
+extension WormholeError: CustomNSError {
+    /// The domain of an `NSError` made from this error: the library's, whichever of its modules holds the type,
+    /// so that an app that logs or compares it sees the same string in every release.
+    public static var errorDomain: String { "Wormhole.WormholeError" }
 }
