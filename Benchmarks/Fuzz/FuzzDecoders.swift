@@ -74,9 +74,9 @@ private func readMapped(_ archive: [UInt8], agreeingWith expected: [AnyHashable:
     let offset = 7
     guard let file = try? LinuxCalls.makeMemoryFile("fuzz"),
         (try? (Array(repeating: 0, count: offset) + archive).withRawBytes { (raw) throws(WormholeError) in
-            try Sys.pwriteAll(file.rawValue, raw, at: 0)
+            try file.descriptor.writeAll(raw, at: 0)
         }) != nil,
-        let mapping = try? FileMapping(file.rawValue, count: offset + archive.count)
+        let mapping = try? FileMapping(file.descriptor, count: offset + archive.count)
     else { return }
     let mapped = ArchiveBytes(mapping, offset: offset, count: archive.count)
     /// The Data values of one decoding of `mapped`, the userInfo itself gone; nil when it was refused.
