@@ -35,12 +35,14 @@ enum ObserverCost {
         }
     }
 
-    /// One row: the kind, CPU µs per notification, and that against the raw socket; nil where the runs were
-    /// disturbed (the long runs took no more CPU than the short ones), so nothing is measured.
+    /// One row: the kind, CPU µs per notification, and that against the raw socket, and for a Wormhole row
+    /// against its matched raw row (RawHop: the raw socket handing each message to the same place); nil where the
+    /// runs were disturbed (the long runs took no more CPU than the short ones), so nothing is measured.
     struct Result {
         let label: String
         let microseconds: Double?
         let ratio: Double?
+        var matchedRatio: Double? = nil
     }
 
     /// Round trips of a short run and of a long one; `--quick` takes a tenth.
@@ -81,10 +83,20 @@ enum ObserverCost {
             results.append(Result(label: "raw seqpacket socket, polled before each read", microseconds: polled, ratio: ratio))
         }
         for kind in Kind.allCases {
+            // Its matched floor first, over sequenced packets: the raw socket handing each message to the same place.
+            var matched: Double?
+            if transport == .sequencedPacket,
+                let hop = perNotification({ ["raw-hop-run", "--path", place() + ".socket", "--kind", kind.rawValue, "--rounds", "\($0)"] })
+            {
+                matched = hop
+                let ratio = hop.flatMap { cost in raw.map { cost / $0 } }
+                results.append(Result(label: "raw polled, to " + kind.label, microseconds: hop, ratio: ratio))
+            }
             guard let cost = perNotification({ ["observer-run", "--container", place(), "--kind", kind.rawValue, "--rounds", "\($0)"] })
             else { continue }
             let ratio = cost.flatMap { cost in raw.map { cost / $0 } }
-            results.append(Result(label: "Wormhole, " + kind.label, microseconds: cost, ratio: ratio))
+            let matchedRatio = cost.flatMap { cost in matched.map { cost / $0 } }
+            results.append(Result(label: "Wormhole, " + kind.label, microseconds: cost, ratio: ratio, matchedRatio: matchedRatio))
         }
         return results
     }

@@ -32,7 +32,7 @@ import Foundation
 // process that started them, however that one ended.
 let roles: Set = [
     "wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out", "spool-listener",
-    "spool-poster", "raw-run", "observer-run", "observer-echo",
+    "spool-poster", "raw-run", "observer-run", "observer-echo", "raw-hop-run", "raw-hop-echo",
 ]
 if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
@@ -60,6 +60,12 @@ case "observer-run":
         rounds: option("--rounds").flatMap(Int.init) ?? 0)
 case "observer-echo":
     try ObserverCost.echo(container: containerOption(), kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
+case "raw-hop-run":
+    try RawHop.run(
+        path: option("--path") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread,
+        rounds: option("--rounds").flatMap(Int.init) ?? 0)
+case "raw-hop-echo":
+    try RawHop.echo(path: option("--path") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
 default: break
 }
 
@@ -102,6 +108,7 @@ func observerCostReport(_ transport: Transport = .sequencedPacket) -> [ObserverC
     for result in results {
         let figures = result.microseconds.map { microseconds in
             String(format: "%7.2f µs", microseconds) + (result.ratio.map { String(format: "  %5.2f×", $0) } ?? "")
+                + (result.matchedRatio.map { String(format: "  %5.2f× matched", $0) } ?? "")
         }
         print(result.label.padding(toLength: 48, withPad: " ", startingAt: 0) + (figures ?? "not measured: the runs were disturbed"))
     }
@@ -392,7 +399,10 @@ if let path = option("--json") {
     document["stopped_receiver"] = stoppedDocument
     // A figure not measured (the runs were disturbed) is null.
     document["observer_kinds"] = observerCosts.map { result -> [String: Any] in
-        ["kind": result.label, "cpu_us_per_notification": result.microseconds ?? NSNull(), "x_raw": result.ratio ?? NSNull()]
+        [
+            "kind": result.label, "cpu_us_per_notification": result.microseconds ?? NSNull(), "x_raw": result.ratio ?? NSNull(),
+            "x_matched": result.matchedRatio ?? NSNull(),
+        ]
     }
     if let dbusSkipped { document["dbus"] = dbusSkipped }
     let data = try JSONSerialization.data(withJSONObject: document, options: [.prettyPrinted, .sortedKeys])
