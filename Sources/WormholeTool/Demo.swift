@@ -13,7 +13,7 @@ enum Demo {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         _ = try Options(arguments, options: [])
         let container = try makeTemporaryContainer()
-        defer { try? FileManager.default.removeItem(atPath: container) }
+        defer { try? FolderTree.remove(atPath: container) }
         let center = try GroupNotificationCenter(containerURL: URL(fileURLWithPath: container))
         say("app", "container \(container)")
 

@@ -18,7 +18,7 @@ package struct FileStatus {
     private var type: mode_t { system.st_mode & S_IFMT }
 
     package var isRegularFile: Bool { type == S_IFREG }
-    var isDirectory: Bool { type == S_IFDIR }
+    package var isDirectory: Bool { type == S_IFDIR }
     package var isSocket: Bool { type == S_IFSOCK }
     /// A symbolic link itself, as `fstatat(2)` with `AT_SYMLINK_NOFOLLOW` sees one.
     package var isSymbolicLink: Bool { type == S_IFLNK }
