@@ -17,6 +17,9 @@ let package = Package(
         // The relay to another device (the Apple Watch, through WatchConnectivity), apart: an app that does not
         // relay links neither it nor WatchConnectivity.
         .library(name: "WormholeRelay", targets: ["WormholeRelay"]),
+        // The bridge to other hosts, through a NATS server with JetStream, apart: an app that stays on one device
+        // links none of it.
+        .library(name: "WormholeBridge", targets: ["WormholeBridge"]),
         .executable(name: "wormhole", targets: ["WormholeTool"]),
     ],
     targets: [
@@ -29,6 +32,9 @@ let package = Package(
         .target(name: "Wormhole", dependencies: ["WormholeEngine"], swiftSettings: strictSettings),
         .target(name: "WormholeUI", dependencies: ["Wormhole"], swiftSettings: strictSettings),
         .target(name: "WormholeRelay", dependencies: ["Wormhole"], swiftSettings: strictSettings),
+        // The bridge shares the relay's files in the container (its state, its posted log) and speaks NATS's
+        // client protocol, written here.
+        .target(name: "WormholeBridge", dependencies: ["WormholeRelay"], swiftSettings: strictSettings),
         // The `wormhole` tool. Its folder is not named `wormhole`: on a case-insensitive file system (a Mac's
         // default) that would be the library's folder.
         .executableTarget(name: "WormholeTool", dependencies: ["Wormhole"], swiftSettings: strictSettings),

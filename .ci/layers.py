@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Checks what the compiler cannot about the library's layering. The targets depend one way (Package.swift:
-WormholeEngine < Wormhole < WormholeUI | WormholeRelay), and the compiler refuses a use of a target that a target
+WormholeEngine < Wormhole < WormholeUI | WormholeRelay < WormholeBridge), and the compiler refuses a use of a target that a target
 does not depend on. Inside the engine, the order of its folders is this check's: a file uses only types of its own
 layer and the layers below. And only Platform/ imports or calls the C library or
 names its errno values (the others use Errno's names); and one platform seam: what Linux and Apple platforms do
@@ -13,7 +13,7 @@ Layers inside each target, top to bottom (Wire and Codec side by side, neither u
   WormholeEngine:  Center > Transport > Storage > Wire | Codec > Container > Platform | Base (the files at its
                    top: the error, the limits, a post's report, the statistics)
   Wormhole:        the API, one layer
-WormholeUI, WormholeRelay and the tool are one layer each, checked for the C library and the platform seam only:
+WormholeUI, WormholeRelay, WormholeBridge and the tool are one layer each, checked for the C library and the platform seam only:
 they ask for a platform by the frameworks they import (`#if canImport(SwiftUI)`, `#if canImport(WatchConnectivity)`),
 or in a whole file named for its platform (the two sides of WatchConnectivity: `X+iOS.swift`, `X+watchOS.swift`).
 """
@@ -27,18 +27,19 @@ TARGETS = {
     "Wormhole": ("API", {}),
     "WormholeUI": ("UI", {}),
     "WormholeRelay": ("Relay", {}),
+    "WormholeBridge": ("Bridge", {}),
     "WormholeTool": ("Tool", {}),
 }
 # The order inside a target. Base (the engine's top files: the error, the limits, a post's report, the
 # statistics) and Platform are one rank, each using the other: the error says an errno's meaning (Errno), and
 # every platform call throws the error and reads the limits.
 RANK = {"Center": 6, "Transport": 5, "Storage": 4, "Wire": 3, "Codec": 3, "Container": 2, "Base": 1, "Platform": 1,
-        "API": 1, "UI": 1, "Relay": 1, "Tool": 1}
+        "API": 1, "UI": 1, "Relay": 1, "Bridge": 1, "Tool": 1}
 # Side by side: neither uses the other.
 APART = {("Wire", "Codec"), ("Codec", "Wire")}
 # Libraries beside the core, and the tool: checked for the C library and the platform seam; the tool, which
 # sets up its own signals, for the platform seam only.
-BESIDE = {"UI", "Relay"}
+BESIDE = {"UI", "Relay", "Bridge"}
 
 DECL = re.compile(r"^(?:(?:public|internal|private|fileprivate|package|final|open|indirect|nonisolated|@\w+(?:\([^)]*\))?)\s+)*"
                   r"(class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)")
