@@ -74,7 +74,7 @@ let package = Package(
         .testTarget(
             name: "WormholeTests",
             dependencies: [
-                "Wormhole", "WormholeUI", "WormholeRelay", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-relay-peer",
+                "Wormhole", "WormholeUI", "WormholeRelay", "WormholeBridge", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-relay-peer",
                 "wormhole-chaos", "wormhole-bench",
             ],
             resources: [.copy("Corpus")],
