@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "WormholeBridge", dependencies: ["WormholeRelay"], swiftSettings: strictSettings),
         // The `wormhole` tool. Its folder is not named `wormhole`: on a case-insensitive file system (a Mac's
         // default) that would be the library's folder.
-        .executableTarget(name: "WormholeTool", dependencies: ["Wormhole"], swiftSettings: strictSettings),
+        .executableTarget(name: "WormholeTool", dependencies: ["Wormhole", "WormholeBridge"], swiftSettings: strictSettings),
         .executableTarget(
             name: "wormhole-bench",
             dependencies: ["Wormhole"],

@@ -102,6 +102,25 @@ package enum Limits {
     /// posts again only what it posted last before it was killed (a batch at most).
     package static let relayCopyWindow: UInt64 = 4096
 
+    // MARK: A bridge to other hosts (WormholeBridge)
+
+    /// What a NATS server's messages to the bridge may carry beyond its own `max_payload`: its API's answers
+    /// (JSON) are not bound by it.
+    package static let natsPayloadSlack = 64 << 10
+    /// The longest control line (`MSG …`, `INFO {…}`) read from a NATS server.
+    package static let natsControlLine = 64 << 10
+    /// How long the bridge waits for a NATS server to connect, sign in, or answer a request.
+    package static let bridgeRequestTimeout: Duration = .seconds(5)
+    /// How long a pull for the next message waits at the server before it comes back empty.
+    package static let bridgePullExpiry: Duration = .seconds(2)
+    /// How long a message handed to the bridge may go unacknowledged before the server hands it over again.
+    package static let bridgeAckWait: Duration = .seconds(10)
+    /// The first and the longest wait before the bridge connects again after a failure; each failure doubles it.
+    package static let bridgeFirstBackoff: Duration = .milliseconds(100)
+    package static let bridgeLongestBackoff: Duration = .seconds(5)
+    /// How often the bridge saves its state while it posts what came: the posted log covers what came between.
+    package static let bridgeStateSaveInterval: Duration = .seconds(1)
+
     // MARK: Reading archives
 
     /// The deepest nesting of containers accepted.

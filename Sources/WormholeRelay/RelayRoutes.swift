@@ -5,16 +5,16 @@ import Wormhole
 /// observes, and which retained notifications and group values it keeps the same on both sides.
 ///
 /// A plain value made from the relay's ``RelayRoute``s; it knows nothing of the link.
-struct RelayRoutes: Sendable {
+package struct RelayRoutes: Sendable {
     /// The routes as given.
     let all: [RelayRoute]
 
-    init(_ routes: [RelayRoute]) {
+    package init(_ routes: [RelayRoute]) {
         all = routes
     }
 
     /// How a notification crosses.
-    enum Carried: Sendable, Hashable {
+    package enum Carried: Sendable, Hashable {
         /// An ordinary notification: posted on the other side as it was here.
         case notification
         /// A request (``RelayRoute/Kind/requests(name:)``): it crosses with the time it has left, and opens its
@@ -28,7 +28,7 @@ struct RelayRoutes: Sendable {
     /// Whether a notification this group posted goes to the other device, and as what; nil when it does not.
     /// What a relay posted itself (its mark) never goes back. A reply is decided here by its name only: whether
     /// its way back is open is the relay's to say (``RelayReplyRoutes``).
-    func outgoing(_ note: RelayedNotification) -> Carried? {
+    package func outgoing(_ note: RelayedNotification) -> Carried? {
         guard !note.isRelayed else { return nil }
         if GroupNotificationCenter.isReplyName(note.name) { return .reply }
         guard sends(notification: note.name) else { return nil }
@@ -37,7 +37,7 @@ struct RelayRoutes: Sendable {
 
     /// Whether a notification named `name` from the other device is posted here, and as what; nil when no route
     /// takes it (it is dropped and counted).
-    func incoming(_ name: String) -> Carried? {
+    package func incoming(_ name: String) -> Carried? {
         if GroupNotificationCenter.isReplyName(name), sendsRequests { return .reply }
         guard receives(notification: name) else { return nil }
         return receives(request: name) ? .request : .notification
@@ -45,7 +45,7 @@ struct RelayRoutes: Sendable {
 
     /// The names of notifications to observe: nil stands for every name (a prefix route), which matches no
     /// request's name: those are named each.
-    var observedNames: [String?] {
+    package var observedNames: [String?] {
         var names: [String?] = []
         var everyName = false
         for route in all where route.direction.sends {

@@ -82,7 +82,7 @@ public final class WormholeRelay: Sendable {
     /// The relay's folder for `clientIdentifier`: the identifier itself when it is a plain name (letters, digits,
     /// `.`, `-`, `_`, not starting with `.`), else its UTF-8 bytes in hex, so that no identifier names a path
     /// outside `relay/`.
-    static func folderName(_ clientIdentifier: String) -> String {
+    package static func folderName(_ clientIdentifier: String) -> String {
         let plain = clientIdentifier.unicodeScalars.allSatisfy { scalar in
             scalar.isASCII && (CharacterSet.alphanumerics.contains(scalar) || "._-".unicodeScalars.contains(scalar))
         }

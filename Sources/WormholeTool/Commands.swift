@@ -25,7 +25,7 @@ enum Commands {
             let from = choice.source.hasPrefix("--") ? "" : " (from \(choice.source))"
             if !options.has("create") && !FileManager.default.fileExists(atPath: url.path) {
                 // Only post, listen and value make a container; the others are told where to look instead.
-                let hint = ["post", "listen", "value", "respond"].contains(command)
+                let hint = ["post", "listen", "value", "respond", "bridge"].contains(command)
                     ? "pass --create to make it" : "\(command) never makes one (post, listen, value and respond do, with --create)"
                 throw UsageError("container \(url.path)\(from) does not exist; \(hint)")
             }

@@ -80,6 +80,18 @@ let commandHelp: [(name: String, text: String)] = [
           forget a durable identity: its registry entry and its spool, with what is spooled for it; refused while
           a process runs it
         """),
+    ("bridge", """
+        usage: wormhole bridge NAME... [-c DIR | -g ID] [--create] --server nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT]
+                               [--route NAME] [--subject-prefix P] [--replicas 1|3|5]
+          carry the notifications of each NAME (NAME* for every name that starts with NAME) between this
+          container and the containers of other hosts whose bridges use the same NATS server (with JetStream) or
+          cluster, until SIGTERM or SIGINT. Each notification reaches every other host once, in its poster's
+          order, also after this bridge, the server or another host was down. Prints the bridge's status as one
+          JSON line each time it changes, {"connection":"connected","waiting":0,"sent":…,"posted":…,
+          "duplicates":…,"dropped":…,"reconnects":…,"lastError":…}. --subject-prefix (default wormhole) keeps
+          applications that share a server apart; --replicas sets how many servers of a cluster keep the stream
+          when it is first made.
+        """),
     ("demo", """
         usage: wormhole demo
           an app and an extension process talking through a temporary container
@@ -113,6 +125,7 @@ let usage = """
       respond   answer requests for a name
       status    list the registered listeners (only reads; --clean removes those that are gone)
       forget    forget a durable identity and its spool
+      bridge    carry notifications to other hosts through a NATS server
       demo      an app and an extension process talking through a temporary container
 
     The container: -c DIR (--container DIR) or -g ID (--group ID); without either, $WORMHOLE_CONTAINER (a folder)
@@ -135,7 +148,7 @@ let commandNames = commandHelp.map(\.name) + ["help"]
 func help(for command: String) -> String? {
     guard let text = commandHelp.first(where: { $0.name == command })?.text else { return nil }
     guard command != "demo" else { return text }
-    return text + "\n" + containerHelp + (["post", "listen", "value", "respond"].contains(command) ? "\n" + createHelp : "")
+    return text + "\n" + containerHelp + (["post", "listen", "value", "respond", "bridge"].contains(command) ? "\n" + createHelp : "")
 }
 
 /// "unknown command 'lisen'; did you mean listen?" when one is near.
@@ -163,6 +176,7 @@ do {
     case "retained": exit(try Commands.retained(arguments.dropFirst()))
     case "value": exit(try Commands.value(arguments.dropFirst()))
     case "forget": exit(try Commands.forget(arguments.dropFirst()))
+    case "bridge": try Commands.bridge(arguments.dropFirst())
     case "demo": exit(try Demo.run(arguments.dropFirst()))
     case "demo-extension": try Demo.runExtension(arguments.dropFirst())
     case "help", "--help", "-h":
@@ -180,7 +194,7 @@ do {
         Output.ownText("wormhole \(toolVersion)")
         exit(0)
     case "":
-        Output.error("wormhole: give a command: listen, post, retained, value, request, respond, status, forget or demo (see 'wormhole help')")
+        Output.error("wormhole: give a command: listen, post, retained, value, request, respond, status, forget, bridge or demo (see 'wormhole help')")
         exit(2)
     default:
         Output.error(unknownCommand(command))

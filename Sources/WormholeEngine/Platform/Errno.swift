@@ -31,6 +31,8 @@ package struct Errno: Hashable, Sendable {
     package static let interrupted = Errno(EINTR)
     /// Nothing now, try later (`EAGAIN`; `EWOULDBLOCK` is the same value on Linux and Darwin).
     package static let wouldBlock = Errno(EAGAIN)
+    /// A non-blocking connect goes on in the background (TCP).
+    package static let inProgress = Errno(EINPROGRESS)
     /// The peer of a connection reset it (`ECONNRESET`).
     static let connectionReset = Errno(ECONNRESET)
     /// A pending connection was given up by its peer before it was accepted (`ECONNABORTED`).

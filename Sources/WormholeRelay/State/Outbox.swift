@@ -10,17 +10,17 @@ import Wormhole
 /// not write there is never removed unless it is a regular file: an entry that is not (a folder, a link, a FIFO)
 /// stays where it is, said in the log at each start; one under an item's name is moved aside
 /// (`<name>.moved-<16 hex>`), and its item counts as damaged.
-struct Outbox {
+package struct Outbox {
     static let capacity = Limits.relayOutboxCapacity
     static let maximumItemSize = Limits.relayOutboxItemSize
 
     let folder: ContainerFolder
     /// What the folder holds, in order of link sequence.
-    private(set) var ordered: [RelayItem] = []
+    package private(set) var ordered: [RelayItem] = []
     /// The items found damaged at the start, each replaced by a skip.
-    private(set) var damaged = 0
+    package private(set) var damaged = 0
 
-    init(folder: ContainerFolder, log: (String) -> Void) throws {
+    package init(folder: ContainerFolder, log: (String) -> Void) throws {
         self.folder = folder
         var items: [UInt64: RelayItem] = [:]
         var foreign: [String] = []
@@ -61,8 +61,8 @@ struct Outbox {
         ordered = items.values.sorted { $0.link < $1.link }
     }
 
-    var count: Int { ordered.count }
-    var highest: UInt64 { ordered.last?.link ?? 0 }
+    package var count: Int { ordered.count }
+    package var highest: UInt64 { ordered.last?.link ?? 0 }
     var lowest: UInt64? { ordered.first?.link }
 
     /// The items after `link`, in order.
@@ -80,7 +80,7 @@ struct Outbox {
         return low
     }
 
-    mutating func add(_ item: RelayItem) throws {
+    package mutating func add(_ item: RelayItem) throws {
         try write(item, log: RelayLog.write)
         let at = index(after: item.link)
         if at > 0, ordered[at - 1].link == item.link {
@@ -109,7 +109,7 @@ struct Outbox {
     }
 
     /// Forgets what the other device acknowledged.
-    mutating func acknowledge(upTo link: UInt64) {
+    package mutating func acknowledge(upTo link: UInt64) {
         let end = index(after: link)
         for done in ordered[..<end] { try? folder.remove(Self.name(done.link)) }
         ordered.removeFirst(end)

@@ -6,7 +6,7 @@ import Wormhole
 /// poster, sequence, big-endian), so a relay killed after posting has almost always recorded it too. In the
 /// window left, between the post and its record, a kill makes the next run post that notification again, as the
 /// same poster and sequence, which the listeners drop. Folded into the state and emptied once the state is saved.
-struct PostedLog {
+package struct PostedLog {
     static let recordSize = 24
     static let maximumSize = Limits.relayPostedLogSize
     static let name = "posted"
@@ -14,7 +14,7 @@ struct PostedLog {
     let folder: ContainerFolder
     private var file: ContainerFolder.AppendedFile?
 
-    init(folder: ContainerFolder) {
+    package init(folder: ContainerFolder) {
         self.folder = folder
     }
 
@@ -22,7 +22,7 @@ struct PostedLog {
 
     /// The records the log holds, in order; a record cut short at the end (a kill in the middle of a write), and
     /// one whose link sequence no relay reaches, are left out.
-    func records(log: (String) -> Void) -> [(link: UInt64, poster: UInt64, sequence: UInt64)] {
+    package func records(log: (String) -> Void) -> [(link: UInt64, poster: UInt64, sequence: UInt64)] {
         let bytes: [UInt8]
         do {
             guard let read = try folder.read(Self.name, limit: Self.maximumSize) else { return [] }
@@ -43,7 +43,7 @@ struct PostedLog {
     }
 
     /// Appends one record, in one write.
-    mutating func append(link: UInt64, poster: UInt64, sequence: UInt64) throws {
+    package mutating func append(link: UInt64, poster: UInt64, sequence: UInt64) throws {
         if file == nil {
             // Opened without following a link; what is there and is not a file of one link (a FIFO, which would
             // wait for a reader for ever, a folder, a link) is moved aside. Whatever it holds is no record of this
@@ -64,7 +64,7 @@ struct PostedLog {
     }
 
     /// Empties the log, once the state holds what it said; it stays open for the next record.
-    mutating func clear() {
+    package mutating func clear() {
         if let file {
             do {
                 try file.empty()

@@ -59,9 +59,11 @@ struct RelayState: Codable, Sendable {
 }
 
 /// The highest sequence seen of each poster, and when it was last seen, so that the oldest is forgotten first.
-struct PosterMarks: Codable, Sendable {
+package struct PosterMarks: Codable, Sendable {
     private var marks: [UInt64: Mark] = [:]
     private var clock: UInt64 = 0
+
+    package init() {}
 
     private struct Mark: Codable, Sendable {
         var sequence: UInt64
@@ -69,12 +71,12 @@ struct PosterMarks: Codable, Sendable {
     }
 
     /// Whether `sequence` of `poster` is past what was seen.
-    func isPast(poster: UInt64, sequence: UInt64) -> Bool {
+    package func isPast(poster: UInt64, sequence: UInt64) -> Bool {
         marks[poster].map { $0.sequence < sequence } ?? true
     }
 
     /// Whether `sequence` of `poster` is past what was seen; if so, remembers it.
-    mutating func advance(poster: UInt64, sequence: UInt64) -> Bool {
+    package mutating func advance(poster: UInt64, sequence: UInt64) -> Bool {
         if let mark = marks[poster], mark.sequence >= sequence { return false }
         clock &+= 1
         marks[poster] = Mark(sequence: sequence, seen: clock)

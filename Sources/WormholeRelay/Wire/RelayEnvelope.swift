@@ -43,21 +43,36 @@ struct RelayEnvelope: Codable, Sendable {
 }
 
 /// One notification as it crosses: its place in the sender's outbox, and the post it was on its device.
-struct RelayItem: Codable, Sendable, Hashable {
+package struct RelayItem: Codable, Sendable, Hashable {
     /// Its number in the sender's outbox: 1, 2, 3… for each device, applied in this order.
-    var link: UInt64
-    var poster: UInt64
-    var sequence: UInt64
-    var name: String
-    var object: String?
-    var userInfo: Data?
+    package var link: UInt64
+    package var poster: UInt64
+    package var sequence: UInt64
+    package var name: String
+    package var object: String?
+    package var userInfo: Data?
     /// Set for a notification the sender could not carry (too large, a request expired): the receiver only
     /// moves past it.
-    var skipped: Bool?
+    package var skipped: Bool?
     /// A request's deadline on the sending device's monotonic clock (nanoseconds): kept in the outbox only.
-    var deadline: Int64?
+    package var deadline: Int64?
     /// A request's time left when it was handed to the link (nanoseconds): what the receiver stamps anew.
-    var remaining: Int64?
+    package var remaining: Int64?
+
+    package init(
+        link: UInt64, poster: UInt64, sequence: UInt64, name: String, object: String? = nil, userInfo: Data? = nil,
+        skipped: Bool? = nil, deadline: Int64? = nil, remaining: Int64? = nil
+    ) {
+        self.link = link
+        self.poster = poster
+        self.sequence = sequence
+        self.name = name
+        self.object = object
+        self.userInfo = userInfo
+        self.skipped = skipped
+        self.deadline = deadline
+        self.remaining = remaining
+    }
 }
 
 /// "I have applied your notifications up to `link`", to the device `device`.

@@ -121,6 +121,27 @@ extension UnixSocket {
     static func unreadBytes(_ socket: Descriptor) -> Int? { nil }
 }
 
+extension TCPSocket {
+    /// A stream socket's type; Darwin has no SOCK_CLOEXEC (``prepare(_:)`` sets it).
+    static let streamType = SOCK_STREAM
+    static let socketFlags: CInt = 0
+    /// SIGPIPE is off per socket (``prepare(_:)``).
+    static let sendFlags: CInt = 0
+    static let noDelayLevel = IPPROTO_TCP
+
+    /// Turns SIGPIPE off and close-on-exec on.
+    /// - Throws: when SIGPIPE cannot be turned off.
+    static func prepare(_ fd: CInt) throws(WormholeError) {
+        var on: CInt = 1
+        guard setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &on, socklen_t(MemoryLayout<CInt>.size)) == 0 else {
+            throw WormholeError(.system, "setsockopt SO_NOSIGPIPE", errno: currentErrno())
+        }
+        _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+    }
+
+    static func shutdownBoth(_ fd: CInt) -> CInt { Darwin.shutdown(fd, SHUT_RDWR) }
+}
+
 extension SocketOptions {
     /// The receive buffer of a datagram socket (4,096 bytes by default, `net.local.dgram.recvspace`) holds what
     /// posters sent until the listener reads it; a datagram that does not fit fails with ENOBUFS and is spooled.

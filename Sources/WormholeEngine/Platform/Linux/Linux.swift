@@ -124,6 +124,20 @@ extension UnixSocket {
     package static func unreadBytes(_ socket: Descriptor) -> Int? { LinuxCalls.unreadBytes(socket.rawValue) }
 }
 
+extension TCPSocket {
+    /// A stream socket's type, and the flags given with it to `socket(2)`: close-on-exec from the start.
+    static let streamType = CInt(SOCK_STREAM.rawValue)
+    static let socketFlags = CInt(SOCK_CLOEXEC.rawValue)
+    /// Flags for every send: never raise SIGPIPE.
+    static let sendFlags = CInt(MSG_NOSIGNAL)
+    static let noDelayLevel = CInt(IPPROTO_TCP)
+
+    /// Nothing to set: SOCK_CLOEXEC was given to socket(), MSG_NOSIGNAL goes with each send.
+    static func prepare(_ fd: CInt) throws(WormholeError) {}
+
+    static func shutdownBoth(_ fd: CInt) -> CInt { Glibc.shutdown(fd, CInt(SHUT_RDWR)) }
+}
+
 extension SocketOptions {
     /// `shutdown(SHUT_RD)`: posters' sends fail with EPIPE from then on.
     package static func sealDatagramSocket(_ socket: Descriptor) -> Bool { Sys.shutdownReading(socket) }

@@ -1,0 +1,106 @@
+import Foundation
+import Synchronization
+import Wormhole
+import WormholeRelay
+
+/// What comes from the other hosts: each message the server hands this host's consumer, posted into this group
+/// once, as the notification it was. What was posted is remembered per host (its outbox numbers), so that a
+/// message handed over again is dropped, and logged in the posted log as it is posted, so that a bridge killed
+/// before it saved its state does not post it again.
+final class BridgeInbound: Sendable {
+    private struct State {
+        var posted: PosterMarks
+        var postedLog: PostedLog
+        var unsaved = false
+    }
+
+    /// What a message was, once applied.
+    enum Outcome {
+        case posted, ownMessage, duplicate, dropped
+    }
+
+    private let state: Mutex<State>
+    private let center: GroupNotificationCenter
+    private let routes: RelayRoutes
+    private let device: UInt64
+
+    init(posted: PosterMarks, postedLog: sending PostedLog, center: GroupNotificationCenter, routes: RelayRoutes, device: UInt64) {
+        state = Mutex(State(posted: posted, postedLog: postedLog))
+        self.center = center
+        self.routes = routes
+        self.device = device
+    }
+
+    /// What the state file keeps of the inbound side.
+    func record(into bridgeState: inout BridgeState) {
+        bridgeState.posted = state.withLock { $0.posted }
+    }
+
+    /// Whether something was posted since the state was last saved.
+    var unsaved: Bool { state.withLock { $0.unsaved } }
+
+    /// Empties the posted log once the state holding what it said is saved.
+    func saved() {
+        state.withLock { state in
+            state.postedLog.clear()
+            state.unsaved = false
+        }
+    }
+
+    /// Posts what `message` holds, unless this host sent it, it was posted before, or it is not a notification
+    /// this bridge takes (dropped and logged).
+    /// - Throws: When the container cannot be written: the message is not acknowledged and comes again.
+    func apply(_ message: NATSMessage) throws -> Outcome {
+        guard let origin = message.headers?[BridgeHeaders.host].flatMap({ UInt64($0, radix: 16) }), origin != 0 else {
+            BridgeLog.write("a message on \(message.subject) says no host it came from; dropped")
+            return .dropped
+        }
+        if origin == device { return .ownMessage }
+        let item: RelayItem
+        do {
+            item = try PropertyListDecoder().decode(RelayItem.self, from: Data(message.payload))
+        } catch {
+            BridgeLog.write("a message on \(message.subject) is not a notification the bridge wrote (\(error)); dropped")
+            return .dropped
+        }
+        guard item.link > 0, item.link < Limits.relayHighestLink else {
+            BridgeLog.write("a message on \(message.subject) has an outbox number out of range; dropped")
+            return .dropped
+        }
+        guard state.withLock({ $0.posted.isPast(poster: origin, sequence: item.link) }) else { return .duplicate }
+        guard routes.incoming(item.name) == .notification else {
+            BridgeLog.write("\(item.name) from another host is not routed to this one; dropped")
+            return .dropped
+        }
+        do {
+            // As the same poster and sequence each time it is posted: a copy posted again after a kill right
+            // after the post is dropped by the listeners.
+            try center.postRelayed(
+                name: item.name, object: item.object, userInfo: item.userInfo.map { [UInt8]($0) }, retain: false,
+                stablePoster: device &* 0x9E37_79B9_7F4A_7C15 ^ origin, sequence: item.link)
+        } catch let error as WormholeError where error.code == .system {
+            throw error
+        } catch {
+            BridgeLog.write("\(item.name) from another host not posted: \(error); dropped")
+            return .dropped
+        }
+        state.withLock { state in
+            _ = state.posted.advance(poster: origin, sequence: item.link)
+            state.unsaved = true
+            do {
+                try state.postedLog.append(link: item.link, poster: origin, sequence: item.link)
+            } catch {
+                BridgeLog.write("bridge log not written (\(error)): a kill before the state is saved posts it again")
+            }
+        }
+        return .posted
+    }
+}
+
+/// The headers the bridge puts on each message.
+enum BridgeHeaders {
+    /// The host that published it (its id in hex).
+    static let host = "Wormhole-Host"
+    /// JetStream's de-duplication: the same id within the stream's window is stored once.
+    static let messageID = "Nats-Msg-Id"
+}

@@ -1,0 +1,261 @@
+import Foundation
+import Synchronization
+import Wormhole
+import WormholeRelay
+
+/// The bridge's work with its server, on threads of its own: connect (again, with a growing wait, after each
+/// failure), make the stream and this host's durable consumer, then publish what waits in the outbox and, on a
+/// second thread, post what the consumer hands over, one message at a time, acknowledging each once it is in
+/// the container.
+final class BridgeSession: Sendable {
+    private let server: NATSServerAddress
+    private let subjects: BridgeSubjects
+    private let options: WormholeBridge.Options
+    private let outbound: BridgeOutbound
+    private let inbound: BridgeInbound
+    private let device: UInt64
+    private let saveState: @Sendable () throws -> Void
+    private let board = Mutex(BridgeStatus())
+    private let flags = Mutex(Flags())
+    /// Signalled when the session's thread has ended.
+    private let ended = DispatchSemaphore(value: 0)
+    /// Signalled when the bridge closes: ends a wait before connecting again.
+    private let closing = DispatchSemaphore(value: 0)
+
+    private struct Flags {
+        var started = false
+        var closed = false
+        var connection: NATSConnection?
+    }
+
+    init(
+        server: NATSServerAddress, subjects: BridgeSubjects, options: WormholeBridge.Options, outbound: BridgeOutbound,
+        inbound: BridgeInbound, device: UInt64, saveState: @escaping @Sendable () throws -> Void
+    ) {
+        self.server = server
+        self.subjects = subjects
+        self.options = options
+        self.outbound = outbound
+        self.inbound = inbound
+        self.device = device
+        self.saveState = saveState
+    }
+
+    var status: BridgeStatus {
+        var status = board.withLock { $0 }
+        status.waiting = outbound.waiting
+        return status
+    }
+
+    private var closed: Bool { flags.withLock { $0.closed } }
+
+    func start() {
+        let first = flags.withLock { flags in
+            defer { flags.started = true }
+            return !flags.started && !flags.closed
+        }
+        guard first else { return }
+        board.withLock { $0.connection = .connecting }
+        let thread = Thread { [self] in
+            run()
+            ended.signal()
+        }
+        thread.name = "Wormhole.Bridge"
+        thread.start()
+    }
+
+    /// Ends the session: the connection closes, and this returns once the threads stopped posting.
+    func close() {
+        let (connection, running) = flags.withLock { flags -> (NATSConnection?, Bool) in
+            defer { flags.closed = true }
+            return (flags.connection, flags.started && !flags.closed)
+        }
+        guard running else { return }
+        connection?.close(BridgeError("the bridge closed"))
+        outbound.bell.signal()
+        closing.signal()
+        _ = ended.wait(timeout: .now() + .seconds(30))
+        board.withLock { $0.connection = .stopped }
+    }
+
+    private func count(_ change: (inout BridgeStatus) -> Void) { board.withLock { change(&$0) } }
+
+    private func failed(_ error: BridgeError) {
+        count {
+            $0.lastError = error.message
+            $0.connection = .connecting
+        }
+        BridgeLog.write(error.message)
+    }
+
+    // MARK: Connecting
+
+    private func run() {
+        var backoff = Limits.bridgeFirstBackoff
+        var first = true
+        while !closed {
+            if !first { count { $0.reconnects += 1 } }
+            first = false
+            do throws(BridgeError) {
+                let connection = try NATSConnection.open(
+                    server, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout)
+                let accepted = flags.withLock { flags -> Bool in
+                    guard !flags.closed else { return false }
+                    flags.connection = connection
+                    return true
+                }
+                guard accepted else {
+                    connection.close(BridgeError("the bridge closed"))
+                    return
+                }
+                let stream = JetStream(connection: connection, timeout: options.timeout)
+                try prepare(stream)
+                count { $0.connection = .connected }
+                backoff = Limits.bridgeFirstBackoff
+                serve(stream)
+                if let reason = connection.closedReason, !closed { failed(reason) }
+            } catch {
+                if closed { return }
+                failed(error)
+            }
+            flags.withLock { flags in
+                flags.connection?.close(BridgeError("connecting again"))
+                flags.connection = nil
+            }
+            if closed { return }
+            _ = closing.wait(timeout: .now() + .milliseconds(Int(backoff / .milliseconds(1))))
+            backoff = min(backoff * 2, Limits.bridgeLongestBackoff)
+        }
+    }
+
+    private func prepare(_ stream: JetStream) throws(BridgeError) {
+        try stream.ensureStream(
+            StreamConfig(
+                name: subjects.stream, subjects: [subjects.notifications], numReplicas: options.replicas,
+                maxAge: Int64(options.maximumAge / .nanoseconds(1)),
+                duplicateWindow: Int64(options.duplicateWindow / .nanoseconds(1))))
+        try stream.ensureConsumer(
+            stream: subjects.stream,
+            ConsumerConfig(
+                durableName: subjects.consumer(for: device), ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)),
+                filterSubject: subjects.notifications))
+    }
+
+    /// Publishes and pulls until the connection ends or the bridge closes.
+    private func serve(_ stream: JetStream) {
+        let pulling = DispatchSemaphore(value: 0)
+        let puller = Thread { [self] in
+            pull(stream)
+            pulling.signal()
+        }
+        puller.name = "Wormhole.Bridge.Pull"
+        puller.start()
+        publish(stream)
+        stream.connection.close(BridgeError("connecting again"))
+        pulling.wait()
+    }
+
+    // MARK: Publishing
+
+    private func publish(_ stream: JetStream) {
+        let connection = stream.connection
+        while !closed, connection.closedReason == nil {
+            let items = outbound.next(64)
+            if items.isEmpty {
+                _ = outbound.bell.wait(timeout: .now() + .seconds(1))
+                continue
+            }
+            var done: UInt64 = 0
+            for item in items {
+                do throws(BridgeError) {
+                    try publish(item, stream)
+                } catch {
+                    connection.close(error)
+                    break
+                }
+                done = item.link
+            }
+            guard done > 0 else { continue }
+            // The numbering saved before the items go: a run after a kill never numbers anew what was sent.
+            do {
+                try saveState()
+            } catch {
+                failed(BridgeError("bridge state not saved: \(error)"))
+                continue
+            }
+            outbound.published(upTo: done)
+            count { $0.sent += items.prefix { $0.link <= done }.count }
+        }
+    }
+
+    /// Publishes one item, or drops it (logged, counted) when the server can never take it.
+    private func publish(_ item: RelayItem, _ stream: JetStream) throws(BridgeError) {
+        let payload: [UInt8]
+        do {
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            payload = Array(try encoder.encode(item))
+        } catch {
+            throw BridgeError("cannot encode \(item.name): \(error)")
+        }
+        var headers = NATSHeaders()
+        let host = String(device, radix: 16)
+        do {
+            try headers.set(BridgeHeaders.host, host)
+            try headers.set(BridgeHeaders.messageID, "\(host)-\(item.link)")
+        } catch {
+            throw BridgeError("\(error)")
+        }
+        let size = payload.count + headers.encoded().count
+        guard item.skipped != true, size <= stream.connection.info.maxPayload else {
+            if item.skipped != true {
+                count { $0.dropped += 1 }
+                BridgeLog.write(
+                    "\(item.name) is \(size) bytes as a message, over the server's maximum of \(stream.connection.info.maxPayload) (max_payload); dropped")
+            }
+            return
+        }
+        _ = try stream.publish(subjects.subject(for: item.name), headers: headers, payload: payload)
+    }
+
+    // MARK: Pulling
+
+    private func pull(_ stream: JetStream) {
+        let connection = stream.connection
+        let consumer = subjects.consumer(for: device)
+        var lastSave = ContinuousClock.now
+        let mailbox: Mailbox
+        do throws(BridgeError) {
+            mailbox = try connection.mailbox()
+        } catch {
+            connection.close(error)
+            return
+        }
+        while !closed, connection.closedReason == nil {
+            do {
+                if let message = try stream.next(
+                    stream: subjects.stream, consumer: consumer, expiry: Limits.bridgePullExpiry, into: mailbox)
+                {
+                    let outcome = try inbound.apply(message)
+                    try stream.acknowledge(message)
+                    count { status in
+                        switch outcome {
+                        case .posted: status.posted += 1
+                        case .duplicate: status.duplicatesDropped += 1
+                        case .dropped: status.dropped += 1
+                        case .ownMessage: break
+                        }
+                    }
+                }
+                if inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
+                    try saveState()
+                    inbound.saved()
+                    lastSave = .now
+                }
+            } catch {
+                connection.close(error as? BridgeError ?? BridgeError("\(error)"))
+                return
+            }
+        }
+    }
+}

@@ -1,0 +1,35 @@
+import Foundation
+
+/// How the bridge names things on the server, from its subject prefix (`wormhole` unless given another, so that
+/// several applications share a server): each notification name under `<prefix>.n.`, mapped reversibly
+/// (``NATSSubject``); the stream that keeps them; a host's durable consumer.
+struct BridgeSubjects: Sendable {
+    let prefix: String
+
+    /// - Throws: ``BridgeError`` when `prefix` is not dot-separated tokens of letters, digits, `-` and `_`.
+    init(prefix: String) throws(BridgeError) {
+        guard NATSSubject.isValidPrefix(prefix) else {
+            throw BridgeError("subject prefix \"\(prefix)\" is not tokens of letters, digits, - and _, separated by dots")
+        }
+        self.prefix = prefix
+    }
+
+    /// Where notifications go: every subject under `<prefix>.n.`.
+    var notifications: String { prefix + ".n.>" }
+
+    /// The subject of notifications named `name`.
+    func subject(for name: String) -> String { prefix + ".n." + NATSSubject.tail(for: name) }
+
+    /// The name a subject of notifications stands for; nil for a subject that is not one.
+    func name(for subject: String) -> String? {
+        let head = prefix + ".n."
+        guard subject.hasPrefix(head) else { return nil }
+        return NATSSubject.name(fromTail: String(subject.dropFirst(head.count)))
+    }
+
+    /// The stream that keeps the notifications: the prefix in capitals, dots as underscores.
+    var stream: String { "WORMHOLE_" + prefix.uppercased().replacingOccurrences(of: ".", with: "_") }
+
+    /// The durable consumer of the host `device`.
+    func consumer(for device: UInt64) -> String { "host-" + String(device, radix: 16) }
+}

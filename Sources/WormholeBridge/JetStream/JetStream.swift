@@ -1,0 +1,167 @@
+import Foundation
+import WormholeEngine
+
+/// JetStream's API as the bridge uses it, over one ``NATSConnection``: JSON requests on `$JS.API.…` to make the
+/// stream and a host's durable consumer, publishing with the server's acknowledgement, pulling the next message
+/// and acknowledging it.
+struct JetStream {
+    let connection: NATSConnection
+    let timeout: Duration
+
+    /// Makes the stream unless it exists. An existing stream is used as it is: its subjects, storage and
+    /// replicas are an operator's to change.
+    /// - Throws: ``BridgeError`` when the server has no JetStream, or refuses the stream.
+    func ensureStream(_ config: StreamConfig) throws(BridgeError) {
+        let info = try call("STREAM.INFO.\(config.name)", body: nil)
+        if info.error == nil { return }
+        guard info.error?.errCode == JetStreamAnswer.streamNotFound else { throw info.failure("stream \(config.name)") }
+        let created = try call("STREAM.CREATE.\(config.name)", body: try Self.json(config))
+        // Made by another host's bridge at the same moment: the same stream.
+        if let error = created.error, error.errCode != JetStreamAnswer.streamNameInUse {
+            throw created.failure("stream \(config.name) not made")
+        }
+    }
+
+    /// Makes the durable consumer unless it exists.
+    func ensureConsumer(stream: String, _ config: ConsumerConfig) throws(BridgeError) {
+        let info = try call("CONSUMER.INFO.\(stream).\(config.durableName)", body: nil)
+        if info.error == nil { return }
+        guard info.error?.errCode == JetStreamAnswer.consumerNotFound else {
+            throw info.failure("consumer \(config.durableName)")
+        }
+        let created = try call(
+            "CONSUMER.DURABLE.CREATE.\(stream).\(config.durableName)",
+            body: try Self.json(CreateConsumer(streamName: stream, config: config)))
+        if created.error != nil { throw created.failure("consumer \(config.durableName) not made") }
+    }
+
+    /// Publishes a message into the stream and waits for the server to say it stored it (or already had it:
+    /// the same `Nats-Msg-Id` within the stream's duplicate window).
+    /// - Throws: ``BridgeError`` when no stream takes the subject, the server refused the message (too large,
+    ///   a limit of the stream), or did not answer in time: then it may or may not have stored it.
+    func publish(_ subject: String, headers: NATSHeaders, payload: [UInt8]) throws(BridgeError) -> PublishAnswer {
+        let reply = try connection.request(subject, headers: headers, payload: payload, timeout: timeout)
+        if reply.headers?.status == 503 { throw BridgeError("no stream takes \(subject) (is JetStream on, and the stream made?)") }
+        let answer = try Self.decode(PublishAnswer.self, reply.payload, what: "the answer to a publish")
+        if let error = answer.error { throw BridgeError("the server refused a message to \(subject): \(error.text)") }
+        return answer
+    }
+
+    /// The next message for the durable consumer, sent to `mailbox`, waiting at most `expiry` at the server;
+    /// nil when none came. A message of an earlier pull that came late is the next one as well: the consumer
+    /// hands over one at a time.
+    func next(stream: String, consumer: String, expiry: Duration, into mailbox: Mailbox) throws(BridgeError) -> NATSMessage? {
+        let body = "{\"batch\":1,\"expires\":\(Int64(expiry / .nanoseconds(1)))}"
+        try connection.publish(
+            "$JS.API.CONSUMER.MSG.NEXT.\(stream).\(consumer)", replyTo: mailbox.subject, payload: Array(body.utf8))
+        guard let message = mailbox.next(timeout: expiry + timeout) else {
+            if let closed = connection.closedReason { throw closed }
+            throw BridgeError("no answer from \(connection.address) to a pull for consumer \(consumer)")
+        }
+        switch message.headers?.status {
+        case nil:
+            return message
+        case 404, 408:
+            return nil
+        case let status?:
+            let text = message.headers?.statusDescription ?? ""
+            throw BridgeError("the pull for consumer \(consumer) failed: \(status) \(text)")
+        }
+    }
+
+    /// Tells the server that `message` was handled: it is not handed over again.
+    func acknowledge(_ message: NATSMessage) throws(BridgeError) {
+        guard let replyTo = message.replyTo else { return }
+        try connection.publish(replyTo, payload: Array("+ACK".utf8))
+    }
+
+    // MARK: The API's JSON
+
+    private func call(_ api: String, body: [UInt8]?) throws(BridgeError) -> JetStreamAnswer {
+        let reply = try connection.request("$JS.API.\(api)", payload: body ?? [], timeout: timeout)
+        if reply.headers?.status == 503 { throw BridgeError("\(connection.address) has no JetStream (start nats-server with -js)") }
+        return try Self.decode(JetStreamAnswer.self, reply.payload, what: "the answer to \(api)")
+    }
+
+    static func json<T: Encodable>(_ value: T) throws(BridgeError) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        do {
+            return Array(try encoder.encode(value))
+        } catch {
+            throw BridgeError("cannot write JSON: \(error)")
+        }
+    }
+
+    static func decode<T: Decodable>(_ type: T.Type, _ bytes: [UInt8], what: String) throws(BridgeError) -> T {
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        do {
+            return try decoder.decode(type, from: Data(bytes))
+        } catch {
+            throw BridgeError("\(what) is not JetStream's JSON: \(error)")
+        }
+    }
+}
+
+/// A stream's settings as JetStream's API takes them.
+struct StreamConfig: Encodable {
+    var name: String
+    var subjects: [String]
+    /// `interest`: a message stays until every host's consumer has taken it (or it is older than `maxAge`).
+    var retention = "interest"
+    var storage = "file"
+    var numReplicas: Int
+    /// In nanoseconds.
+    var maxAge: Int64
+    /// In nanoseconds: how long a `Nats-Msg-Id` is remembered, so that a message published again is stored once.
+    var duplicateWindow: Int64
+    var discard = "old"
+}
+
+/// A durable consumer's settings: one message at a time, acknowledged explicitly, so that a message handed over
+/// again (its bridge stopped before acknowledging it) comes before any after it.
+struct ConsumerConfig: Encodable {
+    var durableName: String
+    var deliverPolicy = "new"
+    var ackPolicy = "explicit"
+    /// In nanoseconds.
+    var ackWait: Int64
+    var maxAckPending = 1
+    var maxDeliver = -1
+    var filterSubject: String
+}
+
+private struct CreateConsumer: Encodable {
+    var streamName: String
+    var config: ConsumerConfig
+}
+
+/// What JetStream's API answers, as far as the bridge reads it: an error or not.
+struct JetStreamAnswer: Decodable {
+    static let streamNotFound = 10059
+    static let streamNameInUse = 10058
+    static let consumerNotFound = 10014
+
+    struct Failure: Decodable {
+        var code: Int
+        var errCode: Int?
+        var description: String?
+
+        var text: String { "\(description ?? "error") (\(code)\(errCode.map { ", \($0)" } ?? ""))" }
+    }
+
+    var error: Failure?
+
+    func failure(_ what: String) -> BridgeError {
+        BridgeError("JetStream refused \(what): \(error?.text ?? "no reason given")")
+    }
+}
+
+/// The server's answer to a publish into a stream.
+struct PublishAnswer: Decodable {
+    var stream: String?
+    var seq: UInt64?
+    var duplicate: Bool?
+    var error: JetStreamAnswer.Failure?
+}
