@@ -77,7 +77,7 @@ let package = Package(
                 "Wormhole", "WormholeUI", "WormholeRelay", "WormholeBridge", "WormholeTestSupport", "WormholeTool", "wormhole-test-peer", "wormhole-relay-peer",
                 "wormhole-chaos", "wormhole-bench",
             ],
-            resources: [.copy("Corpus")],
+            resources: [.copy("Corpus"), .copy("CorpusNATS")],
             swiftSettings: strictSettings
         ),
     ],
