@@ -40,7 +40,7 @@ lines on its standard output.
 Run after `swift build` (it reads .build/debug/Modules and the library's objects). About half a second a block
 and mode.
 """
-import concurrent.futures, os, pathlib, re, subprocess, sys, tempfile
+import concurrent.futures, os, pathlib, re, shutil, subprocess, sys, tempfile, time
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "Sources/Wormhole/Wormhole.docc"
@@ -117,7 +117,10 @@ def run(program, index, work, expected):
     # The library's objects (its layers' targets too), and those of each of the package's other libraries the
     # program imports.
     layers = ["WormholeEngine", "Wormhole"]
-    libraries = layers + sorted(imports(program) & {"WormholeRelay", "WormholeUI"})
+    libraries = layers + sorted(imports(program) & {"WormholeRelay", "WormholeUI", "WormholeBridge"})
+    # The bridge is built on the relay's parts.
+    if "WormholeBridge" in libraries and "WormholeRelay" not in libraries:
+        libraries.append("WormholeRelay")
     # Only the objects of files the target has now: a build folder keeps those of files renamed or removed since.
     objects = sorted(str(p) for library in libraries for p in (ROOT / f".build/debug/{library}.build").glob("*.o")
                      if p.name[:-len(".o")] in {f.name for f in (ROOT / "Sources" / library).rglob("*.swift")})
@@ -163,6 +166,26 @@ def resolve(program, work):
     return ""
 
 
+def start_nats(work):
+    """A nats-server with JetStream on 127.0.0.1:4222, ready; None when there is none to start."""
+    executable = shutil.which("nats-server") or next(
+        (path for path in ("/usr/sbin/nats-server", "/usr/local/sbin/nats-server") if os.access(path, os.X_OK)), None)
+    if executable is None:
+        return None
+    log = work / "nats.log"
+    server = subprocess.Popen([executable, "-a", "127.0.0.1", "-p", "4222", "-js", "-sd", str(work / "nats"),
+                               "-l", str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if log.exists() and "Server is ready" in log.read_text(errors="replace"):
+            return server
+        if server.poll() is not None:
+            return None
+        time.sleep(0.05)
+    server.kill()
+    return None
+
+
 def main():
     modules = ROOT / ".build/debug/Modules"
     if not (modules / "Wormhole.swiftmodule").exists():
@@ -195,8 +218,22 @@ def main():
             failures.append(f"{path}:{line}: a program with no '<!-- output:' comment after it: say what it prints")
     built = not failures
     if built:
-        # One at a time: each may time itself, and two at once on two cores would blur that.
-        failures += [message for message in (run(program, index, work, expected[index]) for program, index in runs) if message]
+        # A program that bridges hosts talks to a NATS server on this machine's default port: one is started for
+        # the run, with its store in the work folder.
+        server = None
+        if any("WormholeBridge" in imports(program) for program, _ in runs):
+            server = start_nats(work)
+            if server is None:
+                failures.append("a program imports WormholeBridge, and nats-server (apt-get install nats-server) "
+                                "is not installed or did not start on 127.0.0.1:4222")
+        try:
+            # One at a time: each may time itself, and two at once on two cores would blur that.
+            failures += [message for message in (run(program, index, work, expected[index]) for program, index in runs)
+                         if message]
+        finally:
+            if server is not None:
+                server.kill()
+                server.wait()
     print("\n\n".join(failures))
     for block in skipped:
         print(f"snippets: skipped on this platform, which lacks an Apple framework it imports: {block}; "

@@ -31,6 +31,9 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     /// What could not be carried and was dropped, each logged: a notification larger than the server takes, a
     /// message that is not the bridge's, a name not routed here.
     public var dropped = 0
+    /// Times the server's consumer passed over messages of the stream (a cluster's server that lagged as it took
+    /// over), which the bridge then read from the stream itself.
+    public var gapsFilled = 0
     /// Times the connection failed and was made again.
     public var reconnects = 0
     /// The last failure, said plainly.
@@ -39,7 +42,7 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     public init() {}
 
     public var description: String {
-        "\(connection); waiting \(waiting), sent \(sent), posted \(posted), duplicates \(duplicatesDropped), dropped \(dropped), reconnects \(reconnects)"
+        "\(connection); waiting \(waiting), sent \(sent), posted \(posted), duplicates \(duplicatesDropped), dropped \(dropped), gaps filled \(gapsFilled), reconnects \(reconnects)"
             + (lastError.map { "; last error: \($0)" } ?? "")
     }
 }

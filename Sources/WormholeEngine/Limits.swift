@@ -109,15 +109,24 @@ package enum Limits {
     package static let natsPayloadSlack = 64 << 10
     /// The longest control line (`MSG …`, `INFO {…}`) read from a NATS server.
     package static let natsControlLine = 64 << 10
+    /// The longest subject the bridge publishes to: a server reads control lines of 4,096 bytes by default
+    /// (`max_control_line`) and closes the connection of a client that writes a longer one. A name whose subject
+    /// is longer (over about 1,000 bytes of escaped characters) cannot cross.
+    package static let natsLongestSubject = 3072
     /// How long the bridge waits for a NATS server to connect, sign in, or answer a request.
     package static let bridgeRequestTimeout: Duration = .seconds(5)
     /// How long a pull for the next message waits at the server before it comes back empty.
     package static let bridgePullExpiry: Duration = .seconds(2)
-    /// How long a message handed to the bridge may go unacknowledged before the server hands it over again.
-    package static let bridgeAckWait: Duration = .seconds(10)
+    /// How long a message handed to the bridge may go unacknowledged before the server hands it over again: one
+    /// handed to a connection that ended (a bridge stopped or killed while a pull waited) holds up the host's
+    /// consumer that long. Posting one takes far less; one handed over again meanwhile is dropped as a copy.
+    package static let bridgeAckWait: Duration = .seconds(3)
     /// The first and the longest wait before the bridge connects again after a failure; each failure doubles it.
     package static let bridgeFirstBackoff: Duration = .milliseconds(100)
     package static let bridgeLongestBackoff: Duration = .seconds(5)
+    /// The most messages of a consumer's gap the bridge reads from the stream; past it (a host away far longer
+    /// than the stream keeps messages), the rest are left, and that is said.
+    package static let bridgeLongestGap = 10_000
     /// How often the bridge saves its state while it posts what came: the posted log covers what came between.
     package static let bridgeStateSaveInterval: Duration = .seconds(1)
 

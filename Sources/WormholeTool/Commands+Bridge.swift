@@ -67,7 +67,7 @@ extension Commands {
             "connection": .string(status.connection.description), "waiting": .integer(Int64(status.waiting)),
             "sent": .integer(Int64(status.sent)), "posted": .integer(Int64(status.posted)),
             "duplicates": .integer(Int64(status.duplicatesDropped)), "dropped": .integer(Int64(status.dropped)),
-            "reconnects": .integer(Int64(status.reconnects)),
+            "reconnects": .integer(Int64(status.reconnects)), "gapsFilled": .integer(Int64(status.gapsFilled)),
         ]
         if let error = status.lastError { fields["lastError"] = .string(error) }
         return fields

@@ -11,6 +11,7 @@ final class BridgeInbound: Sendable {
     private struct State {
         var posted: PosterMarks
         var postedLog: PostedLog
+        var streamApplied: UInt64?
         var unsaved = false
     }
 
@@ -24,8 +25,11 @@ final class BridgeInbound: Sendable {
     private let routes: RelayRoutes
     private let device: UInt64
 
-    init(posted: PosterMarks, postedLog: sending PostedLog, center: GroupNotificationCenter, routes: RelayRoutes, device: UInt64) {
-        state = Mutex(State(posted: posted, postedLog: postedLog))
+    init(
+        posted: PosterMarks, postedLog: sending PostedLog, streamApplied: UInt64?, center: GroupNotificationCenter,
+        routes: RelayRoutes, device: UInt64
+    ) {
+        state = Mutex(State(posted: posted, postedLog: postedLog, streamApplied: streamApplied))
         self.center = center
         self.routes = routes
         self.device = device
@@ -33,7 +37,28 @@ final class BridgeInbound: Sendable {
 
     /// What the state file keeps of the inbound side.
     func record(into bridgeState: inout BridgeState) {
-        bridgeState.posted = state.withLock { $0.posted }
+        state.withLock { state in
+            bridgeState.posted = state.posted
+            bridgeState.streamApplied = state.streamApplied
+        }
+    }
+
+    /// The stream sequences between the last message applied and `sequence`, the one handed over now: those the
+    /// consumer skipped, to be read from the stream first. Empty for the first message, and for one at or
+    /// before the last (handed over again).
+    func skipped(before sequence: UInt64) -> ClosedRange<UInt64>? {
+        state.withLock { state in
+            guard let last = state.streamApplied, sequence > last + 1 else { return nil }
+            return (last + 1)...(sequence - 1)
+        }
+    }
+
+    /// Notes that the stream's message `sequence` was applied.
+    func applied(streamSequence sequence: UInt64) {
+        state.withLock { state in
+            state.streamApplied = max(state.streamApplied ?? 0, sequence)
+            state.unsaved = true
+        }
     }
 
     /// Whether something was posted since the state was last saved.
@@ -67,7 +92,9 @@ final class BridgeInbound: Sendable {
             BridgeLog.write("a message on \(message.subject) has an outbox number out of range; dropped")
             return .dropped
         }
-        guard state.withLock({ $0.posted.isPast(poster: origin, sequence: item.link) }) else { return .duplicate }
+        guard state.withLock({ $0.posted.isPast(poster: origin, sequence: item.link) }) else {
+            return .duplicate
+        }
         guard routes.incoming(item.name) == .notification else {
             BridgeLog.write("\(item.name) from another host is not routed to this one; dropped")
             return .dropped

@@ -93,12 +93,20 @@ final class BridgeSession: Sendable {
     private func run() {
         var backoff = Limits.bridgeFirstBackoff
         var first = true
+        // The server given, then the others of its cluster as the last one connected to said (`connect_urls`),
+        // tried in turn; the wait grows after each round that found none.
+        var candidates = [server]
+        var attempt = 0
         while !closed {
             if !first { count { $0.reconnects += 1 } }
             first = false
+            let target = candidates[attempt % candidates.count]
+            attempt += 1
             do throws(BridgeError) {
                 let connection = try NATSConnection.open(
-                    server, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout)
+                    target, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout)
+                candidates = [server] + Self.others(connection.info.connectURLs, like: server).filter { $0 != server }
+                attempt = 0
                 let accepted = flags.withLock { flags -> Bool in
                     guard !flags.closed else { return false }
                     flags.connection = connection
@@ -123,8 +131,23 @@ final class BridgeSession: Sendable {
                 flags.connection = nil
             }
             if closed { return }
+            guard attempt % candidates.count == 0 else { continue }
             _ = closing.wait(timeout: .now() + .milliseconds(Int(backoff / .milliseconds(1))))
             backoff = min(backoff * 2, Limits.bridgeLongestBackoff)
+        }
+    }
+
+    /// The servers `urls` name (`host:port`, `[v6 address]:port`), signed in to as `like` is.
+    static func others(_ urls: [String], like server: NATSServerAddress) -> [NATSServerAddress] {
+        urls.compactMap { url in
+            guard let colon = url.lastIndex(of: ":"), let port = UInt16(url[url.index(after: colon)...]), port > 0 else { return nil }
+            var host = String(url[..<colon])
+            if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+            guard !host.isEmpty else { return nil }
+            var address = server
+            address.host = host
+            address.port = port
+            return address
         }
     }
 
@@ -206,19 +229,36 @@ final class BridgeSession: Sendable {
         } catch {
             throw BridgeError("\(error)")
         }
+        guard item.skipped != true else { return }
         let size = payload.count + headers.encoded().count
-        guard item.skipped != true, size <= stream.connection.info.maxPayload else {
-            if item.skipped != true {
-                count { $0.dropped += 1 }
-                BridgeLog.write(
-                    "\(item.name) is \(size) bytes as a message, over the server's maximum of \(stream.connection.info.maxPayload) (max_payload); dropped")
-            }
+        guard size <= stream.connection.info.maxPayload else {
+            count { $0.dropped += 1 }
+            BridgeLog.write(
+                "\(item.name) is \(size) bytes as a message, over the server's maximum of \(stream.connection.info.maxPayload) (max_payload); dropped")
             return
         }
-        _ = try stream.publish(subjects.subject(for: item.name), headers: headers, payload: payload)
+        let subject = subjects.subject(for: item.name)
+        guard subject.utf8.count <= Limits.natsLongestSubject else {
+            count { $0.dropped += 1 }
+            BridgeLog.write(
+                "a name of \(item.name.utf8.count) bytes is a subject of \(subject.utf8.count), over the \(Limits.natsLongestSubject) a server reads; dropped")
+            return
+        }
+        _ = try stream.publish(subject, headers: headers, payload: payload)
     }
 
     // MARK: Pulling
+
+    private func tally(_ outcome: BridgeInbound.Outcome) {
+        count { status in
+            switch outcome {
+            case .posted: status.posted += 1
+            case .duplicate: status.duplicatesDropped += 1
+            case .dropped: status.dropped += 1
+            case .ownMessage: break
+            }
+        }
+    }
 
     private func pull(_ stream: JetStream) {
         let connection = stream.connection
@@ -236,16 +276,28 @@ final class BridgeSession: Sendable {
                 if let message = try stream.next(
                     stream: subjects.stream, consumer: consumer, expiry: Limits.bridgePullExpiry, into: mailbox)
                 {
-                    let outcome = try inbound.apply(message)
-                    try stream.acknowledge(message)
-                    count { status in
-                        switch outcome {
-                        case .posted: status.posted += 1
-                        case .duplicate: status.duplicatesDropped += 1
-                        case .dropped: status.dropped += 1
-                        case .ownMessage: break
+                    let sequence = JetStream.streamSequence(of: message)
+                    // What the consumer skipped (a cluster's replica that lagged as it took over the consumer) is
+                    // read from the stream first, in order, before this one is acknowledged: the stream keeps a
+                    // message until this host's consumer has passed it.
+                    if let sequence, let skipped = inbound.skipped(before: sequence) {
+                        for earlier in skipped.prefix(Limits.bridgeLongestGap) {
+                            guard let stored = try stream.message(earlier, stream: subjects.stream) else {
+                                BridgeLog.write("message \(earlier) of the stream, passed over by the consumer, is no longer kept")
+                                continue
+                            }
+                            tally(try inbound.apply(stored))
+                            inbound.applied(streamSequence: earlier)
                         }
+                        if skipped.count > Limits.bridgeLongestGap {
+                            BridgeLog.write(
+                                "the consumer passed over \(skipped.count) messages of the stream; the first \(Limits.bridgeLongestGap) were read, the rest are left")
+                        }
+                        count { $0.gapsFilled += 1 }
                     }
+                    tally(try inbound.apply(message))
+                    if let sequence { inbound.applied(streamSequence: sequence) }
+                    try stream.acknowledge(message)
                 }
                 if inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
                     try saveState()

@@ -14,6 +14,9 @@ struct BridgeState: Codable, Sendable {
     var sent = PosterMarks()
     /// For each other host, the highest outbox number of its notifications posted here.
     var posted = PosterMarks()
+    /// The stream sequence of the last message this host's consumer handed over and the bridge applied: a
+    /// consumer that skips one (a cluster's replica that lagged as it took over) is caught by the gap.
+    var streamApplied: UInt64?
 
     init(device: UInt64) {
         self.device = device

@@ -69,6 +69,45 @@ struct JetStream {
         }
     }
 
+    /// The stream's message `sequence`, read from the stream itself (its leader); nil when the stream no longer
+    /// holds it (past its age, or removed).
+    func message(_ sequence: UInt64, stream: String) throws(BridgeError) -> NATSMessage? {
+        let reply = try connection.request(
+            "$JS.API.STREAM.MSG.GET.\(stream)", payload: Array("{\"seq\":\(sequence)}".utf8), timeout: timeout)
+        if reply.headers?.status == 503 { throw BridgeError("\(connection.address) has no JetStream (start nats-server with -js)") }
+        let answer = try Self.decode(StoredMessageAnswer.self, reply.payload, what: "the answer to a message's read")
+        if let error = answer.error {
+            if error.errCode == JetStreamAnswer.noMessageFound { return nil }
+            throw BridgeError("JetStream refused to read message \(sequence): \(error.text)")
+        }
+        guard let stored = answer.message, let data = Data(base64Encoded: stored.data ?? "") else {
+            throw BridgeError("JetStream's message \(sequence) came without its data")
+        }
+        var headers: NATSHeaders?
+        if let encoded = stored.hdrs {
+            guard let bytes = Data(base64Encoded: encoded) else { throw BridgeError("JetStream's message \(sequence) has headers that are not base64") }
+            do {
+                headers = try NATSHeaders(parsing: ArraySlice(bytes))
+            } catch {
+                throw BridgeError("JetStream's message \(sequence) has headers that do not read: \(error)")
+            }
+        }
+        return NATSMessage(subject: stored.subject ?? "", sid: 0, replyTo: nil, headers: headers, payload: Array(data))
+    }
+
+    /// The stream sequence of a message a consumer handed over, from the subject its acknowledgement goes to
+    /// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream sequence>.…`, with a domain and an account before the
+    /// stream in the newer form); nil when it is not one.
+    static func streamSequence(of message: NATSMessage) -> UInt64? {
+        guard let replyTo = message.replyTo, replyTo.hasPrefix("$JS.ACK.") else { return nil }
+        let tokens = replyTo.split(separator: ".", omittingEmptySubsequences: false)
+        switch tokens.count {
+        case 9: return UInt64(tokens[5])
+        case 11, 12: return UInt64(tokens[7])
+        default: return nil
+        }
+    }
+
     /// Tells the server that `message` was handled: it is not handed over again.
     func acknowledge(_ message: NATSMessage) throws(BridgeError) {
         guard let replyTo = message.replyTo else { return }
@@ -108,8 +147,10 @@ struct JetStream {
 struct StreamConfig: Encodable {
     var name: String
     var subjects: [String]
-    /// `interest`: a message stays until every host's consumer has taken it (or it is older than `maxAge`).
-    var retention = "interest"
+    /// `limits`: a message stays for `maxAge`, whoever took it: a consumer that passed over one (a cluster's
+    /// server that lagged as it took the consumer over) can still read it from the stream. (With `interest`, the
+    /// stream drops a message once every consumer is past it, the one that passed over it included.)
+    var retention = "limits"
     var storage = "file"
     var numReplicas: Int
     /// In nanoseconds.
@@ -142,6 +183,7 @@ struct JetStreamAnswer: Decodable {
     static let streamNotFound = 10059
     static let streamNameInUse = 10058
     static let consumerNotFound = 10014
+    static let noMessageFound = 10037
 
     struct Failure: Decodable {
         var code: Int
@@ -156,6 +198,19 @@ struct JetStreamAnswer: Decodable {
     func failure(_ what: String) -> BridgeError {
         BridgeError("JetStream refused \(what): \(error?.text ?? "no reason given")")
     }
+}
+
+/// The server's answer to reading one message of a stream.
+private struct StoredMessageAnswer: Decodable {
+    struct Stored: Decodable {
+        var subject: String?
+        var seq: UInt64?
+        var hdrs: String?
+        var data: String?
+    }
+
+    var message: Stored?
+    var error: JetStreamAnswer.Failure?
 }
 
 /// The server's answer to a publish into a stream.

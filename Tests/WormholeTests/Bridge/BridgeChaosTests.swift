@@ -2,6 +2,7 @@ import Foundation
 import Synchronization
 import Testing
 import Wormhole
+@testable import WormholeBridge
 
 /// Two hosts post to each other through their bridges, `wormhole bridge` processes killed (SIGKILL) and started
 /// again at random, and the server killed and started again on its store, while both post: every notification
@@ -22,8 +23,9 @@ struct BridgeChaosTests {
             _ = center.addObserver(forName: Notification.Name("chaos.n"), object: nil, queue: nil, using: recorder.block)
         }
 
-        func startBridge(_ server: NATSServer) throws {
-            let peer = try Peer("wormhole", ["bridge", "-c", container.path, "--server", server.url, "chaos.n"])
+        func startBridge(_ server: NATSServer, replicas: Int = 1) throws {
+            let peer = try Peer(
+                "wormhole", ["bridge", "-c", container.path, "--server", server.url, "--replicas", String(replicas), "chaos.n"])
             process.withLock { $0 = peer }
             starts.add(1, ordering: .relaxed)
         }
@@ -33,6 +35,13 @@ struct BridgeChaosTests {
             peer.signal(SIGKILL)
             _ = try? peer.waitForExit(timeout: 10)
         }
+
+        /// What its bridge printed last, for a failure's message.
+        var lastWords: String {
+            guard let peer = process.withLock({ $0 }) else { return "no bridge running" }
+            return "status \(peer.output.suffix(2)); errors \(peer.errorOutput.suffix(6))"
+        }
+
 
         /// Numbers that came from `sender`, in order of arrival.
         func received(from sender: String) -> [Int] {
@@ -105,4 +114,115 @@ struct BridgeChaosTests {
         print("bridge chaos: \(perHost) notifications each way; bridges started \(starts) times, the server killed \(serverKills.load(ordering: .relaxed)) times")
         #expect(starts > 10)
     }
+
+    @Test func threeHostsOverAClusterLosingItsLeaderLoseNothingAndRepeatNothing() async throws {
+        let cluster = try await NATSCluster()
+        let hosts = try (0..<3).map { _ in try Host() }
+        let names = ["a", "b", "c"]
+        for (index, host) in hosts.enumerated() { try host.startBridge(cluster.servers[index], replicas: 3) }
+        try await pollUntil("every bridge made its consumer", timeout: 90) {
+            hosts.allSatisfy { host in
+                host.recorder.all.isEmpty
+                    && FileManager.default.fileExists(atPath: host.container.path + "/bridge/wormhole.bridge/state")
+            } && consumers(cluster) >= 3
+        }
+        let perHost = 150
+        let serverKills = Atomic<Int>(0)
+        let leaderKills = Atomic<Int>(0)
+        let chaos = Task {
+            var generator = SystemRandomNumberGenerator()
+            var rounds = 0
+            while !Task.isCancelled {
+                try await Task.sleep(for: .milliseconds(Int.random(in: 200...500, using: &generator)))
+                rounds += 1
+                if rounds % 6 == 0 {
+                    // The stream's leader when one is known, else any server: killed, and started again a moment
+                    // later on its store.
+                    let leader = streamLeader(cluster)
+                    let index = leader ?? Int.random(in: 0..<3, using: &generator)
+                    cluster.servers[index].kill()
+                    serverKills.add(1, ordering: .relaxed)
+                    if leader != nil { leaderKills.add(1, ordering: .relaxed) }
+                    try await Task.sleep(for: .milliseconds(800))
+                    try await cluster.servers[index].start()
+                } else {
+                    let index = Int.random(in: 0..<3, using: &generator)
+                    hosts[index].killBridge()
+                    try hosts[index].startBridge(cluster.servers[index], replicas: 3)
+                }
+            }
+        }
+        for i in 0..<perHost {
+            for (index, host) in hosts.enumerated() {
+                try host.center.postReporting(name: Notification.Name("chaos.n"), object: names[index], userInfo: ["i": i])
+            }
+            try await Task.sleep(for: .milliseconds(40))
+        }
+        chaos.cancel()
+        _ = await chaos.result
+        for (index, host) in hosts.enumerated() {
+            if !cluster.servers[index].isRunning { try await cluster.servers[index].start() }
+            host.killBridge()
+            try host.startBridge(cluster.servers[index], replicas: 3)
+        }
+        do {
+            try await pollUntil("every notification arrived on every host", timeout: 180) {
+                hosts.enumerated().allSatisfy { index, host in
+                    names.enumerated().allSatisfy { sender, name in sender == index || Set(host.received(from: name)).count == perHost }
+                }
+            }
+        } catch {
+            for (index, host) in hosts.enumerated() {
+                let counts = names.map { "\($0): \(Set(host.received(from: $0)).count) missing \(Set(0..<perHost).subtracting(host.received(from: $0)).sorted())" }.joined(separator: ", ")
+                Issue.record("host \(names[index]) has \(counts); \(host.lastWords)")
+            }
+            throw error
+        }
+        try await Task.sleep(for: .seconds(1))
+        var totals = (lost: 0, duplicated: 0, outOfOrder: 0)
+        for (index, host) in hosts.enumerated() {
+            for (sender, name) in names.enumerated() where sender != index {
+                let got = host.received(from: name)
+                totals.lost += perHost - Set(got).count
+                totals.duplicated += got.count - Set(got).count
+                totals.outOfOrder += zip(got, got.dropFirst()).count { $0 >= $1 }
+            }
+            // Nothing of its own came back.
+            #expect(host.received(from: names[index]).count == perHost)
+        }
+        let starts = hosts.reduce(0) { $0 + $1.starts.load(ordering: .relaxed) }
+        print("bridge cluster chaos: 3 hosts, \(perHost) notifications from each; bridges started \(starts) times, servers killed \(serverKills.load(ordering: .relaxed)) times (\(leaderKills.load(ordering: .relaxed)) a stream leader); lost \(totals.lost), duplicated \(totals.duplicated), out of order \(totals.outOfOrder)")
+        #expect(totals.lost == 0 && totals.duplicated == 0 && totals.outOfOrder == 0)
+        #expect(serverKills.load(ordering: .relaxed) >= 1)
+    }
+}
+
+/// The index of the server leading the bridges' stream, asked of the first server that answers; nil when none
+/// knows.
+private func streamLeader(_ cluster: NATSCluster) -> Int? {
+    streamInfo(cluster)?.cluster?.leader.flatMap { cluster.index(named: $0) }
+}
+
+/// How many consumers the bridges' stream has, as the first server that answers says; 0 when none does.
+private func consumers(_ cluster: NATSCluster) -> Int {
+    streamInfo(cluster)?.state?.consumerCount ?? 0
+}
+
+private struct StreamInfo: Decodable {
+    struct Cluster: Decodable { var leader: String? }
+    struct State: Decodable { var consumerCount: Int? }
+    var cluster: Cluster?
+    var state: State?
+}
+
+private func streamInfo(_ cluster: NATSCluster) -> StreamInfo? {
+    for server in cluster.servers where server.isRunning {
+        guard let connection = try? NATSConnection.open(server.address, name: "test", timeout: .seconds(2)) else { continue }
+        defer { connection.close(BridgeError("done")) }
+        guard let reply = try? connection.request("$JS.API.STREAM.INFO.WORMHOLE_WORMHOLE", payload: [], timeout: .seconds(2)),
+            let info = try? JetStream.decode(StreamInfo.self, reply.payload, what: "stream info")
+        else { continue }
+        return info
+    }
+    return nil
 }

@@ -122,6 +122,23 @@ struct BridgeTests {
         try await b.recorder.wait(for: 1)
         #expect(b.recorder.all.map(\.number) == [1])
         try await pollUntil("A's bridge counted the drop") { a.status?.dropped == 1 }
+        #expect(a.status?.connection == .connected)
+    }
+
+    @Test func aNameTooLongForASubjectIsDroppedAndSaidAndTheRestGoOn() async throws {
+        let server = try await NATSServer()
+        let routes: [RelayRoute] = [.notifications(prefixed: "long")]
+        let a = try Host(observing: nil, routes: routes)
+        let b = try Host(observing: nil, routes: routes)
+        try await a.startBridge(server)
+        try await b.startBridge(server)
+        // 4,000 bytes of name: 12,000 escaped, past any server's control line.
+        try a.post("long" + String(repeating: "\u{7F}", count: 3996), 0)
+        try a.post("long.short", 1)
+        try await b.recorder.wait(for: 1)
+        #expect(b.recorder.all.map(\.name) == ["long.short"])
+        try await pollUntil("A's bridge counted the drop") { a.status?.dropped == 1 }
+        #expect(a.status?.connection == .connected)
     }
 
     @Test func namesNATSDoesNotAllowInASubjectCrossAsThemselves() async throws {

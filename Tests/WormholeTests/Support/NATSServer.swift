@@ -19,16 +19,20 @@ final class NATSServer: Sendable {
     let folder = TemporaryContainer("nats")
     private let maximumPayload: Int?
     private let token: String?
-    private let state = Mutex<(process: Process?, port: Int)>((nil, -1))
+    /// More of its configuration: a cluster's.
+    private let extra: String
+    private let state: Mutex<(process: Process?, port: Int)>
 
     struct Failure: Error, CustomStringConvertible {
         var description: String
     }
 
     /// Starts a server; `maximumPayload` sets its `max_payload`, `token` makes it ask for that token.
-    init(maximumPayload: Int? = nil, token: String? = nil) async throws {
+    init(maximumPayload: Int? = nil, token: String? = nil, port: Int = -1, extra: String = "") async throws {
         self.maximumPayload = maximumPayload
         self.token = token
+        self.extra = extra
+        state = Mutex((nil, port))
         try await start()
     }
 
@@ -50,6 +54,7 @@ final class NATSServer: Sendable {
         var config = "host: 127.0.0.1\nport: \(port)\njetstream { store_dir: \"\(folder.path)/js\" }\n"
         if let maximumPayload { config += "max_payload: \(maximumPayload)\n" }
         if let token { config += "authorization { token: \"\(token)\" }\n" }
+        config += extra
         try config.write(toFile: folder.path + "/nats.conf", atomically: true, encoding: .utf8)
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
@@ -74,6 +79,16 @@ final class NATSServer: Sendable {
         throw Failure(description: "nats-server did not get ready in 30 s")
     }
 
+    /// Whether it runs now.
+    var isRunning: Bool { state.withLock { $0.process?.isRunning ?? false } }
+
+    /// The name it goes by in its cluster, from its log.
+    var log: String {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: folder.path)) ?? []
+        return names.filter { $0.hasPrefix("log-") }.compactMap { try? String(contentsOfFile: folder.path + "/" + $0, encoding: .utf8) }
+            .joined()
+    }
+
     /// Kills the server at once (SIGKILL); its store stays for the next start.
     func kill() {
         guard let process = state.withLock({ state in defer { state.process = nil }; return state.process }) else { return }
@@ -86,4 +101,38 @@ final class NATSServer: Sendable {
         guard let process = state.withLock({ $0.process }) else { return }
         Foundation.kill(process.processIdentifier, paused ? SIGSTOP : SIGCONT)
     }
+}
+
+/// Three servers on loopback ports, one cluster with JetStream: streams kept by all three, a leader among them.
+final class NATSCluster: Sendable {
+    let servers: [NATSServer]
+
+    init() async throws {
+        // Ports picked at random and tried: a pick another process holds fails to start, and another is tried.
+        var lastError: (any Error)?
+        for _ in 0..<5 {
+            let base = Int.random(in: 20_000...59_000)
+            let routes = (0..<3).map { "\"nats-route://127.0.0.1:\(base + 10 + $0)\"" }.joined(separator: ", ")
+            var started: [NATSServer] = []
+            do {
+                for index in 0..<3 {
+                    let extra = """
+                        server_name: s\(index)
+                        cluster { name: wormhole, host: 127.0.0.1, port: \(base + 10 + index), routes: [\(routes)] }
+
+                        """
+                    started.append(try await NATSServer(port: base + index, extra: extra))
+                }
+                servers = started
+                return
+            } catch {
+                for server in started { server.kill() }
+                lastError = error
+            }
+        }
+        throw lastError ?? NATSServer.Failure(description: "no ports for a cluster")
+    }
+
+    /// The index of the server that leads the stream `stream`, as the servers' logs last said, if any.
+    func index(named name: String) -> Int? { Int(name.dropFirst()) }
 }
