@@ -234,6 +234,9 @@ package enum Limits {
     static let listenBacklog: CInt = 128
     /// The stack of a listener's receive thread, on which the blocks of observers without a queue also run.
     package static let receiveThreadStack = 4 << 20
+    /// The stack of the thread that reads the process's notices of changed files (Linux's inotify), which only
+    /// wakes receive threads.
+    static let changeWatchStack = 256 << 10
     /// The most messages one socket gives in a round of the receive thread (its wait found the socket ready):
     /// what remains wakes the next wait, and the other sockets get their turn.
     package static let readsPerRound = 512
