@@ -121,6 +121,22 @@ struct ReceiveScheduleTests {
         #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == bellLook)
     }
 
+    @Test("while taken segments wait, a ring is not taken as seen; the drain that hands them over owes a look at once, which drains again")
+    func waitingDrainOwesAnother() {
+        var schedule = settled()
+        _ = schedule.begin(at: 6 * second, ready: 1, timeout: housekeeping)
+        // A ring while taken segments wait: drained (they wait), not taken as seen, since that drain takes no new one.
+        #expect(step(&schedule) { $0.looksAtBell(.init(drainWaiting: true)) })
+        #expect(step(&schedule) { $0.drains(bell: 2, .init(drainWaiting: true)) })
+        // That drain handed them over, and took nothing spooled since.
+        schedule.drained(readMessages: false, stillWaiting: false, suggestsSpooling: false, tookNew: false)
+        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == 0)
+        _ = schedule.begin(at: 6 * second + 1 * ms, ready: 1, timeout: 0)
+        #expect(step(&schedule) { $0.looksAtBell(.init()) })
+        #expect(step(&schedule) { $0.drains(bell: 2, .init()) })
+        #expect(!step(&schedule) { $0.drains(bell: 2, .init()) })
+    }
+
     @Test("a failing wait is said at most once a second")
     func waitFailures() {
         var schedule = ReceiveSchedule(now: 0)

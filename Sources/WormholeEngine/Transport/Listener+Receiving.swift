@@ -165,7 +165,9 @@ extension Listener {
         let outcome = drain.drain(inbox, includingHeld: signs.recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
         if outcome.heldNotOffered { thread.recheckLater() }
         signs.suggestsSpooling = inbox.suggestsSpooling
-        schedule.drained(readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling)
+        schedule.drained(
+            readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling,
+            tookNew: outcome.tookNew)
         return inbox.boundSocketFailure
     }
 

@@ -15,7 +15,7 @@
 ///    room (the wait is then 0), and otherwise only keeps the registry entry when housekeeping is due.
 /// 5. Otherwise it **looks at the bell** (`Listener.lookAtSpool`) when something suggests a poster spooled
 ///    (``looksAtBell(_:)``), and **drains** the spool when the bell rang or something else asks for it
-///    (``drains(bell:_:)``, ``drained(readMessages:stillWaiting:suggestsSpooling:)``).
+///    (``drains(bell:_:)``, ``drained(readMessages:stillWaiting:suggestsSpooling:tookNew:)``).
 /// 6. **Rebinds** a socket that failed, at most once a second (`Listener.rebindFailedSocket`,
 ///    ``rebindsFailedSocket()``), and **keeps house** when due, which may rebind a socket file that was removed
 ///    (``rebound()``).
@@ -175,17 +175,24 @@ struct ReceiveSchedule {
 
     /// Whether the round drains the spool, having looked at the bell: when it rang since the last drain, or
     /// held frames are to be offered again, housekeeping is due, or taken segments wait. The bell is taken as
-    /// seen unless a failed socket keeps the drain from taking anything.
+    /// seen only by a drain that takes what was spooled: not while a failed socket keeps it from taking
+    /// anything, nor while taken segments wait (it takes no new one until they are handed over).
     mutating func drains(bell: UInt64, _ signs: SpoolSigns) -> Bool {
         guard bell != lastBell || signs.recheckHeld || round.housekeepingDue || signs.drainWaiting else { return false }
-        if !signs.socketFailed || signs.drainWaiting { lastBell = bell }
+        if !signs.socketFailed && !signs.drainWaiting { lastBell = bell }
         return true
     }
 
     /// After a drain that read the sockets after its look at the bell (`readMessages`), with nothing left
     /// waiting: a nudge among what it read rang the bell after the look, and a poster whose nudge found the
-    /// socket full may have. While taken segments wait, the next round tries again at its usual pace.
-    mutating func drained(readMessages: Bool, stillWaiting: Bool, suggestsSpooling: Bool) {
+    /// socket full may have. While taken segments wait, the next round tries again at its usual pace. A drain
+    /// that handed over segments taken before, and took none spooled since (`tookNew` false), owes a look at
+    /// once: what was spooled meanwhile rang a bell it did not take as seen.
+    mutating func drained(readMessages: Bool, stillWaiting: Bool, suggestsSpooling: Bool, tookNew: Bool = true) {
+        if !tookNew && !stillWaiting {
+            bellOwedNow = true
+            return
+        }
         guard readMessages, !stillWaiting else { return }
         bellOwedNow = suggestsSpooling
         bellOwed = !suggestsSpooling
