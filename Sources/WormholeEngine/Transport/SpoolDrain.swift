@@ -34,6 +34,9 @@ struct SpoolDrain: ~Copyable {
     /// Whether a hand-over stopped because the observers hold too much, and waits to be resumed.
     var isHandingOver: Bool { reader.isHandingOver }
 
+    /// Whether the last hand-over left files for a later drain (``SpoolReader/leftForLater``).
+    var leftForLater: Bool { reader.leftForLater }
+
     /// Goes on with a hand-over that stopped, until it is done or the observers hold too much again.
     mutating func resume() {
         reader.resumeHandOver(handlers)
