@@ -63,7 +63,9 @@ enum NATSSubject {
         }
         // One tail per name: anything decoded from a tail written another way (an escaped letter or dot, an empty
         // token) is refused, and so are escapes that are not UTF-8.
-        guard let decoded = String(validating: name, as: UTF8.self), self.tail(for: decoded) == tail else { return nil }
+        // Bytes that are not UTF-8 decode with replacement characters, whose tail is another.
+        let decoded = String(decoding: name, as: UTF8.self)
+        guard self.tail(for: decoded) == tail else { return nil }
         return decoded
     }
 
