@@ -26,6 +26,8 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     public var sent = 0
     /// Notifications from other hosts posted into this group since the bridge started.
     public var posted = 0
+    /// Retained notifications and group values from other hosts written here since the bridge started.
+    public var valuesApplied = 0
     /// Messages dropped as already posted (handed over again by the server).
     public var duplicatesDropped = 0
     /// What could not be carried and was dropped, each logged: a notification larger than the server takes, a
@@ -42,7 +44,7 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     public init() {}
 
     public var description: String {
-        "\(connection); waiting \(waiting), sent \(sent), posted \(posted), duplicates \(duplicatesDropped), dropped \(dropped), gaps filled \(gapsFilled), reconnects \(reconnects)"
+        "\(connection); waiting \(waiting), sent \(sent), posted \(posted), values \(valuesApplied), duplicates \(duplicatesDropped), dropped \(dropped), gaps filled \(gapsFilled), reconnects \(reconnects)"
             + (lastError.map { "; last error: \($0)" } ?? "")
     }
 }

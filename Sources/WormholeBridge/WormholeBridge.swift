@@ -50,6 +50,7 @@ public final class WormholeBridge: Sendable {
     private let center: GroupNotificationCenter
     private let session: BridgeSession
     private let outbound: BridgeOutbound
+    private let entries: BridgeEntries
     private let routes: RelayRoutes
     private let key: String
     private let tokens = Mutex<[any NSObjectProtocol]?>(nil)
@@ -59,11 +60,11 @@ public final class WormholeBridge: Sendable {
     /// - Parameters:
     ///   - containerURL: The group's container.
     ///   - server: The NATS server (with JetStream) to connect to, and how to sign in.
-    ///   - routes: What crosses, and which way: notifications of a name or a prefix (``RelayRoute``). Retained
-    ///     notifications, group values and requests do not cross hosts yet.
+    ///   - routes: What crosses, and which way (``RelayRoute``): notifications of a name or a prefix, retained
+    ///     notifications and group values. Requests do not cross hosts.
     ///   - options: The subject prefix, the stream's replicas and limits.
     ///   - clientIdentifier: The bridge's durable identity in the group; one bridge per container.
-    /// - Throws: ``BridgeError`` for a route the bridge cannot carry or a bad subject prefix;
+    /// - Throws: ``BridgeError`` for a route the bridge cannot carry (requests) or a bad subject prefix;
     ///   ``Wormhole/WormholeError/Code/identityInUse`` when another bridge runs on the container with this client
     ///   identifier; the errors of ``Wormhole/GroupNotificationCenter/init(containerURL:clientIdentifier:)``;
     ///   ``Wormhole/WormholeError/Code/invalidContainer`` when `bridge/`, its folder or `outbox/` in the container
@@ -74,9 +75,9 @@ public final class WormholeBridge: Sendable {
     ) throws {
         for route in routes {
             switch route.kind {
-            case .notifications, .notificationsPrefixed: continue
-            case .retained, .value, .requests:
-                throw BridgeError("the bridge carries notifications only; retained notifications, group values and requests stay on this host")
+            case .notifications, .notificationsPrefixed, .retained, .value: continue
+            case .requests:
+                throw BridgeError("the bridge does not carry requests: they stay on this host")
             }
         }
         let subjects = try BridgeSubjects(prefix: options.subjectPrefix)
@@ -111,18 +112,24 @@ public final class WormholeBridge: Sendable {
                 posted: state.posted, postedLog: postedLog, streamApplied: state.streamApplied, center: center, routes: routes,
                 device: state.device)
             let device = state.device
+            let ledger = EntryLedger(
+                entries: state.entries ?? [:], center: center, routes: routes, device: device, other: "another host",
+                log: BridgeLog.write)
+            let entries = BridgeEntries(ledger: ledger, routes: routes)
             let saving = Mutex<Void>(())
             session = BridgeSession(
                 server: server, subjects: subjects, options: options, outbound: outbound, inbound: inbound,
-                device: device
+                entries: entries, device: device
             ) {
                 try saving.withLock { _ in
                     var state = BridgeState(device: device)
                     outbound.record(into: &state)
                     inbound.record(into: &state)
+                    state.entries = ledger.recorded
                     try state.save(to: stateFile)
                 }
             }
+            self.entries = entries
             self.outbound = outbound
             self.routes = routes
             self.center = center
@@ -146,7 +153,7 @@ public final class WormholeBridge: Sendable {
             guard tokens == nil else { return }
             let outbound = self.outbound
             let routes = self.routes
-            let observers: [GroupNotificationCenter.RelayObserver] = routes.observedNames.map { name in
+            var observers: [GroupNotificationCenter.RelayObserver] = routes.observedNames.map { name in
                 (name, { note in
                     guard routes.outgoing(note) == .notification else { return }
                     do {
@@ -155,6 +162,16 @@ public final class WormholeBridge: Sendable {
                         BridgeLog.write("\(note.name) not kept in the outbox: \(error)")
                     }
                 })
+            }
+            // A retained notification or a group value changed here: looked at before the next publish.
+            let entries = self.entries
+            for entry in routes.sentEntries {
+                let name = entry.kind == .value ? GroupNotificationCenter.valueNotificationName(for: entry.name) : entry.name
+                observers.append((name, { note in
+                    guard !note.isRelayed else { return }
+                    entries.changed()
+                    outbound.bell.signal()
+                }))
             }
             tokens = center.addRelayObservers(observers)
             center.deliverSpooledNotifications()

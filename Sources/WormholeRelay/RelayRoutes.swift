@@ -62,7 +62,7 @@ package struct RelayRoutes: Sendable {
     }
 
     /// The retained names and value names, each with its direction.
-    var synced: [(entry: SyncedEntry, direction: RelayRoute.Direction)] {
+    package var synced: [(entry: SyncedEntry, direction: RelayRoute.Direction)] {
         all.compactMap { route in
             switch route.kind {
             case .retained(let name): (SyncedEntry(kind: .retained, name: name), route.direction)
@@ -73,12 +73,12 @@ package struct RelayRoutes: Sendable {
     }
 
     /// The retained names and value names this side sends, in the order of the routes.
-    var sentEntries: [SyncedEntry] {
+    package var sentEntries: [SyncedEntry] {
         synced.compactMap { $0.direction.sends ? $0.entry : nil }
     }
 
     /// Whether the retained name or value `entry` from the other device is applied here.
-    func receives(_ entry: SyncedEntry) -> Bool {
+    package func receives(_ entry: SyncedEntry) -> Bool {
         synced.contains { $0.entry == entry && $0.direction.receives }
     }
 

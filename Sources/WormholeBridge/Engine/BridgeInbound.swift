@@ -130,4 +130,7 @@ enum BridgeHeaders {
     static let host = "Wormhole-Host"
     /// JetStream's de-duplication: the same id within the stream's window is stored once.
     static let messageID = "Nats-Msg-Id"
+    /// JetStream's compare-and-set: stored only if the subject's last message is the one of this sequence (0:
+    /// none).
+    static let expectedLastSubjectSequence = "Nats-Expected-Last-Subject-Sequence"
 }

@@ -13,6 +13,7 @@ final class BridgeSession: Sendable {
     private let options: WormholeBridge.Options
     private let outbound: BridgeOutbound
     private let inbound: BridgeInbound
+    private let entries: BridgeEntries
     private let device: UInt64
     private let saveState: @Sendable () throws -> Void
     private let board = Mutex(BridgeStatus())
@@ -30,13 +31,14 @@ final class BridgeSession: Sendable {
 
     init(
         server: NATSServerAddress, subjects: BridgeSubjects, options: WormholeBridge.Options, outbound: BridgeOutbound,
-        inbound: BridgeInbound, device: UInt64, saveState: @escaping @Sendable () throws -> Void
+        inbound: BridgeInbound, entries: BridgeEntries, device: UInt64, saveState: @escaping @Sendable () throws -> Void
     ) {
         self.server = server
         self.subjects = subjects
         self.options = options
         self.outbound = outbound
         self.inbound = inbound
+        self.entries = entries
         self.device = device
         self.saveState = saveState
     }
@@ -162,20 +164,55 @@ final class BridgeSession: Sendable {
             ConsumerConfig(
                 durableName: subjects.consumer(for: device), ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)),
                 filterSubject: subjects.notifications))
+        guard !entries.isEmpty else { return }
+        try stream.ensureStream(
+            StreamConfig(
+                name: subjects.entriesStream, subjects: [subjects.entries], numReplicas: options.replicas, maxAge: 0,
+                duplicateWindow: Int64(options.duplicateWindow / .nanoseconds(1)), maxMsgsPerSubject: 1))
+        try stream.ensureConsumer(
+            stream: subjects.entriesStream,
+            ConsumerConfig(
+                durableName: subjects.entriesConsumer(for: device), deliverPolicy: "last_per_subject",
+                ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)), filterSubject: subjects.entries))
+        entries.connected()
     }
 
     /// Publishes and pulls until the connection ends or the bridge closes.
     private func serve(_ stream: JetStream) {
-        let pulling = DispatchSemaphore(value: 0)
-        let puller = Thread { [self] in
-            pull(stream)
-            pulling.signal()
+        let inbound = self.inbound
+        let entries = self.entries
+        let saveState = self.saveState
+        var feeds = [
+            Feed(
+                stream: subjects.stream, consumer: subjects.consumer(for: device), skipped: { inbound.skipped(before: $0) },
+                applied: { inbound.applied(streamSequence: $0) }
+            ) { [self] message in tally(try inbound.apply(message)) }
+        ]
+        if !entries.isEmpty {
+            feeds.append(
+                Feed(
+                    stream: subjects.entriesStream, consumer: subjects.entriesConsumer(for: device),
+                    skipped: { entries.skipped(before: $0) }, applied: { entries.applied(streamSequence: $0) }
+                ) { [self] message in
+                    switch entries.apply(message, save: saveState) {
+                    case .applied: count { $0.valuesApplied += 1 }
+                    case .dropped: count { $0.dropped += 1 }
+                    case .unchanged: break
+                    }
+                })
         }
-        puller.name = "Wormhole.Bridge.Pull"
-        puller.start()
+        let pulling = DispatchSemaphore(value: 0)
+        for feed in feeds {
+            let puller = Thread { [self] in
+                pull(feed, stream)
+                pulling.signal()
+            }
+            puller.name = "Wormhole.Bridge.Pull"
+            puller.start()
+        }
         publish(stream)
         stream.connection.close(BridgeError("connecting again"))
-        pulling.wait()
+        for _ in feeds { pulling.wait() }
     }
 
     // MARK: Publishing
@@ -183,6 +220,16 @@ final class BridgeSession: Sendable {
     private func publish(_ stream: JetStream) {
         let connection = stream.connection
         while !closed, connection.closedReason == nil {
+            let due = entries.due()
+            for (index, content) in due.enumerated() {
+                do throws(BridgeError) {
+                    try publish(content, stream)
+                } catch {
+                    entries.retry(Array(due[index...]))
+                    connection.close(error)
+                    break
+                }
+            }
             let items = outbound.next(64)
             if items.isEmpty {
                 _ = outbound.bell.wait(timeout: .now() + .seconds(1))
@@ -209,6 +256,54 @@ final class BridgeSession: Sendable {
             outbound.published(upTo: done)
             count { $0.sent += items.prefix { $0.link <= done }.count }
         }
+    }
+
+    /// Publishes a retained notification's or a group value's latest write here to its subject of the entries'
+    /// stream, or drops it (logged, counted) when the server can never take it.
+    private func publish(_ content: SyncedEntry.Content, _ stream: JetStream) throws(BridgeError) {
+        let payload: [UInt8]
+        do {
+            let encoder = PropertyListEncoder()
+            encoder.outputFormat = .binary
+            payload = Array(try encoder.encode(content))
+        } catch {
+            throw BridgeError("cannot encode \(content.entry.name): \(error)")
+        }
+        var headers = NATSHeaders()
+        do {
+            try headers.set(BridgeHeaders.host, String(device, radix: 16))
+        } catch {
+            throw BridgeError("\(error)")
+        }
+        let subject = subjects.subject(for: content.entry)
+        let size = payload.count + headers.encoded().count + 64
+        guard size <= stream.connection.info.maxPayload, subject.utf8.count <= Limits.natsLongestSubject else {
+            count { $0.dropped += 1 }
+            BridgeLog.write(
+                "\(content.entry.kind.rawValue) \(content.entry.name) is \(size) bytes under a subject of \(subject.utf8.count), over what the server takes; dropped")
+            return
+        }
+        // The stream keeps the last message of each subject: it must be the latest write, not the last
+        // published. Each publish says which message it follows, and is refused when another came first; then
+        // what the stream holds is read again and compared.
+        for _ in 0..<8 {
+            let last = try stream.lastMessage(on: subject, stream: subjects.entriesStream)
+            if let last, let held = try? PropertyListDecoder().decode(SyncedEntry.Content.self, from: Data(last.message.payload)),
+                held.stamp >= content.stamp
+            {
+                // As late or later: this host's consumer brings it here.
+                return
+            }
+            var guarded = headers
+            do {
+                try guarded.set(BridgeHeaders.expectedLastSubjectSequence, String(last?.sequence ?? 0))
+            } catch {
+                throw BridgeError("\(error)")
+            }
+            let answer = try stream.publish(subject, headers: guarded, payload: payload)
+            if answer.error == nil { return }
+        }
+        throw BridgeError("\(content.entry.kind.rawValue) \(content.entry.name) not published: other hosts kept writing it")
     }
 
     /// Publishes one item, or drops it (logged, counted) when the server can never take it.
@@ -260,9 +355,31 @@ final class BridgeSession: Sendable {
         }
     }
 
-    private func pull(_ stream: JetStream) {
+    /// One consumer the bridge pulls from: the notifications', or the entries'.
+    private struct Feed: Sendable {
+        let stream: String
+        let consumer: String
+        /// What the consumer passed over before a message of this stream sequence.
+        let skipped: @Sendable (UInt64) -> ClosedRange<UInt64>?
+        /// Notes a stream sequence applied.
+        let applied: @Sendable (UInt64) -> Void
+        /// Applies one message; throws when it cannot now (it is not acknowledged, and comes again).
+        let apply: @Sendable (NATSMessage) throws -> Void
+
+        init(
+            stream: String, consumer: String, skipped: @escaping @Sendable (UInt64) -> ClosedRange<UInt64>?,
+            applied: @escaping @Sendable (UInt64) -> Void, apply: @escaping @Sendable (NATSMessage) throws -> Void
+        ) {
+            self.stream = stream
+            self.consumer = consumer
+            self.skipped = skipped
+            self.applied = applied
+            self.apply = apply
+        }
+    }
+
+    private func pull(_ feed: Feed, _ stream: JetStream) {
         let connection = stream.connection
-        let consumer = subjects.consumer(for: device)
         var lastSave = ContinuousClock.now
         let mailbox: Mailbox
         do throws(BridgeError) {
@@ -274,32 +391,33 @@ final class BridgeSession: Sendable {
         while !closed, connection.closedReason == nil {
             do {
                 if let message = try stream.next(
-                    stream: subjects.stream, consumer: consumer, expiry: Limits.bridgePullExpiry, into: mailbox)
+                    stream: feed.stream, consumer: feed.consumer, expiry: Limits.bridgePullExpiry, into: mailbox)
                 {
                     let sequence = JetStream.streamSequence(of: message)
-                    // What the consumer skipped (a cluster's replica that lagged as it took over the consumer) is
-                    // read from the stream first, in order, before this one is acknowledged: the stream keeps a
-                    // message until this host's consumer has passed it.
-                    if let sequence, let skipped = inbound.skipped(before: sequence) {
+                    // What the consumer passed over (a cluster's server that lagged as it took the consumer over)
+                    // is read from the stream first, in order, before this one is acknowledged: the stream keeps
+                    // messages for their age, whoever took them.
+                    if let sequence, let skipped = feed.skipped(sequence) {
                         for earlier in skipped.prefix(Limits.bridgeLongestGap) {
-                            guard let stored = try stream.message(earlier, stream: subjects.stream) else {
-                                BridgeLog.write("message \(earlier) of the stream, passed over by the consumer, is no longer kept")
+                            guard let stored = try stream.message(earlier, stream: feed.stream) else {
+                                BridgeLog.write("message \(earlier) of \(feed.stream), passed over by the consumer, is no longer kept")
                                 continue
                             }
-                            tally(try inbound.apply(stored))
-                            inbound.applied(streamSequence: earlier)
+                            try feed.apply(stored)
+                            feed.applied(earlier)
                         }
                         if skipped.count > Limits.bridgeLongestGap {
                             BridgeLog.write(
-                                "the consumer passed over \(skipped.count) messages of the stream; the first \(Limits.bridgeLongestGap) were read, the rest are left")
+                                "the consumer passed over \(skipped.count) messages of \(feed.stream); the first \(Limits.bridgeLongestGap) were read, the rest are left")
                         }
                         count { $0.gapsFilled += 1 }
                     }
-                    tally(try inbound.apply(message))
-                    if let sequence { inbound.applied(streamSequence: sequence) }
+                    try feed.apply(message)
+                    if let sequence { feed.applied(sequence) }
                     try stream.acknowledge(message)
                 }
-                if inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
+                // The notifications' puller alone saves what it posted, and empties the posted log after.
+                if feed.stream == subjects.stream, inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
                     try saveState()
                     inbound.saved()
                     lastSave = .now

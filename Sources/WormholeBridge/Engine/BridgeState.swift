@@ -17,6 +17,8 @@ struct BridgeState: Codable, Sendable {
     /// The stream sequence of the last message this host's consumer handed over and the bridge applied: a
     /// consumer that skips one (a cluster's replica that lagged as it took over) is caught by the gap.
     var streamApplied: UInt64?
+    /// The last write of each retained name and group value, stamped (``EntryLedger``).
+    var entries: [String: RelayState.EntryState]?
 
     init(device: UInt64) {
         self.device = device

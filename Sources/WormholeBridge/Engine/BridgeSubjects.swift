@@ -1,4 +1,5 @@
 import Foundation
+import WormholeRelay
 
 /// How the bridge names things on the server, from its subject prefix (`wormhole` unless given another, so that
 /// several applications share a server): each notification name under `<prefix>.n.`, mapped reversibly
@@ -26,6 +27,20 @@ struct BridgeSubjects: Sendable {
         guard subject.hasPrefix(head) else { return nil }
         return NATSSubject.name(fromTail: String(subject.dropFirst(head.count)))
     }
+
+    /// Where retained notifications and group values go: every subject under `<prefix>.e.`.
+    var entries: String { prefix + ".e.>" }
+
+    /// The subject of a retained name (`<prefix>.e.r.…`) or a group value (`<prefix>.e.v.…`).
+    func subject(for entry: SyncedEntry) -> String {
+        prefix + (entry.kind == .retained ? ".e.r." : ".e.v.") + NATSSubject.tail(for: entry.name)
+    }
+
+    /// The stream that keeps the last of each retained name and group value.
+    var entriesStream: String { stream + "_ENTRIES" }
+
+    /// The durable consumer of the entries' stream of the host `device`.
+    func entriesConsumer(for device: UInt64) -> String { consumer(for: device) + "-entries" }
 
     /// The stream that keeps the notifications: the prefix in capitals, dots as underscores.
     var stream: String { "WORMHOLE_" + prefix.uppercased().replacingOccurrences(of: ".", with: "_") }

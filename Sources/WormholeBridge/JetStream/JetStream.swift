@@ -37,13 +37,18 @@ struct JetStream {
 
     /// Publishes a message into the stream and waits for the server to say it stored it (or already had it:
     /// the same `Nats-Msg-Id` within the stream's duplicate window).
+    /// A message published with `Nats-Expected-Last-Subject-Sequence` that another's came before is not stored:
+    /// its answer carries ``JetStreamAnswer/wrongLastSequence``.
     /// - Throws: ``BridgeError`` when no stream takes the subject, the server refused the message (too large,
     ///   a limit of the stream), or did not answer in time: then it may or may not have stored it.
     func publish(_ subject: String, headers: NATSHeaders, payload: [UInt8]) throws(BridgeError) -> PublishAnswer {
         let reply = try connection.request(subject, headers: headers, payload: payload, timeout: timeout)
         if reply.headers?.status == 503 { throw BridgeError("no stream takes \(subject) (is JetStream on, and the stream made?)") }
         let answer = try Self.decode(PublishAnswer.self, reply.payload, what: "the answer to a publish")
-        if let error = answer.error { throw BridgeError("the server refused a message to \(subject): \(error.text)") }
+        if let error = answer.error {
+            if error.errCode == JetStreamAnswer.wrongLastSequence { return answer }
+            throw BridgeError("the server refused a message to \(subject): \(error.text)")
+        }
         return answer
     }
 
@@ -72,27 +77,37 @@ struct JetStream {
     /// The stream's message `sequence`, read from the stream itself (its leader); nil when the stream no longer
     /// holds it (past its age, or removed).
     func message(_ sequence: UInt64, stream: String) throws(BridgeError) -> NATSMessage? {
-        let reply = try connection.request(
-            "$JS.API.STREAM.MSG.GET.\(stream)", payload: Array("{\"seq\":\(sequence)}".utf8), timeout: timeout)
+        try stored(stream: stream, query: "{\"seq\":\(sequence)}", what: "message \(sequence)")?.message
+    }
+
+    /// The last message the stream holds on `subject`, and its stream sequence; nil when it holds none.
+    func lastMessage(on subject: String, stream: String) throws(BridgeError) -> (sequence: UInt64, message: NATSMessage)? {
+        let query = try Self.json(["last_by_subj": subject])
+        return try stored(stream: stream, query: String(decoding: query, as: UTF8.self), what: "the last message on \(subject)")
+    }
+
+    /// A message read from the stream by `query` (JetStream's `STREAM.MSG.GET`), with its stream sequence.
+    private func stored(stream: String, query: String, what: String) throws(BridgeError) -> (sequence: UInt64, message: NATSMessage)? {
+        let reply = try connection.request("$JS.API.STREAM.MSG.GET.\(stream)", payload: Array(query.utf8), timeout: timeout)
         if reply.headers?.status == 503 { throw BridgeError("\(connection.address) has no JetStream (start nats-server with -js)") }
         let answer = try Self.decode(StoredMessageAnswer.self, reply.payload, what: "the answer to a message's read")
         if let error = answer.error {
             if error.errCode == JetStreamAnswer.noMessageFound { return nil }
-            throw BridgeError("JetStream refused to read message \(sequence): \(error.text)")
+            throw BridgeError("JetStream refused to read \(what): \(error.text)")
         }
-        guard let stored = answer.message, let data = Data(base64Encoded: stored.data ?? "") else {
-            throw BridgeError("JetStream's message \(sequence) came without its data")
+        guard let stored = answer.message, let sequence = stored.seq, let data = Data(base64Encoded: stored.data ?? "") else {
+            throw BridgeError("JetStream's \(what) came without its sequence or data")
         }
         var headers: NATSHeaders?
         if let encoded = stored.hdrs {
-            guard let bytes = Data(base64Encoded: encoded) else { throw BridgeError("JetStream's message \(sequence) has headers that are not base64") }
+            guard let bytes = Data(base64Encoded: encoded) else { throw BridgeError("JetStream's \(what) has headers that are not base64") }
             do {
                 headers = try NATSHeaders(parsing: ArraySlice(bytes))
             } catch {
-                throw BridgeError("JetStream's message \(sequence) has headers that do not read: \(error)")
+                throw BridgeError("JetStream's \(what) has headers that do not read: \(error)")
             }
         }
-        return NATSMessage(subject: stored.subject ?? "", sid: 0, replyTo: nil, headers: headers, payload: Array(data))
+        return (sequence, NATSMessage(subject: stored.subject ?? "", sid: 0, replyTo: nil, headers: headers, payload: Array(data)))
     }
 
     /// The stream sequence of a message a consumer handed over, from the subject its acknowledgement goes to
@@ -158,6 +173,8 @@ struct StreamConfig: Encodable {
     /// In nanoseconds: how long a `Nats-Msg-Id` is remembered, so that a message published again is stored once.
     var duplicateWindow: Int64
     var discard = "old"
+    /// For the entries' stream: the last message of each subject only.
+    var maxMsgsPerSubject: Int?
 }
 
 /// A durable consumer's settings: one message at a time, acknowledged explicitly, so that a message handed over
@@ -184,6 +201,7 @@ struct JetStreamAnswer: Decodable {
     static let streamNameInUse = 10058
     static let consumerNotFound = 10014
     static let noMessageFound = 10037
+    static let wrongLastSequence = 10071
 
     struct Failure: Decodable {
         var code: Int

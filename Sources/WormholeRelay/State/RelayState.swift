@@ -4,7 +4,7 @@ import Wormhole
 /// What a relay remembers across its runs, in `relay/<client identifier>/state` in the container: this device's
 /// id, its outbox's numbering, and what it already sent and posted, so that a notification handed over twice (a
 /// durable hand-over after a kill, a transfer sent again) is posted once.
-struct RelayState: Codable, Sendable {
+package struct RelayState: Codable, Sendable {
     static let maximumPosters = Limits.relayRememberedPosters
     static let maximumFileSize = Limits.relayStateFileSize
 
@@ -24,10 +24,15 @@ struct RelayState: Codable, Sendable {
     /// The last write of each retained name and group value, stamped, and which local content it is.
     var entries: [String: EntryState] = [:]
 
-    struct EntryState: Codable, Sendable, Hashable {
-        var stamp: Stamp
+    package struct EntryState: Codable, Sendable, Hashable {
+        package var stamp: Stamp
         /// Which content of this container the stamp is for (``LocalMark``); nil while a relay writes it.
-        var mark: String?
+        package var mark: String?
+
+        package init(stamp: Stamp, mark: String?) {
+            self.stamp = stamp
+            self.mark = mark
+        }
     }
 
     init(device: UInt64) {

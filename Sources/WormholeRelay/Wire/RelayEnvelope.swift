@@ -83,36 +83,54 @@ struct Acknowledgement: Codable, Sendable, Hashable {
 
 /// An order both devices agree on for writes of one retained name or group value: the wall-clock time the relay
 /// on the writer's device saw the write (milliseconds), the device's id breaking ties.
-struct Stamp: Codable, Sendable, Hashable, Comparable {
-    var time: UInt64
-    var device: UInt64
+package struct Stamp: Codable, Sendable, Hashable, Comparable {
+    package var time: UInt64
+    package var device: UInt64
 
-    static let zero = Stamp(time: 0, device: 0)
+    package init(time: UInt64, device: UInt64) {
+        self.time = time
+        self.device = device
+    }
 
-    static func < (a: Stamp, b: Stamp) -> Bool { (a.time, a.device) < (b.time, b.device) }
+    package static let zero = Stamp(time: 0, device: 0)
+
+    package static func < (a: Stamp, b: Stamp) -> Bool { (a.time, a.device) < (b.time, b.device) }
 }
 
 /// A retained name or group value a relay keeps the same on both devices.
-struct SyncedEntry: Codable, Sendable, Hashable {
-    enum Kind: String, Codable, Sendable {
+package struct SyncedEntry: Codable, Sendable, Hashable {
+    package enum Kind: String, Codable, Sendable {
         case retained
         case value
     }
 
-    var kind: Kind
-    var name: String
+    package var kind: Kind
+    package var name: String
+
+    package init(kind: Kind, name: String) {
+        self.kind = kind
+        self.name = name
+    }
 
     /// Its key in the relay's state.
-    var key: String { "\(kind.rawValue):\(name)" }
+    package var key: String { "\(kind.rawValue):\(name)" }
 
     /// The entry as a relay hands it over: the latest write, stamped.
-    struct Content: Codable, Sendable, Hashable {
-        var entry: SyncedEntry
-        var stamp: Stamp
+    package struct Content: Codable, Sendable, Hashable {
+        package var entry: SyncedEntry
+        package var stamp: Stamp
         /// Whether there is a value (false: the retained notification was cleared, the value reset).
-        var present: Bool
-        var object: String?
+        package var present: Bool
+        package var object: String?
         /// The userInfo archive: a retained notification's, or a group value's.
-        var archive: Data?
+        package var archive: Data?
+
+        package init(entry: SyncedEntry, stamp: Stamp, present: Bool, object: String? = nil, archive: Data? = nil) {
+            self.entry = entry
+            self.stamp = stamp
+            self.present = present
+            self.object = object
+            self.archive = archive
+        }
     }
 }

@@ -25,7 +25,8 @@ struct BridgeChaosTests {
 
         func startBridge(_ server: NATSServer, replicas: Int = 1) throws {
             let peer = try Peer(
-                "wormhole", ["bridge", "-c", container.path, "--server", server.url, "--replicas", String(replicas), "chaos.n"])
+                "wormhole",
+                ["bridge", "-c", container.path, "--server", server.url, "--replicas", String(replicas), "--value", "chaos.v", "chaos.n"])
             process.withLock { $0 = peer }
             starts.add(1, ordering: .relaxed)
         }
@@ -152,9 +153,12 @@ struct BridgeChaosTests {
                 }
             }
         }
+        let values = hosts.map { GroupValue("chaos.v", default: 0, in: $0.center) }
         for i in 0..<perHost {
             for (index, host) in hosts.enumerated() {
                 try host.center.postReporting(name: Notification.Name("chaos.n"), object: names[index], userInfo: ["i": i])
+                // Now and then, a group value written on this host.
+                if i % 15 == index * 5 { values[index].value = i * 10 + index }
             }
             try await Task.sleep(for: .milliseconds(40))
         }
@@ -178,6 +182,9 @@ struct BridgeChaosTests {
             }
             throw error
         }
+        try await pollUntil("the group value agrees on every host", timeout: 60) {
+            Set(values.map(\.value)).count == 1
+        }
         try await Task.sleep(for: .seconds(1))
         var totals = (lost: 0, duplicated: 0, outOfOrder: 0)
         for (index, host) in hosts.enumerated() {
@@ -191,7 +198,7 @@ struct BridgeChaosTests {
             #expect(host.received(from: names[index]).count == perHost)
         }
         let starts = hosts.reduce(0) { $0 + $1.starts.load(ordering: .relaxed) }
-        print("bridge cluster chaos: 3 hosts, \(perHost) notifications from each; bridges started \(starts) times, servers killed \(serverKills.load(ordering: .relaxed)) times (\(leaderKills.load(ordering: .relaxed)) a stream leader); lost \(totals.lost), duplicated \(totals.duplicated), out of order \(totals.outOfOrder)")
+        print("bridge cluster chaos: 3 hosts, \(perHost) notifications from each; bridges started \(starts) times, servers killed \(serverKills.load(ordering: .relaxed)) times (\(leaderKills.load(ordering: .relaxed)) a stream leader); lost \(totals.lost), duplicated \(totals.duplicated), out of order \(totals.outOfOrder); the group value \(values[0].value) on every host")
         #expect(totals.lost == 0 && totals.duplicated == 0 && totals.outOfOrder == 0)
         #expect(serverKills.load(ordering: .relaxed) >= 1)
     }

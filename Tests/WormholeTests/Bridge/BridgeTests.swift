@@ -171,7 +171,7 @@ struct BridgeTests {
         let container = TemporaryContainer("host")
         let address = NATSServerAddress(host: "127.0.0.1", port: 1)
         #expect(throws: BridgeError.self) {
-            try WormholeBridge(containerURL: container.url, server: address, routes: [.value(named: "v")])
+            try WormholeBridge(containerURL: container.url, server: address, routes: [.requests(named: "q")])
         }
         var options = WormholeBridge.Options()
         options.subjectPrefix = "bad prefix"
@@ -184,5 +184,37 @@ struct BridgeTests {
         }
         first.close()
         _ = try WormholeBridge(containerURL: container.url, server: address, routes: [.notifications(named: "n")])
+    }
+
+    @Test func retainedNotificationsAndGroupValuesConvergeOnEveryHostALateOneIncluded() async throws {
+        let server = try await NATSServer()
+        let routes: [RelayRoute] = [.retained(named: "nowPlaying"), .value(named: "unread")]
+        let a = try Host(observing: nil, routes: routes)
+        let b = try Host(observing: nil, routes: routes)
+        try await a.startBridge(server)
+        try await b.startBridge(server)
+        func playing(_ host: Host) -> String? {
+            host.center.retainedNotification(named: .init("nowPlaying"))?.userInfo?["song"] as? String
+        }
+        try a.center.postReporting(name: .init("nowPlaying"), object: nil, userInfo: ["song": "first"], retain: true)
+        try await pollUntil("B holds A's retained notification") { playing(b) == "first" }
+        let unreadA = GroupValue("unread", default: 0, in: a.center)
+        let unreadB = GroupValue("unread", default: 0, in: b.center)
+        unreadA.value = 5
+        try await pollUntil("B reads A's value") { unreadB.value == 5 }
+        try unreadB.update { $0 += 2 }
+        try await pollUntil("A reads B's update") { unreadA.value == 7 }
+        // Written on both hosts at once: both end with the same, the later write.
+        unreadA.value = 10
+        unreadB.value = 20
+        try await pollUntil("both agree") { unreadA.value == unreadB.value && [10, 20].contains(unreadA.value) }
+        // A host whose bridge starts after the writes gets what holds now.
+        let c = try Host(observing: nil, routes: routes)
+        try await c.startBridge(server)
+        let unreadC = GroupValue("unread", default: 0, in: c.center)
+        try await pollUntil("C holds the retained notification and the value") {
+            playing(c) == "first" && unreadC.value == unreadA.value
+        }
+        #expect((c.status?.valuesApplied ?? 0) >= 2)
     }
 }
