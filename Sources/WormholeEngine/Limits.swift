@@ -146,13 +146,17 @@ package enum Limits {
 
     /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
     package static let maximumSegmentSize = 1 << 30
-    /// How much of a segment a listener reads at once: a run of small records costs one read, and a record larger
-    /// than this is read on its own.
+    /// The most of a segment a listener reads at once: a run of small records costs one read, and a record larger
+    /// than a quarter of this is read on its own, unless the window already holds it.
     package static let segmentReadWindow = 1 << 20
     /// How old an unnamed segment must be before a listener removes it: its poster died, or was
     /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
     /// a new one, so this only bounds how long a dead poster's file takes room.
     package static let unnamedSegmentLifetime: Interval = .seconds(60)
+    /// How much of a segment a listener reads at first, and again after a large record it read on its own: a run
+    /// of large records is read a record at a time, each byte once, and the window grows to
+    /// ``segmentReadWindow`` (doubling with each read) only over a run of small ones.
+    package static let segmentFirstRead = 64 << 10
     /// A userInfo larger than this is written on its own rather than copied behind its record's header.
     package static let separateWriteSize = 64 << 10
     /// How long a segment found under its name is taken to still be there.
