@@ -184,9 +184,23 @@ package enum Limits {
     package static let spoolBudgetRemeasure: Interval = .milliseconds(100)
     /// How soon a total that would refuse a post is measured again.
     package static let spoolBudgetMinimumRemeasure: Interval = .milliseconds(1)
-    /// Handed over at once when a drain has gathered this many frames or bytes.
+    /// Handed over at once when a drain has gathered this many frames or bytes (a larger frame is a chunk of its
+    /// own); so is what one round read from the sockets, when it holds more. A chunk's userInfos are decoded
+    /// together before its frames are let go: this bounds what a listener holds besides its backlog.
     package static let spoolChunkFrames = 512
-    package static let spoolChunkBytes = 8 << 20
+    package static let spoolChunkBytes = 1 << 20
+    /// What a drain keeps in memory, read from the sockets while taken segments wait for them to be read whole
+    /// (a connection not accepted for want of descriptors): past it, it hands over what it has.
+    package static let drainWaitingNotifications = 4096
+    package static let drainWaitingBytes = 16 << 20
+    /// The most bytes of files a durable listener's hand-over keeps until its observers have run what it handed
+    /// over (``SpoolAcknowledgement``); a hand-over of more lets them go at once.
+    package static let acknowledgedSpoolBytes = 32 << 20
+    /// The most bytes of returned files (what observers gave back as their durable listener ended) that its
+    /// identity's next run reads to merge them in the order posted; the files past it are read after, as held
+    /// files. What observers hold is far less (``deliveryBacklogBytes``, a chunk besides); this is twice what an
+    /// earlier version's observers could hold, so that files one left are merged too.
+    package static let returnedMergeBytes = 32 << 20
     /// How long a durable listener whose spool holds something waits after an observer is added before it hands
     /// the spool over, reading nothing meanwhile: each observer added in the wait starts it again, so that the
     /// observers start-up code adds one after another all receive the whole backlog. Posts made meanwhile wait in
@@ -245,13 +259,18 @@ package enum Limits {
     /// what it took from the spool, or as a listener ends), and when it reads a sealed socket to its end.
     package static let readsWhenEmptying = 100_000
     package static let readsWhenClosing = 1_000_000
-    /// How many times a durable listener that ends reads its sockets once more, each read stopping at a round's
-    /// byte budget (``readRoundBudget``), before it hands over what it has.
+    /// How many times a durable listener that ends reads its sockets once more, each read stopping at
+    /// ``readAllBudget``, before it hands over what it has.
     package static let lastReads = 16
-    /// The most bytes of frames one round of reads takes (an inbox begins a round each time it reads): past it,
-    /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
-    /// so this bounds what posters can make the listener hold at once.
-    package static let readRoundBudget = 64 << 20
+    /// The most bytes of frames one round of reads takes when its wait found sockets ready (an inbox begins a
+    /// round each time it reads): past it, what waits stays in the socket for the next round, which comes at once
+    /// unless the observers hold too much. A message is read whole, and a shared frame's small one can stand for
+    /// 16 MiB; a round's frames are handed over in chunks (``spoolChunkBytes``) when they are more than one.
+    package static let readRoundBudget = 512 << 10
+    /// The most bytes of frames reads that empty the sockets take (a drain of the spool, which must read what the
+    /// sockets hold before it hands over what posters spooled; a connection or socket read before it closes; a
+    /// listener that ends). Shared frames are only mapped as they are read, their pages read as they are decoded.
+    package static let readAllBudget = 64 << 20
     /// One read in this many, while the socket holds one message at a time, asks for a batch.
     package static let readPaceProbeInterval = 8
     /// The most connections a listener keeps open. Past it, the connection read least recently is closed
