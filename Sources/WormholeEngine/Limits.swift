@@ -41,9 +41,12 @@ package enum Limits {
     package static let maximumLinks = min(64, defaultOpenFileLimit / 8)
     /// What a listener may have read and not yet delivered (waiting for observers' queues, actors and async
     /// sequences, each notification counted by its frame's bytes) before it stops reading its sockets and its
-    /// spool (``DeliveryBacklog``): this many notifications, or this many bytes.
+    /// spool (``DeliveryBacklog``): this many notifications, or this many bytes. The bytes are what a listener
+    /// whose observers fall behind holds, besides one chunk (``spoolChunkBytes``): a burst of large posts to a
+    /// suspended app extension (whose whole allowance may be 24 MB) costs it a few megabytes, not the burst.
+    /// It reads again at half of it, so a queue that keeps up always has the next notifications waiting.
     package static let deliveryBacklogNotifications = 4096
-    package static let deliveryBacklogBytes = 16 << 20
+    package static let deliveryBacklogBytes = 1 << 20
     /// How long a notification waits for the main actor (or the main operation queue) before Wormhole says, once
     /// per process, that nothing runs the main queue (``MainQueueWatch``).
     package static let mainQueueWait: Interval = .seconds(3)
