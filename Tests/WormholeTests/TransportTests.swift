@@ -217,11 +217,14 @@ struct TransportTests {
             "wormhole-test-peer", ["listen", "--container", container.path, "--name", "r"],
             environment: environment.merging(["WORMHOLE_INJECT_RECEIVE": "EINVAL/3"]) { $1 })
         try await listener.awaitLines(1)
-        let center = try GroupNotificationCenter(containerURL: container.url, clientIdentifier: nil, configuration: .init(transport: transport))
-        // The socket fails as it is first read (by a batch, or by the listener's look at it each second), and is
-        // bound anew: three rebinds, then none. Each batch goes to whichever socket is bound then.
+        // The socket fails as it is first read, by the batch of a poster that connects anew, and is bound anew:
+        // three rebinds, then none. Each batch goes to whichever socket is bound then.
         for batch in 0..<4 {
-            for i in batch * 50..<(batch + 1) * 50 { try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": i]) }
+            let poster = try Peer(
+                "wormhole-test-peer",
+                ["post", "--container", container.path, "--name", "r", "--count", "50", "--start", String(batch * 50)],
+                environment: environment)
+            #expect(try await poster.awaitExit() == 0)
             try await listener.awaitLines(1 + (batch + 1) * 50, timeout: 30)
             if batch < 3 { try await listener.awaitError(containing: "binding it again", count: batch + 1, timeout: 30) }
         }
