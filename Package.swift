@@ -40,7 +40,7 @@ let package = Package(
         .executableTarget(name: "WormholeTool", dependencies: ["Wormhole", "WormholeBridge"], swiftSettings: strictSettings),
         .executableTarget(
             name: "wormhole-bench",
-            dependencies: ["Wormhole"],
+            dependencies: ["Wormhole", "WormholeBridge"],
             path: "Benchmarks/WormholeBench",
             swiftSettings: strictSettings
         ),

@@ -9,7 +9,10 @@
 //
 //     swift run -c release wormhole-bench [--quick] [--json FILE] [--svg FILE] [--markdown FILE] [--only raw|wormhole|dbus|file]
 //         [--cpu N] [--spool-memory] [--observer-kinds [--transport datagram]] [--waiting-poster]
-//         [--ping-pong ROUNDS --container DIR [--payload none|3-key|1mib]]
+//         [--ping-pong ROUNDS --container DIR [--payload none|3-key|1mib]] [--bridge [--rounds N] [--burst N] [--passes N]]
+//
+// `--bridge` measures only the bridge between two hosts against the NATS server's own costs through the same client
+// (BridgeBench): it needs nats-server, and starts one itself.
 //
 // `--ping-pong` runs that many ping-pong rounds on Wormhole alone and nothing else, for counting instructions
 // with callgrind (InstructionCount).
@@ -32,7 +35,7 @@ import Foundation
 // process that started them, however that one ended.
 let roles: Set = [
     "wormhole-peer", "wormhole-sink", "raw-peer", "file-peer", "dbus-peer", "dbus-sink", "crowd", "fan-out", "spool-listener",
-    "spool-poster", "raw-run", "observer-run", "observer-echo", "raw-hop-run", "raw-hop-echo",
+    "spool-poster", "raw-run", "observer-run", "observer-echo", "raw-hop-run", "raw-hop-echo", "bridge-host",
 ]
 if let role = CommandLine.arguments.dropFirst().first, roles.contains(role) { exitWithParent() }
 switch CommandLine.arguments.dropFirst().first {
@@ -66,6 +69,10 @@ case "raw-hop-run":
         rounds: option("--rounds").flatMap(Int.init) ?? 0)
 case "raw-hop-echo":
     try RawHop.echo(path: option("--path") ?? "", kind: option("--kind").flatMap(ObserverCost.Kind.init) ?? .receiveThread)
+case "bridge-host":
+    try BridgeWay.host(container: containerOption(), server: option("--server") ?? "", ready: option("--ready") ?? "")
+// Not ended with its parent as the others are: it kills its server first, once its standard input ends.
+case "nats-guard": try LocalNATSServer.guardServer(folder: option("--folder") ?? "", server: option("--server") ?? "")
 default: break
 }
 
@@ -149,6 +156,22 @@ if CommandLine.arguments.contains("--waiting-poster") {
     try waitingPosterReport()
     try? FileManager.default.removeItem(atPath: folder)
     exit(0)
+}
+
+if CommandLine.arguments.contains("--bridge") {
+    var counts = quick ? BridgeBench.Counts.quick : BridgeBench.Counts.full
+    if let rounds = option("--rounds").flatMap(Int.init), rounds > 0 { (counts.rounds, counts.warmUp) = (rounds, max(1, rounds / 10)) }
+    if let burst = option("--burst").flatMap(Int.init), burst > 0 { counts.burst = burst }
+    if let passes = option("--passes").flatMap(Int.init), passes > 0 { counts.passes = passes }
+    var status: Int32 = 0
+    do {
+        try BridgeBench.run(folder: folder, counts: counts, jsonPath: option("--json"))
+    } catch {
+        print("wormhole-bench --bridge: \(error)")
+        status = 1
+    }
+    try? FileManager.default.removeItem(atPath: folder)
+    exit(status)
 }
 
 // The codec alone.

@@ -10,7 +10,7 @@ import WormholeEngine
 ///
 /// A connection is used until it fails, then dropped: whatever ends it (the server closing it, garbage from the
 /// server, ``close(_:)``) fails every request waiting and calls `onClose` once. Calls after that throw.
-final class NATSConnection: Sendable {
+package final class NATSConnection: Sendable {
     let address: NATSServerAddress
     /// What the server said of itself when the connection opened.
     let info: NATSServerInfo
@@ -37,7 +37,7 @@ final class NATSConnection: Sendable {
     /// `timeout`.
     /// - Throws: ``BridgeError`` when the server cannot be reached, does not answer in time, refuses the sign-in
     ///   or speaks garbage.
-    static func open(
+    package static func open(
         _ address: NATSServerAddress, name: String, timeout: Duration,
         onClose: @escaping @Sendable (BridgeError) -> Void = { _ in }
     ) throws(BridgeError) -> NATSConnection {
@@ -107,14 +107,14 @@ final class NATSConnection: Sendable {
     }
 
     /// Why the connection ended; nil while it is open.
-    var closedReason: BridgeError? { state.withLock { $0.closed } }
+    package var closedReason: BridgeError? { state.withLock { $0.closed } }
 
     // MARK: Writing
 
     /// Publishes `payload` to `subject`, with `headers` when given.
     /// - Throws: ``BridgeError`` when the connection is closed, the subject is not one NATS takes, or the
     ///   payload is larger than the server takes (``NATSServerInfo/maxPayload``).
-    func publish(_ subject: String, replyTo: String? = nil, headers: NATSHeaders? = nil, payload: [UInt8]) throws(BridgeError) {
+    package func publish(_ subject: String, replyTo: String? = nil, headers: NATSHeaders? = nil, payload: [UInt8]) throws(BridgeError) {
         let size = payload.count + (headers?.encoded().count ?? 0)
         guard size <= info.maxPayload else {
             throw BridgeError("a message of \(size) bytes is over the server's maximum of \(info.maxPayload) (max_payload)")
@@ -130,7 +130,7 @@ final class NATSConnection: Sendable {
 
     /// Subscribes to `subject`; `handler` gets each message on the connection's reading thread. Returns the
     /// subscription's id.
-    func subscribe(_ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) throws(BridgeError) -> UInt64 {
+    package func subscribe(_ subject: String, handler: @escaping @Sendable (NATSMessage) -> Void) throws(BridgeError) -> UInt64 {
         let sid = state.withLock { state in
             defer { state.nextSID += 1 }
             state.handlers[state.nextSID] = handler
@@ -142,7 +142,7 @@ final class NATSConnection: Sendable {
 
     /// A subscription of the connection's own inbox whose messages wait in order for ``Mailbox/next(timeout:)``:
     /// where a pull from a JetStream consumer has its messages sent, which come under their own subjects.
-    func mailbox() throws(BridgeError) -> Mailbox {
+    package func mailbox() throws(BridgeError) -> Mailbox {
         let box = Mailbox(subject: "\(inboxPrefix).m\(UInt64.random(in: 1...UInt64.max))")
         try state.withLock { (state) throws(BridgeError) in
             if let closed = state.closed { throw closed }
@@ -177,7 +177,7 @@ final class NATSConnection: Sendable {
     }
 
     /// Waits until the server has read everything written before: a `PING` answered by its `PONG`.
-    func roundTrip(timeout: Duration) throws(BridgeError) {
+    package func roundTrip(timeout: Duration) throws(BridgeError) {
         let waiter = Waiter()
         try state.withLock { (state) throws(BridgeError) in
             if let closed = state.closed { throw closed }
@@ -189,7 +189,7 @@ final class NATSConnection: Sendable {
     }
 
     /// Ends the connection, with `reason` for whatever waits on it.
-    func close(_ reason: BridgeError) {
+    package func close(_ reason: BridgeError) {
         let ended = state.withLock { state -> (waiters: [Waiter], mailboxes: [Mailbox], first: Bool) in
             guard state.closed == nil else { return ([], [], false) }
             state.closed = reason
@@ -321,7 +321,7 @@ private final class SocketBox: Sendable {
 }
 
 /// Messages to one subject, kept in order until taken.
-final class Mailbox: Sendable {
+package final class Mailbox: Sendable {
     let subject: String
     private let messages = Mutex<(waiting: [NATSMessage], ended: Bool)>(([], false))
     private let arrived = DispatchSemaphore(value: 0)

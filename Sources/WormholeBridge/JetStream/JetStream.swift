@@ -4,14 +4,19 @@ import WormholeEngine
 /// JetStream's API as the bridge uses it, over one ``NATSConnection``: JSON requests on `$JS.API.…` to make the
 /// stream and a host's durable consumer, publishing with the server's acknowledgement, pulling the next message
 /// and acknowledging it.
-struct JetStream {
+package struct JetStream {
     let connection: NATSConnection
     let timeout: Duration
+
+    package init(connection: NATSConnection, timeout: Duration) {
+        self.connection = connection
+        self.timeout = timeout
+    }
 
     /// Makes the stream unless it exists. An existing stream is used as it is: its subjects, storage and
     /// replicas are an operator's to change.
     /// - Throws: ``BridgeError`` when the server has no JetStream, or refuses the stream.
-    func ensureStream(_ config: StreamConfig) throws(BridgeError) {
+    package func ensureStream(_ config: StreamConfig) throws(BridgeError) {
         let info = try call("STREAM.INFO.\(config.name)", body: nil)
         if info.error == nil { return }
         guard info.error?.errCode == JetStreamAnswer.streamNotFound else { throw info.failure("stream \(config.name)") }
@@ -23,7 +28,7 @@ struct JetStream {
     }
 
     /// Makes the durable consumer unless it exists.
-    func ensureConsumer(stream: String, _ config: ConsumerConfig) throws(BridgeError) {
+    package func ensureConsumer(stream: String, _ config: ConsumerConfig) throws(BridgeError) {
         let info = try call("CONSUMER.INFO.\(stream).\(config.durableName)", body: nil)
         if info.error == nil { return }
         guard info.error?.errCode == JetStreamAnswer.consumerNotFound else {
@@ -41,7 +46,7 @@ struct JetStream {
     /// its answer carries ``JetStreamAnswer/wrongLastSequence``.
     /// - Throws: ``BridgeError`` when no stream takes the subject, the server refused the message (too large,
     ///   a limit of the stream), or did not answer in time: then it may or may not have stored it.
-    func publish(_ subject: String, headers: NATSHeaders, payload: [UInt8]) throws(BridgeError) -> PublishAnswer {
+    package func publish(_ subject: String, headers: NATSHeaders, payload: [UInt8]) throws(BridgeError) -> PublishAnswer {
         let reply = try connection.request(subject, headers: headers, payload: payload, timeout: timeout)
         if reply.headers?.status == 503 { throw BridgeError("no stream takes \(subject) (is JetStream on, and the stream made?)") }
         let answer = try Self.decode(PublishAnswer.self, reply.payload, what: "the answer to a publish")
@@ -55,7 +60,7 @@ struct JetStream {
     /// The next message for the durable consumer, sent to `mailbox`, waiting at most `expiry` at the server;
     /// nil when none came. A message of an earlier pull that came late is the next one as well: the consumer
     /// hands over one at a time.
-    func next(stream: String, consumer: String, expiry: Duration, into mailbox: Mailbox) throws(BridgeError) -> NATSMessage? {
+    package func next(stream: String, consumer: String, expiry: Duration, into mailbox: Mailbox) throws(BridgeError) -> NATSMessage? {
         let body = "{\"batch\":1,\"expires\":\(Int64(expiry / .nanoseconds(1)))}"
         try connection.publish(
             "$JS.API.CONSUMER.MSG.NEXT.\(stream).\(consumer)", replyTo: mailbox.subject, payload: Array(body.utf8))
@@ -124,7 +129,7 @@ struct JetStream {
     }
 
     /// Tells the server that `message` was handled: it is not handed over again.
-    func acknowledge(_ message: NATSMessage) throws(BridgeError) {
+    package func acknowledge(_ message: NATSMessage) throws(BridgeError) {
         guard let replyTo = message.replyTo else { return }
         try connection.publish(replyTo, payload: Array("+ACK".utf8))
     }
@@ -159,7 +164,7 @@ struct JetStream {
 }
 
 /// A stream's settings as JetStream's API takes them.
-struct StreamConfig: Encodable {
+package struct StreamConfig: Encodable {
     var name: String
     var subjects: [String]
     /// `limits`: a message stays for `maxAge`, whoever took it: a consumer that passed over one (a cluster's
@@ -175,11 +180,23 @@ struct StreamConfig: Encodable {
     var discard = "old"
     /// For the entries' stream: the last message of each subject only.
     var maxMsgsPerSubject: Int?
+
+    package init(
+        name: String, subjects: [String], numReplicas: Int, maxAge: Int64, duplicateWindow: Int64,
+        maxMsgsPerSubject: Int? = nil
+    ) {
+        self.name = name
+        self.subjects = subjects
+        self.numReplicas = numReplicas
+        self.maxAge = maxAge
+        self.duplicateWindow = duplicateWindow
+        self.maxMsgsPerSubject = maxMsgsPerSubject
+    }
 }
 
 /// A durable consumer's settings: one message at a time, acknowledged explicitly, so that a message handed over
 /// again (its bridge stopped before acknowledging it) comes before any after it.
-struct ConsumerConfig: Encodable {
+package struct ConsumerConfig: Encodable {
     var durableName: String
     var deliverPolicy = "new"
     var ackPolicy = "explicit"
@@ -188,6 +205,13 @@ struct ConsumerConfig: Encodable {
     var maxAckPending = 1
     var maxDeliver = -1
     var filterSubject: String
+
+    package init(durableName: String, deliverPolicy: String = "new", ackWait: Int64, filterSubject: String) {
+        self.durableName = durableName
+        self.deliverPolicy = deliverPolicy
+        self.ackWait = ackWait
+        self.filterSubject = filterSubject
+    }
 }
 
 private struct CreateConsumer: Encodable {
@@ -232,7 +256,7 @@ private struct StoredMessageAnswer: Decodable {
 }
 
 /// The server's answer to a publish into a stream.
-struct PublishAnswer: Decodable {
+package struct PublishAnswer: Decodable {
     var stream: String?
     var seq: UInt64?
     var duplicate: Bool?

@@ -6,7 +6,7 @@ import Foundation
 /// line. The status is how the server answers on its own: `NATS/1.0 503` when a request found no responders,
 /// `408 Request Timeout` and `404 No Messages` from a pull consumer. Names compare without regard to ASCII case,
 /// and keep the case they were given; a name may appear more than once.
-struct NATSHeaders: Sendable, Equatable {
+package struct NATSHeaders: Sendable, Equatable {
     /// The status of the first line (503, 408 …), nil for an ordinary message.
     var status: Int?
     /// The words after the status ("Request Timeout"), nil when there are none.
@@ -15,7 +15,7 @@ struct NATSHeaders: Sendable, Equatable {
     var fields: [(name: String, value: String)]
 
     /// Headers with no status and no field.
-    init() {
+    package init() {
         fields = []
     }
 
@@ -33,7 +33,7 @@ struct NATSHeaders: Sendable, Equatable {
     /// new field is added at the end when there was none.
     /// - Throws: when the name is empty or holds whitespace, a control character, `:` or a byte outside ASCII, or
     ///   when the value holds a CR or LF: such a field would forge lines of its own.
-    mutating func set(_ name: String, _ value: String) throws(NATSProtocolError) {
+    package mutating func set(_ name: String, _ value: String) throws(NATSProtocolError) {
         try Self.check(name: name, value: value)
         guard let first = fields.firstIndex(where: { Self.sameName($0.name, name) }) else {
             fields.append((name, value))
@@ -159,7 +159,7 @@ struct NATSHeaders: Sendable, Equatable {
         guard lines.isAtEnd else { throw NATSProtocolError("headers with bytes after their closing empty line") }
     }
 
-    static func == (lhs: NATSHeaders, rhs: NATSHeaders) -> Bool {
+    package static func == (lhs: NATSHeaders, rhs: NATSHeaders) -> Bool {
         lhs.status == rhs.status && lhs.statusDescription == rhs.statusDescription
             && lhs.fields.count == rhs.fields.count
             && zip(lhs.fields, rhs.fields).allSatisfy { $0.name == $1.name && $0.value == $1.value }

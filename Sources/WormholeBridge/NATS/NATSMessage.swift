@@ -1,7 +1,7 @@
 import Foundation
 
 /// A message the server delivered on a subscription (MSG, or HMSG when it has headers).
-struct NATSMessage: Sendable, Equatable {
+package struct NATSMessage: Sendable, Equatable {
     /// The subject it was published to. The server passes on any subject another client published, control
     /// characters and bytes that are not UTF-8 included (those read as U+FFFD): check it before trusting it.
     var subject: String

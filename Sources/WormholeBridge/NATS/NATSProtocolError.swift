@@ -5,7 +5,7 @@ import Foundation
 ///
 /// The message says what and how much ("control line over 4096 bytes"), for the bridge's log. A server's bytes
 /// that raise one leave the parser unusable: the connection closes and starts again.
-struct NATSProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
+package struct NATSProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
     /// What was wrong, in plain English.
     var message: String
 
@@ -17,5 +17,5 @@ struct NATSProtocolError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
-    var description: String { message }
+    package var description: String { message }
 }
