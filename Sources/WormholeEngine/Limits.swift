@@ -114,6 +114,9 @@ package enum Limits {
     package static let natsPayloadSlack = 64 << 10
     /// The longest control line (`MSG …`, `INFO {…}`) read from a NATS server.
     package static let natsControlLine = 64 << 10
+    /// The most messages a pull's inbox holds not yet taken. The bridge asks for one at a time, so a server that
+    /// sends more is flooding it: the connection is closed.
+    package static let natsMailboxDepth = 256
     /// The longest subject the bridge publishes to: a server reads control lines of 4,096 bytes by default
     /// (`max_control_line`) and closes the connection of a client that writes a longer one. A name whose subject
     /// is longer (over about 1,000 bytes of escaped characters) cannot cross.

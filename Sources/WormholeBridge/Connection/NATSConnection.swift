@@ -70,7 +70,7 @@ final class NATSConnection: Sendable {
             }
         }
         guard case .info(let info) = try nextOp() else { throw BridgeError("\(address) did not begin with INFO: not a NATS server") }
-        parser.maximumPayload = max(info.maxPayload, 0) + Limits.natsPayloadSlack
+        parser.maximumPayload = Self.largestMessage(info)
         let options = NATSConnectOptions(
             name: name, user: address.user, password: address.password, token: address.token, echo: true)
         let hello = NATSClientOp.connect(options) + NATSClientOp.ping
@@ -96,6 +96,12 @@ final class NATSConnection: Sendable {
         reader.name = "Wormhole.Bridge.NATS"
         reader.start()
         return connection
+    }
+
+    /// The largest message read from a server that said `info`: its maximum payload (64 MiB at most, whatever it
+    /// says), with room for its API's answers, which it does not bound by it.
+    private static func largestMessage(_ info: NATSServerInfo) -> Int {
+        min(max(info.maxPayload, 0), NATSServerInfo.largestMaxPayload) + Limits.natsPayloadSlack
     }
 
     private init(address: NATSServerAddress, info: NATSServerInfo, socket: SocketBox, onClose: @escaping @Sendable (BridgeError) -> Void) {
@@ -148,7 +154,11 @@ final class NATSConnection: Sendable {
             if let closed = state.closed { throw closed }
             state.mailboxes.append(box)
         }
-        _ = try subscribe(box.subject) { box.put($0) }
+        _ = try subscribe(box.subject) { [weak self] message in
+            guard !box.put(message) else { return }
+            guard let self else { return }
+            self.close(BridgeError("\(self.address) sent more than \(Limits.natsMailboxDepth) messages to the pull's inbox, which asks for one at a time"))
+        }
         return box
     }
 
@@ -266,7 +276,7 @@ final class NATSConnection: Sendable {
         case .ok:
             break
         case .info(let info):
-            parser.maximumPayload = max(info.maxPayload, 0) + Limits.natsPayloadSlack
+            parser.maximumPayload = Self.largestMessage(info)
         case .error(let message):
             BridgeLog.write("\(address) said: -ERR \(message)")
         case .message(let message):
@@ -330,9 +340,16 @@ final class Mailbox: Sendable {
         self.subject = subject
     }
 
-    func put(_ message: NATSMessage) {
-        messages.withLock { $0.waiting.append(message) }
-        arrived.signal()
+    /// Keeps `message` for ``next(timeout:)``; false, keeping nothing, when ``Limits/natsMailboxDepth`` wait
+    /// already: more than anyone asked for.
+    func put(_ message: NATSMessage) -> Bool {
+        let kept = messages.withLock { messages in
+            guard messages.waiting.count < Limits.natsMailboxDepth else { return false }
+            messages.waiting.append(message)
+            return true
+        }
+        if kept { arrived.signal() }
+        return kept
     }
 
     /// Its connection ended: a wait for the next message ends now, with none.
