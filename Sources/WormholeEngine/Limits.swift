@@ -132,6 +132,12 @@ package enum Limits {
     /// The first and the longest wait before the bridge connects again after a failure; each failure doubles it.
     package static let bridgeFirstBackoff: Duration = .milliseconds(100)
     package static let bridgeLongestBackoff: Duration = .seconds(5)
+    /// How long a connection must have served before its end starts the waits over from the first: a server that
+    /// fails each connection soon after taking it is tried less and less often, like one that refuses it.
+    package static let bridgeSteadyConnection: Duration = .seconds(10)
+    /// The most servers of a cluster the bridge tries, of those the last server named (`connect_urls`): a server
+    /// that names a thousand would keep the bridge from coming back to the one it was given.
+    package static let bridgeLargestCluster = 16
     /// The most messages of a consumer's gap the bridge reads from the stream; past it (a host away far longer
     /// than the stream keeps messages), the rest are left, and that is said.
     package static let bridgeLongestGap = 10_000

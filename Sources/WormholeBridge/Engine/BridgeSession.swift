@@ -26,6 +26,8 @@ final class BridgeSession: Sendable {
         var started = false
         var closed = false
         var connection: NATSConnection?
+        /// The connection being made, given up when the bridge closes.
+        var attempt: NATSConnection.Attempt?
     }
 
     init(
@@ -44,6 +46,8 @@ final class BridgeSession: Sendable {
     var status: BridgeStatus {
         var status = board.withLock { $0 }
         status.waiting = outbound.waiting
+        // A failure said by a thread on its way out does not make a closed bridge look like it connects.
+        if closed { status.connection = .stopped }
         return status
     }
 
@@ -64,18 +68,29 @@ final class BridgeSession: Sendable {
         thread.start()
     }
 
-    /// Ends the session: the connection closes, and this returns once the threads stopped posting.
+    /// Ends the session: the connection closes (or the one being made is given up), and this returns once the
+    /// threads stopped posting, for every caller (a second, concurrent call waits as the first does).
     func close() {
-        let (connection, running) = flags.withLock { flags -> (NATSConnection?, Bool) in
+        let (connection, attempt, first, started) = flags.withLock { flags in
             defer { flags.closed = true }
-            return (flags.connection, flags.started && !flags.closed)
+            return (flags.connection, flags.attempt, !flags.closed, flags.started)
         }
-        guard running else { return }
-        connection?.close(BridgeError("the bridge closed"))
-        outbound.bell.signal()
-        closing.signal()
-        _ = ended.wait(timeout: .now() + .seconds(30))
+        guard started else { return }
+        if first {
+            attempt?.cancel()
+            connection?.close(BridgeError("the bridge closed"))
+            outbound.bell.signal()
+            closing.signal()
+        }
+        // Passed on, so that every caller returns once the thread ended.
+        if ended.wait(timeout: .now() + .seconds(30)) == .success { ended.signal() }
         board.withLock { $0.connection = .stopped }
+    }
+
+    /// Waits `duration`, or less when the bridge closes.
+    private func rest(_ duration: Duration) {
+        // Passed on: the other thread's wait ends too.
+        if closing.wait(timeout: .now() + .milliseconds(Int(duration / .milliseconds(1)))) == .success { closing.signal() }
     }
 
     private func count(_ change: (inout BridgeStatus) -> Void) { board.withLock { change(&$0) } }
@@ -102,12 +117,21 @@ final class BridgeSession: Sendable {
             first = false
             let target = candidates[attempt % candidates.count]
             attempt += 1
+            let opening = NATSConnection.Attempt()
+            guard flags.withLock({ flags -> Bool in
+                flags.attempt = opening
+                return !flags.closed
+            }) else { return }
             do throws(BridgeError) {
+                let outbound = self.outbound
                 let connection = try NATSConnection.open(
-                    target, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout)
-                candidates = [server] + Self.others(connection.info.connectURLs, like: server).filter { $0 != server }
+                    target, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout, attempt: opening,
+                    // The publishing thread, waiting for the outbox, sees at once that the connection ended.
+                    onClose: { _ in outbound.bell.signal() })
+                candidates = Self.candidates(server, connection.info.connectURLs)
                 attempt = 0
                 let accepted = flags.withLock { flags -> Bool in
+                    flags.attempt = nil
                     guard !flags.closed else { return false }
                     flags.connection = connection
                     return true
@@ -119,8 +143,11 @@ final class BridgeSession: Sendable {
                 let stream = JetStream(connection: connection, timeout: options.timeout)
                 try prepare(stream)
                 count { $0.connection = .connected }
-                backoff = Limits.bridgeFirstBackoff
+                let began = ContinuousClock.now
                 serve(stream)
+                // Only a connection that served a while starts the waits over: one that a server ends each time
+                // soon after it was made is tried again less and less often.
+                if ContinuousClock.now - began >= Limits.bridgeSteadyConnection { backoff = Limits.bridgeFirstBackoff }
                 if let reason = connection.closedReason, !closed { failed(reason) }
             } catch {
                 if closed { return }
@@ -129,12 +156,20 @@ final class BridgeSession: Sendable {
             flags.withLock { flags in
                 flags.connection?.close(BridgeError("connecting again"))
                 flags.connection = nil
+                flags.attempt = nil
             }
             if closed { return }
             guard attempt % candidates.count == 0 else { continue }
-            _ = closing.wait(timeout: .now() + .milliseconds(Int(backoff / .milliseconds(1))))
+            rest(backoff)
             backoff = min(backoff * 2, Limits.bridgeLongestBackoff)
         }
+    }
+
+    /// The servers to try: `server` first, then the others of its cluster `urls` name, each once, at most
+    /// ``Limits/bridgeLargestCluster`` in all.
+    static func candidates(_ server: NATSServerAddress, _ urls: [String]) -> [NATSServerAddress] {
+        var seen: Set<NATSServerAddress> = [server]
+        return [server] + others(urls, like: server).filter { seen.insert($0).inserted }.prefix(Limits.bridgeLargestCluster - 1)
     }
 
     /// The servers `urls` name (`host:port`, `[v6 address]:port`), signed in to as `like` is.
