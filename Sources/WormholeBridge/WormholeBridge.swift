@@ -109,7 +109,7 @@ public final class WormholeBridge: Sendable {
             let outbound = BridgeOutbound(outbox: outbox, nextLink: state.nextLink, sent: state.sent)
             let inbound = BridgeInbound(
                 posted: state.posted, postedLog: postedLog, streamApplied: state.streamApplied, center: center, routes: routes,
-                device: state.device)
+                subjects: subjects, device: state.device)
             let device = state.device
             let saving = Mutex<Void>(())
             session = BridgeSession(

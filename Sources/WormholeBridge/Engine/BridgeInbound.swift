@@ -23,15 +23,17 @@ final class BridgeInbound: Sendable {
     private let state: Mutex<State>
     private let center: GroupNotificationCenter
     private let routes: RelayRoutes
+    private let subjects: BridgeSubjects
     private let device: UInt64
 
     init(
         posted: PosterMarks, postedLog: sending PostedLog, streamApplied: UInt64?, center: GroupNotificationCenter,
-        routes: RelayRoutes, device: UInt64
+        routes: RelayRoutes, subjects: BridgeSubjects, device: UInt64
     ) {
         state = Mutex(State(posted: posted, postedLog: postedLog, streamApplied: streamApplied))
         self.center = center
         self.routes = routes
+        self.subjects = subjects
         self.device = device
     }
 
@@ -48,7 +50,8 @@ final class BridgeInbound: Sendable {
     /// before the last (handed over again).
     func skipped(before sequence: UInt64) -> ClosedRange<UInt64>? {
         state.withLock { state in
-            guard let last = state.streamApplied, sequence > last + 1 else { return nil }
+            // Compared without adding: a sequence the server (or a forger) says may be the highest there is.
+            guard let last = state.streamApplied, sequence > last, sequence - last > 1 else { return nil }
             return (last + 1)...(sequence - 1)
         }
     }
@@ -90,6 +93,13 @@ final class BridgeInbound: Sendable {
         }
         guard item.link > 0, item.link < Limits.relayHighestLink else {
             BridgeLog.write("a message on \(message.subject) has an outbox number out of range; dropped")
+            return .dropped
+        }
+        // A bridge publishes each notification to its name's subject. One that names another came from a client
+        // that may publish here but not there (the server's permissions are per subject), or from somewhere else
+        // than this stream's notifications.
+        guard subjects.subject(for: item.name) == message.subject else {
+            BridgeLog.write("a message on \(message.subject) holds a notification of another name; dropped")
             return .dropped
         }
         guard state.withLock({ $0.posted.isPast(poster: origin, sequence: item.link) }) else {

@@ -311,28 +311,14 @@ final class BridgeSession: Sendable {
                 if let message = try stream.next(
                     stream: subjects.stream, consumer: consumer, expiry: Limits.bridgePullExpiry, into: mailbox)
                 {
-                    let sequence = JetStream.streamSequence(of: message)
-                    // What the consumer skipped (a cluster's replica that lagged as it took over the consumer) is
-                    // read from the stream first, in order, before this one is acknowledged: the stream keeps a
-                    // message until this host's consumer has passed it.
-                    if let sequence, let skipped = inbound.skipped(before: sequence) {
-                        for earlier in skipped.prefix(Limits.bridgeLongestGap) {
-                            guard let stored = try stream.message(earlier, stream: subjects.stream) else {
-                                BridgeLog.write("message \(earlier) of the stream, passed over by the consumer, is no longer kept")
-                                continue
-                            }
-                            tally(try inbound.apply(stored))
-                            inbound.applied(streamSequence: earlier)
-                        }
-                        if skipped.count > Limits.bridgeLongestGap {
-                            BridgeLog.write(
-                                "the consumer passed over \(skipped.count) messages of the stream; the first \(Limits.bridgeLongestGap) were read, the rest are left")
-                        }
-                        count { $0.gapsFilled += 1 }
+                    if let sequence = JetStream.streamSequence(of: message, stream: subjects.stream, consumer: consumer) {
+                        try take(message, sequence: sequence, from: stream)
+                    } else {
+                        // Published to the inbox by someone else (who saw where the pulls go): not acknowledged,
+                        // since its acknowledgement subject is not the consumer's, and not posted.
+                        count { $0.dropped += 1 }
+                        BridgeLog.write("a message on \(message.subject) came to the pull's inbox, not from this host's consumer; dropped")
                     }
-                    tally(try inbound.apply(message))
-                    if let sequence { inbound.applied(streamSequence: sequence) }
-                    try stream.acknowledge(message)
                 }
                 if inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
                     try saveState()
@@ -344,5 +330,35 @@ final class BridgeSession: Sendable {
                 return
             }
         }
+    }
+
+    /// Posts what the consumer handed over as the stream's message `sequence`, after what it passed over, and
+    /// acknowledges it.
+    /// - Throws: When the container cannot be written, or the server fails: the message is not acknowledged, and
+    ///   comes again on the next connection.
+    private func take(_ message: NATSMessage, sequence: UInt64, from stream: JetStream) throws {
+        // What the consumer skipped (a cluster's replica that lagged as it took over the consumer) is read from the
+        // stream first, in order, before this one is acknowledged: the stream keeps a message until this host's
+        // consumer has passed it.
+        if let skipped = inbound.skipped(before: sequence) {
+            for earlier in skipped.prefix(Limits.bridgeLongestGap) {
+                guard let stored = try stream.message(earlier, stream: subjects.stream) else {
+                    BridgeLog.write("message \(earlier) of the stream, passed over by the consumer, is no longer kept")
+                    continue
+                }
+                tally(try inbound.apply(stored))
+                inbound.applied(streamSequence: earlier)
+            }
+            // Counted without `count`, which a range wider than `Int` traps on.
+            let passed = skipped.upperBound - skipped.lowerBound + 1
+            if passed > UInt64(Limits.bridgeLongestGap) {
+                BridgeLog.write(
+                    "the consumer passed over \(passed) messages of the stream; the first \(Limits.bridgeLongestGap) were read, the rest are left")
+            }
+            count { $0.gapsFilled += 1 }
+        }
+        tally(try inbound.apply(message))
+        inbound.applied(streamSequence: sequence)
+        try stream.acknowledge(message)
     }
 }

@@ -95,17 +95,22 @@ struct JetStream {
         return NATSMessage(subject: stored.subject ?? "", sid: 0, replyTo: nil, headers: headers, payload: Array(data))
     }
 
-    /// The stream sequence of a message a consumer handed over, from the subject its acknowledgement goes to
-    /// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream sequence>.…`, with a domain and an account before the
-    /// stream in the newer form); nil when it is not one.
-    static func streamSequence(of message: NATSMessage) -> UInt64? {
+    /// The stream sequence of a message `consumer` of `stream` handed over, from the subject its acknowledgement
+    /// goes to (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream sequence>.…`, with a domain and an account before
+    /// the stream in the newer form); nil when it is not one: a message someone else published to the pull's
+    /// inbox, whose acknowledgement would go where they chose.
+    static func streamSequence(of message: NATSMessage, stream: String, consumer: String) -> UInt64? {
         guard let replyTo = message.replyTo, replyTo.hasPrefix("$JS.ACK.") else { return nil }
         let tokens = replyTo.split(separator: ".", omittingEmptySubsequences: false)
+        let first: Int
         switch tokens.count {
-        case 9: return UInt64(tokens[5])
-        case 11, 12: return UInt64(tokens[7])
+        case 9: first = 2
+        case 11, 12: first = 4
         default: return nil
         }
+        guard tokens[first] == stream, tokens[first + 1] == consumer, let sequence = UInt64(tokens[first + 3]), sequence > 0
+        else { return nil }
+        return sequence
     }
 
     /// Tells the server that `message` was handled: it is not handed over again.
