@@ -12,6 +12,7 @@ final class BridgeInbound: Sendable {
         var posted: PosterMarks
         var postedLog: PostedLog
         var streamApplied: UInt64?
+        var streamCreated: String?
         var unsaved = false
     }
 
@@ -27,10 +28,11 @@ final class BridgeInbound: Sendable {
     private let device: UInt64
 
     init(
-        posted: PosterMarks, postedLog: sending PostedLog, streamApplied: UInt64?, center: GroupNotificationCenter,
-        routes: RelayRoutes, subjects: BridgeSubjects, device: UInt64
+        posted: PosterMarks, postedLog: sending PostedLog, streamApplied: UInt64?, streamCreated: String?,
+        center: GroupNotificationCenter, routes: RelayRoutes, subjects: BridgeSubjects, device: UInt64
     ) {
-        state = Mutex(State(posted: posted, postedLog: postedLog, streamApplied: streamApplied))
+        state = Mutex(
+            State(posted: posted, postedLog: postedLog, streamApplied: streamApplied, streamCreated: streamCreated))
         self.center = center
         self.routes = routes
         self.subjects = subjects
@@ -42,6 +44,7 @@ final class BridgeInbound: Sendable {
         state.withLock { state in
             bridgeState.posted = state.posted
             bridgeState.streamApplied = state.streamApplied
+            bridgeState.streamCreated = state.streamCreated
         }
     }
 
@@ -53,6 +56,37 @@ final class BridgeInbound: Sendable {
             // Compared without adding: a sequence the server (or a forger) says may be the highest there is.
             guard let last = state.streamApplied, sequence > last, sequence - last > 1 else { return nil }
             return (last + 1)...(sequence - 1)
+        }
+    }
+
+    /// Where this host's consumer starts if it has to be made on the stream at `position`: with what comes next
+    /// on a host's first run; after the last message the host took when that is this stream's (an operator
+    /// deleted the consumer); with the stream's first when the stream is another (deleted and made again: all it
+    /// holds came after what the host took), or when the host says it took past the stream's end. What is
+    /// handed over twice so is dropped as a copy.
+    func consumerStart(on position: StreamPosition) -> ConsumerStart {
+        state.withLock { state in
+            guard let last = state.streamApplied else { return .new }
+            // A state of an earlier version, which did not keep when the stream was made, tells by the numbering
+            // alone.
+            let same = state.streamCreated.map { $0 == position.created } ?? true
+            return same && last <= position.lastSequence ? .after(last) : .all
+        }
+    }
+
+    /// Notes the stream the bridge connected to, and where a consumer it made starts: one that starts with the
+    /// first message of another stream hands over in a numbering that says nothing of what the host took before,
+    /// so no gap is looked for before its first message.
+    func connected(to position: StreamPosition, madeConsumer start: ConsumerStart?) {
+        state.withLock { state in
+            if case .all? = start {
+                state.streamApplied = nil
+                state.unsaved = true
+            }
+            if let created = position.created, created != state.streamCreated {
+                state.streamCreated = created
+                state.unsaved = true
+            }
         }
     }
 

@@ -103,6 +103,12 @@ final class BridgeSession: Sendable {
         BridgeLog.write(error.message)
     }
 
+    /// Says a failure that leaves the connection as it is.
+    private func noted(_ error: BridgeError) {
+        count { $0.lastError = error.message }
+        BridgeLog.write(error.message)
+    }
+
     // MARK: Connecting
 
     private func run() {
@@ -187,16 +193,19 @@ final class BridgeSession: Sendable {
     }
 
     private func prepare(_ stream: JetStream) throws(BridgeError) {
-        try stream.ensureStream(
+        let position = try stream.ensureStream(
             StreamConfig(
                 name: subjects.stream, subjects: [subjects.notifications], numReplicas: options.replicas,
                 maxAge: Int64(options.maximumAge / .nanoseconds(1)),
                 duplicateWindow: Int64(options.duplicateWindow / .nanoseconds(1))))
-        try stream.ensureConsumer(
+        // A consumer made anew: on the first run, or after an operator deleted it, or it went with its stream.
+        let start = inbound.consumerStart(on: position)
+        let made = try stream.ensureConsumer(
             stream: subjects.stream,
             ConsumerConfig(
                 durableName: subjects.consumer(for: device), ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)),
-                filterSubject: subjects.notifications))
+                filterSubject: subjects.notifications, start: start))
+        inbound.connected(to: position, madeConsumer: made ? start : nil)
     }
 
     /// Publishes and pulls until the connection ends or the bridge closes.
@@ -279,7 +288,7 @@ final class BridgeSession: Sendable {
                 "a name of \(item.name.utf8.count) bytes is a subject of \(subject.utf8.count), over the \(Limits.natsLongestSubject) a server reads; dropped")
             return
         }
-        _ = try stream.publish(subject, headers: headers, payload: payload)
+        _ = try stream.publish(subject, headers: headers, payload: payload, stream: subjects.stream)
     }
 
     // MARK: Pulling
@@ -299,6 +308,18 @@ final class BridgeSession: Sendable {
         let connection = stream.connection
         let consumer = subjects.consumer(for: device)
         var lastSave = ContinuousClock.now
+        // Saved as the thread ends too (the bridge closing, the connection ending): the next run, or the next
+        // consumer made, starts from where this one stopped, not from up to an interval before.
+        defer {
+            if inbound.unsaved {
+                do {
+                    try saveState()
+                    inbound.saved()
+                } catch {
+                    noted(BridgeError("bridge state not saved: \(error)"))
+                }
+            }
+        }
         let mailbox: Mailbox
         do throws(BridgeError) {
             mailbox = try connection.mailbox()

@@ -17,6 +17,9 @@ struct BridgeState: Codable, Sendable {
     /// The stream sequence of the last message this host's consumer handed over and the bridge applied: a
     /// consumer that skips one (a cluster's replica that lagged as it took over) is caught by the gap.
     var streamApplied: UInt64?
+    /// When the stream `streamApplied` numbers was made, as the server said: a stream deleted and made again
+    /// numbers from 1 anew.
+    var streamCreated: String?
 
     init(device: UInt64) {
         self.device = device
