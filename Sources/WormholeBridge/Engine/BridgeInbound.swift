@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Wormhole
+import WormholeEngine
 import WormholeRelay
 
 /// What comes from the other hosts: each message the server hands this host's consumer, posted into this group
@@ -155,6 +156,7 @@ final class BridgeInbound: Sendable {
             BridgeLog.write("\(item.name) from another host not posted: \(error); dropped")
             return .dropped
         }
+        StopPoint.reached("bridge.posted")
         state.withLock { state in
             _ = state.posted.advance(poster: origin, sequence: item.link)
             state.unsaved = true
@@ -164,6 +166,7 @@ final class BridgeInbound: Sendable {
                 BridgeLog.write("bridge log not written (\(error)): a kill before the state is saved posts it again")
             }
         }
+        StopPoint.reached("bridge.logged")
         return .posted
     }
 }

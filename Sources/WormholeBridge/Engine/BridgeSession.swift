@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Wormhole
+import WormholeEngine
 import WormholeRelay
 
 /// The bridge's work with its server, on threads of its own: connect (again, with a growing wait, after each
@@ -243,13 +244,21 @@ final class BridgeSession: Sendable {
                 done = item.link
             }
             guard done > 0 else { continue }
-            // The numbering saved before the items go: a run after a kill never numbers anew what was sent.
-            do {
-                try saveState()
-            } catch {
-                failed(BridgeError("bridge state not saved: \(error)"))
-                continue
+            StopPoint.reached("bridge.published")
+            // The numbering saved before the items go: a run after a kill never numbers anew what was sent. A
+            // state that cannot be saved (a full disk) is tried again each second; what the server stored is not
+            // published again meanwhile.
+            while true {
+                do {
+                    try saveState()
+                    break
+                } catch {
+                    noted(BridgeError("bridge state not saved: \(error)"))
+                }
+                if closed { return }
+                rest(Limits.bridgeStateSaveInterval)
             }
+            StopPoint.reached("bridge.saved")
             outbound.published(upTo: done)
             count { $0.sent += items.prefix { $0.link <= done }.count }
         }
@@ -342,9 +351,15 @@ final class BridgeSession: Sendable {
                     }
                 }
                 if inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
-                    try saveState()
-                    inbound.saved()
                     lastSave = .now
+                    // One that fails (a full disk) is tried again at the next interval: what was posted is in the
+                    // posted log, and what was acknowledged does not come again.
+                    do {
+                        try saveState()
+                        inbound.saved()
+                    } catch {
+                        noted(BridgeError("bridge state not saved: \(error)"))
+                    }
                 }
             } catch {
                 connection.close(error as? BridgeError ?? BridgeError("\(error)"))
@@ -381,5 +396,6 @@ final class BridgeSession: Sendable {
         tally(try inbound.apply(message))
         inbound.applied(streamSequence: sequence)
         try stream.acknowledge(message)
+        StopPoint.reached("bridge.acknowledged")
     }
 }
