@@ -96,7 +96,7 @@ final class NATSFloor: Sendable {
         let id = messageID.add(1, ordering: .relaxed).newValue
         try headers.set("Wormhole-Host", host)
         try headers.set("Nats-Msg-Id", "\(host)-\(id)")
-        _ = try stream.publish("bench-floor.js." + name, headers: headers, payload: payload)
+        _ = try stream.publish("bench-floor.js." + name, headers: headers, payload: payload, stream: Self.stream)
     }
 
     /// The next message of the consumer `name`, pulled (again after each pull that expired empty), then

@@ -31,7 +31,8 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     /// Messages dropped as already posted (handed over again by the server).
     public var duplicatesDropped = 0
     /// What could not be carried and was dropped, each logged: a notification larger than the server takes, a
-    /// message that is not the bridge's, a name not routed here.
+    /// message that is not the bridge's, one whose name is not its subject's, a name not routed here (or
+    /// reserved), a message in the pull's inbox that the host's consumer did not hand over.
     public var dropped = 0
     /// Times the server's consumer passed over messages of the stream (a cluster's server that lagged as it took
     /// over), which the bridge then read from the stream itself.

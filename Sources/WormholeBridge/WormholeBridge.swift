@@ -109,8 +109,8 @@ public final class WormholeBridge: Sendable {
             let routes = RelayRoutes(routes)
             let outbound = BridgeOutbound(outbox: outbox, nextLink: state.nextLink, sent: state.sent)
             let inbound = BridgeInbound(
-                posted: state.posted, postedLog: postedLog, streamApplied: state.streamApplied, center: center, routes: routes,
-                device: state.device)
+                posted: state.posted, postedLog: postedLog, streamApplied: state.streamApplied,
+                streamCreated: state.streamCreated, center: center, routes: routes, subjects: subjects, device: state.device)
             let device = state.device
             let ledger = EntryLedger(
                 entries: state.entries ?? [:], center: center, routes: routes, device: device, other: "another host",

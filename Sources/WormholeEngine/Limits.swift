@@ -117,6 +117,9 @@ package enum Limits {
     package static let natsPayloadSlack = 64 << 10
     /// The longest control line (`MSG …`, `INFO {…}`) read from a NATS server.
     package static let natsControlLine = 64 << 10
+    /// The most messages a pull's inbox holds not yet taken. The bridge asks for one at a time, so a server that
+    /// sends more is flooding it: the connection is closed.
+    package static let natsMailboxDepth = 256
     /// The longest subject the bridge publishes to: a server reads control lines of 4,096 bytes by default
     /// (`max_control_line`) and closes the connection of a client that writes a longer one. A name whose subject
     /// is longer (over about 1,000 bytes of escaped characters) cannot cross.
@@ -132,6 +135,12 @@ package enum Limits {
     /// The first and the longest wait before the bridge connects again after a failure; each failure doubles it.
     package static let bridgeFirstBackoff: Duration = .milliseconds(100)
     package static let bridgeLongestBackoff: Duration = .seconds(5)
+    /// How long a connection must have served before its end starts the waits over from the first: a server that
+    /// fails each connection soon after taking it is tried less and less often, like one that refuses it.
+    package static let bridgeSteadyConnection: Duration = .seconds(10)
+    /// The most servers of a cluster the bridge tries, of those the last server named (`connect_urls`): a server
+    /// that names a thousand would keep the bridge from coming back to the one it was given.
+    package static let bridgeLargestCluster = 16
     /// The most messages of a consumer's gap the bridge reads from the stream; past it (a host away far longer
     /// than the stream keeps messages), the rest are left, and that is said.
     package static let bridgeLongestGap = 10_000

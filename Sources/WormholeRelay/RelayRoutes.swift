@@ -123,13 +123,16 @@ package struct RelayRoutes: Sendable {
         }
     }
 
-    /// Whether a notification named `name` from the other device is posted here.
+    /// Whether a notification named `name` from the other device is posted here. A prefix takes a reserved name
+    /// (a request's, a reply's) only when it is itself reserved, as on the sending side: the other side never
+    /// sends one otherwise, so one that comes is forged.
     private func receives(notification name: String) -> Bool {
         all.contains { route in
             guard route.direction.receives else { return false }
             switch route.kind {
             case .notifications(let named): return named == name
-            case .notificationsPrefixed(let prefix): return name.hasPrefix(prefix)
+            case .notificationsPrefixed(let prefix):
+                return name.hasPrefix(prefix) && (!name.hasPrefix(Self.reservedPrefix) || prefix.hasPrefix(Self.reservedPrefix))
             case .requests(let named): return name == GroupNotificationCenter.requestName(for: named)
             case .retained, .value: return false
             }

@@ -50,7 +50,7 @@ struct FullDiskTests {
 }
 
 /// A tmpfs of 2 MiB mounted on a new folder; nil where this process may not mount one.
-private final class SmallDisk {
+final class SmallDisk {
     let path: String
 
     init?() throws {

@@ -34,13 +34,18 @@ struct RelayRoutesTests {
         #expect(routes.sentEntries == [SyncedEntry(kind: .retained, name: "nowPlaying")])
     }
 
-    @Test("Reserved names match only a prefix that is itself reserved")
+    @Test("Reserved names match only a prefix that is itself reserved, going out and coming in")
     func reservedPrefix() {
         let plain = RelayRoutes([.notifications(prefixed: "")])
         #expect(plain.outgoing(note("wormhole.anything")) == nil)
         #expect(plain.outgoing(note("anything")) == .notification)
+        // What the other side never sends this way is forged: a request or a reply would reach the group.
+        #expect(plain.incoming("wormhole.request.lookup") == nil)
+        #expect(plain.incoming(reply) == nil)
+        #expect(plain.incoming("anything") == .notification)
         let reserved = RelayRoutes([.notifications(prefixed: "wormhole.")])
         #expect(reserved.outgoing(note("wormhole.anything")) == .notification)
+        #expect(reserved.incoming("wormhole.anything") == .notification)
     }
 
     @Test("Requests go out as requests and come in as requests, each only the way their route says")

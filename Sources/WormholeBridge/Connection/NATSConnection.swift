@@ -33,12 +33,13 @@ package final class NATSConnection: Sendable {
         var closed: BridgeError?
     }
 
-    /// Connects to `address`, and signs in with its user and password or token; each step waits at most
-    /// `timeout`.
-    /// - Throws: ``BridgeError`` when the server cannot be reached, does not answer in time, refuses the sign-in
-    ///   or speaks garbage.
+    /// Connects to `address`, and signs in with its user and password or token: the connection waits at most
+    /// `timeout`, and so does the handshake as a whole (a server that chatters without ever finishing it is left
+    /// as one that says nothing). ``Attempt/cancel()`` on `attempt` ends the handshake at once.
+    /// - Throws: ``BridgeError`` when the server cannot be reached, does not finish the handshake in time,
+    ///   refuses the sign-in or speaks garbage, or the attempt was cancelled.
     package static func open(
-        _ address: NATSServerAddress, name: String, timeout: Duration,
+        _ address: NATSServerAddress, name: String, timeout: Duration, attempt: Attempt = Attempt(),
         onClose: @escaping @Sendable (BridgeError) -> Void = { _ in }
     ) throws(BridgeError) -> NATSConnection {
         let milliseconds = Int(timeout / .milliseconds(1))
@@ -49,7 +50,9 @@ package final class NATSConnection: Sendable {
             throw BridgeError("cannot connect to \(address): \(error)")
         }
         let socket = SocketBox(descriptor)
-        TCPSocket.setReceiveTimeout(socket.descriptor, milliseconds: milliseconds)
+        guard attempt.begin(socket) else { throw BridgeError("the connection to \(address) was given up") }
+        defer { attempt.end() }
+        let deadline = ContinuousClock.now + timeout
         var parser = NATSParser(maximumControlLine: Limits.natsControlLine)
         func nextOp() throws(BridgeError) -> NATSServerOp {
             var buffer = [UInt8](repeating: 0, count: 4096)
@@ -59,18 +62,26 @@ package final class NATSConnection: Sendable {
                 } catch {
                     throw BridgeError("\(address) answered garbage: \(error)")
                 }
+                let left = deadline - .now
+                guard left > .zero else { throw BridgeError("\(address) did not finish the handshake within \(timeout)") }
+                TCPSocket.setReceiveTimeout(socket.descriptor, milliseconds: max(1, Int(left / .milliseconds(1))))
                 let count: Int
                 do throws(WormholeError) {
                     count = try socket.receive(into: &buffer)
+                } catch where error.code == .timedOut {
+                    throw BridgeError("\(address) did not finish the handshake within \(timeout)")
                 } catch {
                     throw BridgeError("\(address) did not answer: \(error)")
                 }
-                guard count > 0 else { throw BridgeError("\(address) closed the connection during the handshake") }
+                guard count > 0 else {
+                    if attempt.isCancelled { throw BridgeError("the connection to \(address) was given up") }
+                    throw BridgeError("\(address) closed the connection during the handshake")
+                }
                 buffer.withUnsafeBytes { parser.append(UnsafeRawBufferPointer(rebasing: $0[..<count])) }
             }
         }
         guard case .info(let info) = try nextOp() else { throw BridgeError("\(address) did not begin with INFO: not a NATS server") }
-        parser.maximumPayload = max(info.maxPayload, 0) + Limits.natsPayloadSlack
+        parser.maximumPayload = Self.largestMessage(info)
         let options = NATSConnectOptions(
             name: name, user: address.user, password: address.password, token: address.token, echo: true)
         let hello = NATSClientOp.connect(options) + NATSClientOp.ping
@@ -96,6 +107,12 @@ package final class NATSConnection: Sendable {
         reader.name = "Wormhole.Bridge.NATS"
         reader.start()
         return connection
+    }
+
+    /// The largest message read from a server that said `info`: its maximum payload (64 MiB at most, whatever it
+    /// says), with room for its API's answers, which it does not bound by it.
+    private static func largestMessage(_ info: NATSServerInfo) -> Int {
+        min(max(info.maxPayload, 0), NATSServerInfo.largestMaxPayload) + Limits.natsPayloadSlack
     }
 
     private init(address: NATSServerAddress, info: NATSServerInfo, socket: SocketBox, onClose: @escaping @Sendable (BridgeError) -> Void) {
@@ -148,7 +165,11 @@ package final class NATSConnection: Sendable {
             if let closed = state.closed { throw closed }
             state.mailboxes.append(box)
         }
-        _ = try subscribe(box.subject) { box.put($0) }
+        _ = try subscribe(box.subject) { [weak self] message in
+            guard !box.put(message) else { return }
+            guard let self else { return }
+            self.close(BridgeError("\(self.address) sent more than \(Limits.natsMailboxDepth) messages to the pull's inbox, which asks for one at a time"))
+        }
         return box
     }
 
@@ -266,7 +287,7 @@ package final class NATSConnection: Sendable {
         case .ok:
             break
         case .info(let info):
-            parser.maximumPayload = max(info.maxPayload, 0) + Limits.natsPayloadSlack
+            parser.maximumPayload = Self.largestMessage(info)
         case .error(let message):
             BridgeLog.write("\(address) said: -ERR \(message)")
         case .message(let message):
@@ -279,6 +300,42 @@ package final class NATSConnection: Sendable {
                 let handler = state.withLock { $0.handlers[message.sid] }
                 handler?(message)
             }
+        }
+    }
+}
+
+extension NATSConnection {
+    /// One connection being made, which another thread may give up: its socket is shut down, so that a wait of
+    /// the handshake ends at once, rather than after the timeout.
+    package final class Attempt: Sendable {
+        private let state = Mutex<(socket: SocketBox?, cancelled: Bool)>((nil, false))
+
+        package init() {}
+
+        /// Gives the attempt up: the handshake under way, or the next, fails at once.
+        package func cancel() {
+            // Kept until shut down: its descriptor cannot be closed, and its number reused, meanwhile.
+            let socket = state.withLock { state -> SocketBox? in
+                state.cancelled = true
+                return state.socket
+            }
+            if let socket { TCPSocket.shutdown(socket.descriptor) }
+        }
+
+        var isCancelled: Bool { state.withLock { $0.cancelled } }
+
+        /// Notes the socket whose handshake begins; false when the attempt was given up.
+        fileprivate func begin(_ socket: SocketBox) -> Bool {
+            state.withLock { state in
+                guard !state.cancelled else { return false }
+                state.socket = socket
+                return true
+            }
+        }
+
+        /// The handshake ended, one way or the other.
+        fileprivate func end() {
+            state.withLock { $0.socket = nil }
         }
     }
 }
@@ -330,9 +387,16 @@ package final class Mailbox: Sendable {
         self.subject = subject
     }
 
-    func put(_ message: NATSMessage) {
-        messages.withLock { $0.waiting.append(message) }
-        arrived.signal()
+    /// Keeps `message` for ``next(timeout:)``; false, keeping nothing, when ``Limits/natsMailboxDepth`` wait
+    /// already: more than anyone asked for.
+    func put(_ message: NATSMessage) -> Bool {
+        let kept = messages.withLock { messages in
+            guard messages.waiting.count < Limits.natsMailboxDepth else { return false }
+            messages.waiting.append(message)
+            return true
+        }
+        if kept { arrived.signal() }
+        return kept
     }
 
     /// Its connection ended: a wait for the next message ends now, with none.

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Wormhole
+import WormholeEngine
 import WormholeRelay
 
 /// What comes from the other hosts: each message the server hands this host's consumer, posted into this group
@@ -12,6 +13,7 @@ final class BridgeInbound: Sendable {
         var posted: PosterMarks
         var postedLog: PostedLog
         var streamApplied: UInt64?
+        var streamCreated: String?
         var unsaved = false
     }
 
@@ -23,15 +25,18 @@ final class BridgeInbound: Sendable {
     private let state: Mutex<State>
     private let center: GroupNotificationCenter
     private let routes: RelayRoutes
+    private let subjects: BridgeSubjects
     private let device: UInt64
 
     init(
-        posted: PosterMarks, postedLog: sending PostedLog, streamApplied: UInt64?, center: GroupNotificationCenter,
-        routes: RelayRoutes, device: UInt64
+        posted: PosterMarks, postedLog: sending PostedLog, streamApplied: UInt64?, streamCreated: String?,
+        center: GroupNotificationCenter, routes: RelayRoutes, subjects: BridgeSubjects, device: UInt64
     ) {
-        state = Mutex(State(posted: posted, postedLog: postedLog, streamApplied: streamApplied))
+        state = Mutex(
+            State(posted: posted, postedLog: postedLog, streamApplied: streamApplied, streamCreated: streamCreated))
         self.center = center
         self.routes = routes
+        self.subjects = subjects
         self.device = device
     }
 
@@ -40,6 +45,7 @@ final class BridgeInbound: Sendable {
         state.withLock { state in
             bridgeState.posted = state.posted
             bridgeState.streamApplied = state.streamApplied
+            bridgeState.streamCreated = state.streamCreated
         }
     }
 
@@ -48,8 +54,40 @@ final class BridgeInbound: Sendable {
     /// before the last (handed over again).
     func skipped(before sequence: UInt64) -> ClosedRange<UInt64>? {
         state.withLock { state in
-            guard let last = state.streamApplied, sequence > last + 1 else { return nil }
+            // Compared without adding: a sequence the server (or a forger) says may be the highest there is.
+            guard let last = state.streamApplied, sequence > last, sequence - last > 1 else { return nil }
             return (last + 1)...(sequence - 1)
+        }
+    }
+
+    /// Where this host's consumer starts if it has to be made on the stream at `position`: with what comes next
+    /// on a host's first run; after the last message the host took when that is this stream's (an operator
+    /// deleted the consumer); with the stream's first when the stream is another (deleted and made again: all it
+    /// holds came after what the host took), or when the host says it took past the stream's end. What is
+    /// handed over twice so is dropped as a copy.
+    func consumerStart(on position: StreamPosition) -> ConsumerStart {
+        state.withLock { state in
+            guard let last = state.streamApplied else { return .new }
+            // A state of an earlier version, which did not keep when the stream was made, tells by the numbering
+            // alone.
+            let same = state.streamCreated.map { $0 == position.created } ?? true
+            return same && last <= position.lastSequence ? .after(last) : .all
+        }
+    }
+
+    /// Notes the stream the bridge connected to, and where a consumer it made starts: one that starts with the
+    /// first message of another stream hands over in a numbering that says nothing of what the host took before,
+    /// so no gap is looked for before its first message.
+    func connected(to position: StreamPosition, madeConsumer start: ConsumerStart?) {
+        state.withLock { state in
+            if case .all? = start {
+                state.streamApplied = nil
+                state.unsaved = true
+            }
+            if let created = position.created, created != state.streamCreated {
+                state.streamCreated = created
+                state.unsaved = true
+            }
         }
     }
 
@@ -92,6 +130,13 @@ final class BridgeInbound: Sendable {
             BridgeLog.write("a message on \(message.subject) has an outbox number out of range; dropped")
             return .dropped
         }
+        // A bridge publishes each notification to its name's subject. One that names another came from a client
+        // that may publish here but not there (the server's permissions are per subject), or from somewhere else
+        // than this stream's notifications.
+        guard subjects.subject(for: item.name) == message.subject else {
+            BridgeLog.write("a message on \(message.subject) holds a notification of another name; dropped")
+            return .dropped
+        }
         guard state.withLock({ $0.posted.isPast(poster: origin, sequence: item.link) }) else {
             return .duplicate
         }
@@ -111,6 +156,7 @@ final class BridgeInbound: Sendable {
             BridgeLog.write("\(item.name) from another host not posted: \(error); dropped")
             return .dropped
         }
+        StopPoint.reached("bridge.posted")
         state.withLock { state in
             _ = state.posted.advance(poster: origin, sequence: item.link)
             state.unsaved = true
@@ -120,6 +166,7 @@ final class BridgeInbound: Sendable {
                 BridgeLog.write("bridge log not written (\(error)): a kill before the state is saved posts it again")
             }
         }
+        StopPoint.reached("bridge.logged")
         return .posted
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Wormhole
+import WormholeEngine
 import WormholeRelay
 
 /// What this group posts under the bridge's routes, on its way to the server: each notification written into
@@ -42,6 +43,7 @@ final class BridgeOutbound: Sendable {
                 link: state.nextLink, poster: note.poster, sequence: note.sequence, name: note.name, object: note.object,
                 userInfo: note.userInfo.map { Data($0) })
             try state.outbox.add(item)
+            StopPoint.reached("bridge.kept")
             state.nextLink += 1
             _ = state.sent.advance(poster: note.poster, sequence: note.sequence)
         }

@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Wormhole
+import WormholeEngine
 import WormholeRelay
 
 /// The bridge's work with its server, on threads of its own: connect (again, with a growing wait, after each
@@ -27,6 +28,8 @@ final class BridgeSession: Sendable {
         var started = false
         var closed = false
         var connection: NATSConnection?
+        /// The connection being made, given up when the bridge closes.
+        var attempt: NATSConnection.Attempt?
     }
 
     init(
@@ -46,6 +49,8 @@ final class BridgeSession: Sendable {
     var status: BridgeStatus {
         var status = board.withLock { $0 }
         status.waiting = outbound.waiting
+        // A failure said by a thread on its way out does not make a closed bridge look like it connects.
+        if closed { status.connection = .stopped }
         return status
     }
 
@@ -66,18 +71,29 @@ final class BridgeSession: Sendable {
         thread.start()
     }
 
-    /// Ends the session: the connection closes, and this returns once the threads stopped posting.
+    /// Ends the session: the connection closes (or the one being made is given up), and this returns once the
+    /// threads stopped posting, for every caller (a second, concurrent call waits as the first does).
     func close() {
-        let (connection, running) = flags.withLock { flags -> (NATSConnection?, Bool) in
+        let (connection, attempt, first, started) = flags.withLock { flags in
             defer { flags.closed = true }
-            return (flags.connection, flags.started && !flags.closed)
+            return (flags.connection, flags.attempt, !flags.closed, flags.started)
         }
-        guard running else { return }
-        connection?.close(BridgeError("the bridge closed"))
-        outbound.bell.signal()
-        closing.signal()
-        _ = ended.wait(timeout: .now() + .seconds(30))
+        guard started else { return }
+        if first {
+            attempt?.cancel()
+            connection?.close(BridgeError("the bridge closed"))
+            outbound.bell.signal()
+            closing.signal()
+        }
+        // Passed on, so that every caller returns once the thread ended.
+        if ended.wait(timeout: .now() + .seconds(30)) == .success { ended.signal() }
         board.withLock { $0.connection = .stopped }
+    }
+
+    /// Waits `duration`, or less when the bridge closes.
+    private func rest(_ duration: Duration) {
+        // Passed on: the other thread's wait ends too.
+        if closing.wait(timeout: .now() + .milliseconds(Int(duration / .milliseconds(1)))) == .success { closing.signal() }
     }
 
     private func count(_ change: (inout BridgeStatus) -> Void) { board.withLock { change(&$0) } }
@@ -87,6 +103,12 @@ final class BridgeSession: Sendable {
             $0.lastError = error.message
             $0.connection = .connecting
         }
+        BridgeLog.write(error.message)
+    }
+
+    /// Says a failure that leaves the connection as it is.
+    private func noted(_ error: BridgeError) {
+        count { $0.lastError = error.message }
         BridgeLog.write(error.message)
     }
 
@@ -104,12 +126,21 @@ final class BridgeSession: Sendable {
             first = false
             let target = candidates[attempt % candidates.count]
             attempt += 1
+            let opening = NATSConnection.Attempt()
+            guard flags.withLock({ flags -> Bool in
+                flags.attempt = opening
+                return !flags.closed
+            }) else { return }
             do throws(BridgeError) {
+                let outbound = self.outbound
                 let connection = try NATSConnection.open(
-                    target, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout)
-                candidates = [server] + Self.others(connection.info.connectURLs, like: server).filter { $0 != server }
+                    target, name: "wormhole-bridge-\(String(device, radix: 16))", timeout: options.timeout, attempt: opening,
+                    // The publishing thread, waiting for the outbox, sees at once that the connection ended.
+                    onClose: { _ in outbound.bell.signal() })
+                candidates = Self.candidates(server, connection.info.connectURLs)
                 attempt = 0
                 let accepted = flags.withLock { flags -> Bool in
+                    flags.attempt = nil
                     guard !flags.closed else { return false }
                     flags.connection = connection
                     return true
@@ -121,8 +152,11 @@ final class BridgeSession: Sendable {
                 let stream = JetStream(connection: connection, timeout: options.timeout)
                 try prepare(stream)
                 count { $0.connection = .connected }
-                backoff = Limits.bridgeFirstBackoff
+                let began = ContinuousClock.now
                 serve(stream)
+                // Only a connection that served a while starts the waits over: one that a server ends each time
+                // soon after it was made is tried again less and less often.
+                if ContinuousClock.now - began >= Limits.bridgeSteadyConnection { backoff = Limits.bridgeFirstBackoff }
                 if let reason = connection.closedReason, !closed { failed(reason) }
             } catch {
                 if closed { return }
@@ -131,12 +165,20 @@ final class BridgeSession: Sendable {
             flags.withLock { flags in
                 flags.connection?.close(BridgeError("connecting again"))
                 flags.connection = nil
+                flags.attempt = nil
             }
             if closed { return }
             guard attempt % candidates.count == 0 else { continue }
-            _ = closing.wait(timeout: .now() + .milliseconds(Int(backoff / .milliseconds(1))))
+            rest(backoff)
             backoff = min(backoff * 2, Limits.bridgeLongestBackoff)
         }
+    }
+
+    /// The servers to try: `server` first, then the others of its cluster `urls` name, each once, at most
+    /// ``Limits/bridgeLargestCluster`` in all.
+    static func candidates(_ server: NATSServerAddress, _ urls: [String]) -> [NATSServerAddress] {
+        var seen: Set<NATSServerAddress> = [server]
+        return [server] + others(urls, like: server).filter { seen.insert($0).inserted }.prefix(Limits.bridgeLargestCluster - 1)
     }
 
     /// The servers `urls` name (`host:port`, `[v6 address]:port`), signed in to as `like` is.
@@ -154,26 +196,30 @@ final class BridgeSession: Sendable {
     }
 
     private func prepare(_ stream: JetStream) throws(BridgeError) {
-        try stream.ensureStream(
+        let position = try stream.ensureStream(
             StreamConfig(
                 name: subjects.stream, subjects: [subjects.notifications], numReplicas: options.replicas,
                 maxAge: Int64(options.maximumAge / .nanoseconds(1)),
                 duplicateWindow: Int64(options.duplicateWindow / .nanoseconds(1))))
-        try stream.ensureConsumer(
+        // A consumer made anew: on the first run, or after an operator deleted it, or it went with its stream.
+        let start = inbound.consumerStart(on: position)
+        let made = try stream.ensureConsumer(
             stream: subjects.stream,
             ConsumerConfig(
                 durableName: subjects.consumer(for: device), ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)),
-                filterSubject: subjects.notifications))
+                filterSubject: subjects.notifications, start: start))
+        inbound.connected(to: position, madeConsumer: made ? start : nil)
         guard !entries.isEmpty else { return }
         try stream.ensureStream(
             StreamConfig(
                 name: subjects.entriesStream, subjects: [subjects.entries], numReplicas: options.replicas, maxAge: 0,
                 duplicateWindow: Int64(options.duplicateWindow / .nanoseconds(1)), maxMsgsPerSubject: 1))
+        // Made anew, it starts with what holds now: the last write of each entry.
         try stream.ensureConsumer(
             stream: subjects.entriesStream,
             ConsumerConfig(
-                durableName: subjects.entriesConsumer(for: device), deliverPolicy: "last_per_subject",
-                ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)), filterSubject: subjects.entries))
+                durableName: subjects.entriesConsumer(for: device), ackWait: Int64(Limits.bridgeAckWait / .nanoseconds(1)),
+                filterSubject: subjects.entries, start: .lastPerSubject))
         entries.connected()
     }
 
@@ -246,13 +292,21 @@ final class BridgeSession: Sendable {
                 done = item.link
             }
             guard done > 0 else { continue }
-            // The numbering saved before the items go: a run after a kill never numbers anew what was sent.
-            do {
-                try saveState()
-            } catch {
-                failed(BridgeError("bridge state not saved: \(error)"))
-                continue
+            StopPoint.reached("bridge.published")
+            // The numbering saved before the items go: a run after a kill never numbers anew what was sent. A
+            // state that cannot be saved (a full disk) is tried again each second; what the server stored is not
+            // published again meanwhile.
+            while true {
+                do {
+                    try saveState()
+                    break
+                } catch {
+                    noted(BridgeError("bridge state not saved: \(error)"))
+                }
+                if closed { return }
+                rest(Limits.bridgeStateSaveInterval)
             }
+            StopPoint.reached("bridge.saved")
             outbound.published(upTo: done)
             count { $0.sent += items.prefix { $0.link <= done }.count }
         }
@@ -300,7 +354,7 @@ final class BridgeSession: Sendable {
             } catch {
                 throw BridgeError("\(error)")
             }
-            let answer = try stream.publish(subject, headers: guarded, payload: payload)
+            let answer = try stream.publish(subject, headers: guarded, payload: payload, stream: subjects.entriesStream)
             if answer.error == nil { return }
         }
         throw BridgeError("\(content.entry.kind.rawValue) \(content.entry.name) not published: other hosts kept writing it")
@@ -339,7 +393,7 @@ final class BridgeSession: Sendable {
                 "a name of \(item.name.utf8.count) bytes is a subject of \(subject.utf8.count), over the \(Limits.natsLongestSubject) a server reads; dropped")
             return
         }
-        _ = try stream.publish(subject, headers: headers, payload: payload)
+        _ = try stream.publish(subject, headers: headers, payload: payload, stream: subjects.stream)
     }
 
     // MARK: Pulling
@@ -381,6 +435,18 @@ final class BridgeSession: Sendable {
     private func pull(_ feed: Feed, _ stream: JetStream) {
         let connection = stream.connection
         var lastSave = ContinuousClock.now
+        // Saved as the thread ends too (the bridge closing, the connection ending): the next run, or the next
+        // consumer made, starts from where this one stopped, not from up to an interval before.
+        defer {
+            if feed.stream == subjects.stream, inbound.unsaved {
+                do {
+                    try saveState()
+                    inbound.saved()
+                } catch {
+                    noted(BridgeError("bridge state not saved: \(error)"))
+                }
+            }
+        }
         let mailbox: Mailbox
         do throws(BridgeError) {
             mailbox = try connection.mailbox()
@@ -393,39 +459,62 @@ final class BridgeSession: Sendable {
                 if let message = try stream.next(
                     stream: feed.stream, consumer: feed.consumer, expiry: Limits.bridgePullExpiry, into: mailbox)
                 {
-                    let sequence = JetStream.streamSequence(of: message)
-                    // What the consumer passed over (a cluster's server that lagged as it took the consumer over)
-                    // is read from the stream first, in order, before this one is acknowledged: the stream keeps
-                    // messages for their age, whoever took them.
-                    if let sequence, let skipped = feed.skipped(sequence) {
-                        for earlier in skipped.prefix(Limits.bridgeLongestGap) {
-                            guard let stored = try stream.message(earlier, stream: feed.stream) else {
-                                BridgeLog.write("message \(earlier) of \(feed.stream), passed over by the consumer, is no longer kept")
-                                continue
-                            }
-                            try feed.apply(stored)
-                            feed.applied(earlier)
-                        }
-                        if skipped.count > Limits.bridgeLongestGap {
-                            BridgeLog.write(
-                                "the consumer passed over \(skipped.count) messages of \(feed.stream); the first \(Limits.bridgeLongestGap) were read, the rest are left")
-                        }
-                        count { $0.gapsFilled += 1 }
+                    if let sequence = JetStream.streamSequence(of: message, stream: feed.stream, consumer: feed.consumer) {
+                        try take(message, sequence: sequence, feed: feed, from: stream)
+                    } else {
+                        // Published to the inbox by someone else (who saw where the pulls go): not acknowledged,
+                        // since its acknowledgement subject is not the consumer's, and not posted.
+                        count { $0.dropped += 1 }
+                        BridgeLog.write("a message on \(message.subject) came to the pull's inbox, not from this host's consumer; dropped")
                     }
-                    try feed.apply(message)
-                    if let sequence { feed.applied(sequence) }
-                    try stream.acknowledge(message)
                 }
                 // The notifications' puller alone saves what it posted, and empties the posted log after.
                 if feed.stream == subjects.stream, inbound.unsaved, ContinuousClock.now - lastSave >= Limits.bridgeStateSaveInterval {
-                    try saveState()
-                    inbound.saved()
                     lastSave = .now
+                    // One that fails (a full disk) is tried again at the next interval: what was posted is in the
+                    // posted log, and what was acknowledged does not come again.
+                    do {
+                        try saveState()
+                        inbound.saved()
+                    } catch {
+                        noted(BridgeError("bridge state not saved: \(error)"))
+                    }
                 }
             } catch {
                 connection.close(error as? BridgeError ?? BridgeError("\(error)"))
                 return
             }
         }
+    }
+
+    /// Applies what the consumer handed over as the stream's message `sequence`, after what it passed over, and
+    /// acknowledges it.
+    /// - Throws: When the container cannot be written, or the server fails: the message is not acknowledged, and
+    ///   comes again on the next connection.
+    private func take(_ message: NATSMessage, sequence: UInt64, feed: Feed, from stream: JetStream) throws {
+        // What the consumer passed over (a cluster's server that lagged as it took the consumer over) is read from
+        // the stream first, in order, before this one is acknowledged: the stream keeps messages for their age,
+        // whoever took them.
+        if let skipped = feed.skipped(sequence) {
+            for earlier in skipped.prefix(Limits.bridgeLongestGap) {
+                guard let stored = try stream.message(earlier, stream: feed.stream) else {
+                    BridgeLog.write("message \(earlier) of \(feed.stream), passed over by the consumer, is no longer kept")
+                    continue
+                }
+                try feed.apply(stored)
+                feed.applied(earlier)
+            }
+            // Counted without `count`, which a range wider than `Int` traps on.
+            let passed = skipped.upperBound - skipped.lowerBound + 1
+            if passed > UInt64(Limits.bridgeLongestGap) {
+                BridgeLog.write(
+                    "the consumer passed over \(passed) messages of \(feed.stream); the first \(Limits.bridgeLongestGap) were read, the rest are left")
+            }
+            count { $0.gapsFilled += 1 }
+        }
+        try feed.apply(message)
+        feed.applied(sequence)
+        try stream.acknowledge(message)
+        StopPoint.reached("bridge.acknowledged")
     }
 }

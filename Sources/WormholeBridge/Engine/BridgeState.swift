@@ -19,6 +19,9 @@ struct BridgeState: Codable, Sendable {
     var streamApplied: UInt64?
     /// The last write of each retained name and group value, stamped (``EntryLedger``).
     var entries: [String: RelayState.EntryState]?
+    /// When the stream `streamApplied` numbers was made, as the server said: a stream deleted and made again
+    /// numbers from 1 anew.
+    var streamCreated: String?
 
     init(device: UInt64) {
         self.device = device

@@ -13,24 +13,28 @@ package struct JetStream {
         self.timeout = timeout
     }
 
-    /// Makes the stream unless it exists. An existing stream is used as it is: its subjects, storage and
-    /// replicas are an operator's to change.
+    /// Makes the stream unless it exists, and says which stream it is and how far it goes. An existing stream is
+    /// used as it is: its subjects, storage and replicas are an operator's to change.
     /// - Throws: ``BridgeError`` when the server has no JetStream, or refuses the stream.
-    package func ensureStream(_ config: StreamConfig) throws(BridgeError) {
+    @discardableResult
+    package func ensureStream(_ config: StreamConfig) throws(BridgeError) -> StreamPosition {
         let info = try call("STREAM.INFO.\(config.name)", body: nil)
-        if info.error == nil { return }
+        if info.error == nil { return info.position }
         guard info.error?.errCode == JetStreamAnswer.streamNotFound else { throw info.failure("stream \(config.name)") }
         let created = try call("STREAM.CREATE.\(config.name)", body: try Self.json(config))
+        guard let error = created.error else { return created.position }
         // Made by another host's bridge at the same moment: the same stream.
-        if let error = created.error, error.errCode != JetStreamAnswer.streamNameInUse {
-            throw created.failure("stream \(config.name) not made")
-        }
+        guard error.errCode == JetStreamAnswer.streamNameInUse else { throw created.failure("stream \(config.name) not made") }
+        let again = try call("STREAM.INFO.\(config.name)", body: nil)
+        guard again.error == nil else { throw again.failure("stream \(config.name)") }
+        return again.position
     }
 
-    /// Makes the durable consumer unless it exists.
-    package func ensureConsumer(stream: String, _ config: ConsumerConfig) throws(BridgeError) {
+    /// Makes the durable consumer unless it exists. Returns whether it made it.
+    @discardableResult
+    package func ensureConsumer(stream: String, _ config: ConsumerConfig) throws(BridgeError) -> Bool {
         let info = try call("CONSUMER.INFO.\(stream).\(config.durableName)", body: nil)
-        if info.error == nil { return }
+        if info.error == nil { return false }
         guard info.error?.errCode == JetStreamAnswer.consumerNotFound else {
             throw info.failure("consumer \(config.durableName)")
         }
@@ -38,6 +42,7 @@ package struct JetStream {
             "CONSUMER.DURABLE.CREATE.\(stream).\(config.durableName)",
             body: try Self.json(CreateConsumer(streamName: stream, config: config)))
         if created.error != nil { throw created.failure("consumer \(config.durableName) not made") }
+        return true
     }
 
     /// Publishes a message into the stream and waits for the server to say it stored it (or already had it:
@@ -45,14 +50,18 @@ package struct JetStream {
     /// A message published with `Nats-Expected-Last-Subject-Sequence` that another's came before is not stored:
     /// its answer carries ``JetStreamAnswer/wrongLastSequence``.
     /// - Throws: ``BridgeError`` when no stream takes the subject, the server refused the message (too large,
-    ///   a limit of the stream), or did not answer in time: then it may or may not have stored it.
-    package func publish(_ subject: String, headers: NATSHeaders, payload: [UInt8]) throws(BridgeError) -> PublishAnswer {
+    ///   a limit of the stream), did not answer in time, or the answer is not `stream`'s (another client that
+    ///   subscribes to the subject and answers): then it may or may not have stored it.
+    package func publish(_ subject: String, headers: NATSHeaders, payload: [UInt8], stream: String) throws(BridgeError) -> PublishAnswer {
         let reply = try connection.request(subject, headers: headers, payload: payload, timeout: timeout)
         if reply.headers?.status == 503 { throw BridgeError("no stream takes \(subject) (is JetStream on, and the stream made?)") }
         let answer = try Self.decode(PublishAnswer.self, reply.payload, what: "the answer to a publish")
         if let error = answer.error {
             if error.errCode == JetStreamAnswer.wrongLastSequence { return answer }
             throw BridgeError("the server refused a message to \(subject): \(error.text)")
+        }
+        guard answer.stream == stream, let sequence = answer.seq, sequence > 0 else {
+            throw BridgeError("the answer to a publish to \(subject) does not say stream \(stream) stored it")
         }
         return answer
     }
@@ -80,9 +89,18 @@ package struct JetStream {
     }
 
     /// The stream's message `sequence`, read from the stream itself (its leader); nil when the stream no longer
-    /// holds it (past its age, or removed).
+    /// holds it (past its age, or removed). A message whose headers do not read (another client's, which the
+    /// server stores unchecked) comes with ``NATSMessage/headerError`` set, as from a consumer, for the caller to
+    /// drop: it must not stop the reading of what follows.
+    /// - Throws: ``BridgeError`` when the answer is not JetStream's, or is another message than the one asked for.
     func message(_ sequence: UInt64, stream: String) throws(BridgeError) -> NATSMessage? {
-        try stored(stream: stream, query: "{\"seq\":\(sequence)}", what: "message \(sequence)")?.message
+        guard let (stored, message) = try stored(stream: stream, query: "{\"seq\":\(sequence)}", what: "message \(sequence)") else {
+            return nil
+        }
+        guard stored == sequence else {
+            throw BridgeError("JetStream answered a read of message \(sequence) with message \(stored)")
+        }
+        return message
     }
 
     /// The last message the stream holds on `subject`, and its stream sequence; nil when it holds none.
@@ -100,32 +118,37 @@ package struct JetStream {
             if error.errCode == JetStreamAnswer.noMessageFound { return nil }
             throw BridgeError("JetStream refused to read \(what): \(error.text)")
         }
-        guard let stored = answer.message, let sequence = stored.seq, let data = Data(base64Encoded: stored.data ?? "") else {
+        guard let stored = answer.message, let sequence = stored.seq, sequence > 0, let data = Data(base64Encoded: stored.data ?? "") else {
             throw BridgeError("JetStream's \(what) came without its sequence or data")
         }
-        var headers: NATSHeaders?
+        var message = NATSMessage(subject: stored.subject ?? "", sid: 0, replyTo: nil, headers: nil, payload: Array(data))
         if let encoded = stored.hdrs {
-            guard let bytes = Data(base64Encoded: encoded) else { throw BridgeError("JetStream's \(what) has headers that are not base64") }
-            do {
-                headers = try NATSHeaders(parsing: ArraySlice(bytes))
+            do throws(NATSProtocolError) {
+                guard let bytes = Data(base64Encoded: encoded) else { throw NATSProtocolError("headers that are not base64") }
+                message.headers = try NATSHeaders(parsing: ArraySlice(bytes))
             } catch {
-                throw BridgeError("JetStream's \(what) has headers that do not read: \(error)")
+                message.headerError = error
             }
         }
-        return (sequence, NATSMessage(subject: stored.subject ?? "", sid: 0, replyTo: nil, headers: headers, payload: Array(data)))
+        return (sequence, message)
     }
 
-    /// The stream sequence of a message a consumer handed over, from the subject its acknowledgement goes to
-    /// (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream sequence>.…`, with a domain and an account before the
-    /// stream in the newer form); nil when it is not one.
-    static func streamSequence(of message: NATSMessage) -> UInt64? {
+    /// The stream sequence of a message `consumer` of `stream` handed over, from the subject its acknowledgement
+    /// goes to (`$JS.ACK.<stream>.<consumer>.<delivered>.<stream sequence>.…`, with a domain and an account before
+    /// the stream in the newer form); nil when it is not one: a message someone else published to the pull's
+    /// inbox, whose acknowledgement would go where they chose.
+    static func streamSequence(of message: NATSMessage, stream: String, consumer: String) -> UInt64? {
         guard let replyTo = message.replyTo, replyTo.hasPrefix("$JS.ACK.") else { return nil }
         let tokens = replyTo.split(separator: ".", omittingEmptySubsequences: false)
+        let first: Int
         switch tokens.count {
-        case 9: return UInt64(tokens[5])
-        case 11, 12: return UInt64(tokens[7])
+        case 9: first = 2
+        case 11, 12: first = 4
         default: return nil
         }
+        guard tokens[first] == stream, tokens[first + 1] == consumer, let sequence = UInt64(tokens[first + 3]), sequence > 0
+        else { return nil }
+        return sequence
     }
 
     /// Tells the server that `message` was handled: it is not handed over again.
@@ -194,11 +217,35 @@ package struct StreamConfig: Encodable {
     }
 }
 
+/// Which stream a bridge found, and how far it goes: what tells a stream deleted and made again (its numbering
+/// starts at 1 again) from the one the host took from before.
+package struct StreamPosition: Sendable, Equatable {
+    /// When the stream was made, as the server says it (`created`); nil when it does not say.
+    var created: String?
+    /// The sequence of its last message (`state.last_seq`); 0 when it holds none or does not say.
+    var lastSequence: UInt64
+}
+
+/// Where a consumer made anew starts.
+package enum ConsumerStart: Sendable, Equatable {
+    /// With what is published from now on: a host's first consumer.
+    case new
+    /// With the last message of each subject, then what is published: the entries' consumer, which needs only
+    /// what holds now.
+    case lastPerSubject
+    /// With the stream's first message: a stream that is not the one the host took from (made again since).
+    case all
+    /// After the stream's message `sequence`, the last the host took: a consumer an operator deleted.
+    case after(UInt64)
+}
+
 /// A durable consumer's settings: one message at a time, acknowledged explicitly, so that a message handed over
 /// again (its bridge stopped before acknowledging it) comes before any after it.
 package struct ConsumerConfig: Encodable {
     var durableName: String
     var deliverPolicy = "new"
+    /// With `by_start_sequence`: the stream sequence to start with.
+    var optStartSeq: UInt64?
     var ackPolicy = "explicit"
     /// In nanoseconds.
     var ackWait: Int64
@@ -206,11 +253,18 @@ package struct ConsumerConfig: Encodable {
     var maxDeliver = -1
     var filterSubject: String
 
-    package init(durableName: String, deliverPolicy: String = "new", ackWait: Int64, filterSubject: String) {
+    package init(durableName: String, ackWait: Int64, filterSubject: String, start: ConsumerStart = .new) {
         self.durableName = durableName
-        self.deliverPolicy = deliverPolicy
         self.ackWait = ackWait
         self.filterSubject = filterSubject
+        switch start {
+        case .new: deliverPolicy = "new"
+        case .all: deliverPolicy = "all"
+        case .lastPerSubject: deliverPolicy = "last_per_subject"
+        case .after(let sequence):
+            deliverPolicy = "by_start_sequence"
+            optStartSeq = sequence &+ 1
+        }
     }
 }
 
@@ -236,6 +290,15 @@ struct JetStreamAnswer: Decodable {
     }
 
     var error: Failure?
+    /// A stream's answer: when it was made, and how far it goes.
+    var created: String?
+    var state: StreamState?
+
+    struct StreamState: Decodable {
+        var lastSeq: UInt64?
+    }
+
+    var position: StreamPosition { StreamPosition(created: created, lastSequence: state?.lastSeq ?? 0) }
 
     func failure(_ what: String) -> BridgeError {
         BridgeError("JetStream refused \(what): \(error?.text ?? "no reason given")")

@@ -309,15 +309,19 @@ private struct PendingMessage {
     var payload: [UInt8] = []
     private var collected = 0
 
+    /// The most bytes reserved for a message before they come; the arrays grow as they do.
+    private static let reservedAhead = 64 << 10
+
     init(subject: String, sid: UInt64, replyTo: String?, headerCount: Int?, totalCount: Int) {
         self.subject = subject
         self.sid = sid
         self.replyTo = replyTo
         self.headerCount = headerCount
         self.totalCount = totalCount
-        // Within the server's maximum payload, which the control line was checked against.
-        headerBytes.reserveCapacity(headerCount ?? 0)
-        payload.reserveCapacity(totalCount - (headerCount ?? 0))
+        // Within the server's maximum payload, which the control line was checked against, and no more than a
+        // modest start until the bytes come: a claim alone reserves little.
+        headerBytes.reserveCapacity(min(headerCount ?? 0, Self.reservedAhead))
+        payload.reserveCapacity(min(totalCount - (headerCount ?? 0), Self.reservedAhead))
     }
 
     var op: String { headerCount == nil ? "MSG" : "HMSG" }

@@ -11,7 +11,8 @@ struct NATSServerInfo: Sendable, Equatable, Decodable {
     /// The server's version ("2.9.10"), empty when absent.
     var version: String
     /// The largest message (headers and payload) the server accepts (`max_payload`); 1 MiB when absent. One that
-    /// is not positive is a protocol error.
+    /// is not positive is a protocol error; one over ``largestMaxPayload`` is taken as that, so that what is
+    /// read within it can be held, and added to, without overflowing.
     var maxPayload: Int
     /// Whether the server understands headers (HPUB, HMSG); false when absent.
     var headers: Bool
@@ -26,6 +27,9 @@ struct NATSServerInfo: Sendable, Equatable, Decodable {
 
     /// The maximum payload a server that does not say has: 1 MiB, the server's default.
     static let defaultMaxPayload = 1 << 20
+    /// The most a server's `max_payload` is taken to be, whatever its INFO says: 64 MiB, the most `nats-server`
+    /// itself allows. A message claiming more is refused before anything is read or reserved for it.
+    static let largestMaxPayload = 64 << 20
 
     init(
         serverID: String = "", version: String = "", maxPayload: Int = NATSServerInfo.defaultMaxPayload,
@@ -52,6 +56,7 @@ struct NATSServerInfo: Sendable, Equatable, Decodable {
             throw DecodingError.dataCorruptedError(
                 forKey: .maxPayload, in: container, debugDescription: "max_payload \(maxPayload) is not positive")
         }
+        maxPayload = min(maxPayload, Self.largestMaxPayload)
         headers = try container.decodeIfPresent(Bool.self, forKey: .headers) ?? false
         authRequired = try container.decodeIfPresent(Bool.self, forKey: .authRequired) ?? false
         proto = try container.decodeIfPresent(Int.self, forKey: .proto) ?? 0

@@ -127,6 +127,25 @@ struct NATSParserTests {
         }
     }
 
+    @Test("a max_payload past what nats-server allows is taken as 64 MiB; a claim past it is refused, not reserved")
+    func absurdMaximum() throws {
+        for said in ["9223372036854775807", "4611686018427387904", "67108865"] {
+            let info = try NATSServerInfo(json: Array("{\"max_payload\":\(said)}".utf8))
+            #expect(info.maxPayload == 64 << 20, "\(said)")
+        }
+        var parser = NATSParser()
+        parser.maximumPayload = 64 << 20
+        // A claim within the maximum waits for its bytes, with little reserved for them.
+        parser.append(Array("MSG a 1 \(64 << 20)\r\n".utf8))
+        #expect(try parser.next() == nil)
+        parser = NATSParser()
+        parser.maximumPayload = 64 << 20
+        parser.append(Array("MSG a 1 1099511627776\r\n".utf8))
+        #expect(throws: NATSProtocolError("MSG payload of 1099511627776 bytes over the server's maximum of 67108864")) {
+            try parser.next()
+        }
+    }
+
     @Test("after an error the parser stays unusable: the same error again, and appended bytes are ignored")
     func unusableAfterError() {
         var parser = NATSParser()

@@ -46,9 +46,11 @@ final class NATSServer: Sendable {
     var url: String { "nats://\(token.map { $0 + "@" } ?? "")127.0.0.1:\(port)" }
 
     /// Starts the server (again, on the port it had, with the store it had), and returns once it says it is
-    /// ready.
+    /// ready; does nothing while it runs. (A second process would fail on the port, and the first, no longer
+    /// known, would outlive the test.)
     func start() async throws {
         guard let executable = Self.executable else { throw Failure(description: Self.missing) }
+        guard !isRunning else { return }
         let port = self.port
         let log = folder.path + "/log-\(UUID().uuidString)"
         var config = "host: 127.0.0.1\nport: \(port)\njetstream { store_dir: \"\(folder.path)/js\" }\n"
