@@ -75,16 +75,20 @@ struct TypedRequestTests {
             await Task.yield()
             return request.folder == "inbox" ? 3 : 0
         }
+        // A long timeout: the responder awaits on Swift's two-thread pool, which a loaded machine's other tests can
+        // hold for seconds; the reply, not the time, is what is checked.
         let asked = try Peer("wormhole", [
             "request", "--container", container.path, "--name", "count.unread", "--user-info", #"{"folder": "inbox"}"#,
+            "--timeout", "120",
         ])
-        #expect(try await asked.awaitExit() == 0, "\(asked.errorOutput)")
+        #expect(try await asked.awaitExit(timeout: 150) == 0, "\(asked.errorOutput)")
         #expect((asked.jsonLines().first?["userInfo"] as? [String: Int]) == ["reply": 3])
 
         let malformed = try Peer("wormhole", [
             "request", "--container", container.path, "--name", "count.unread", "--user-info", #"{"folder": 12}"#,
+            "--timeout", "120",
         ])
-        #expect(try await malformed.awaitExit() == 1)
+        #expect(try await malformed.awaitExit(timeout: 150) == 1)
         #expect(malformed.errorOutput.joined().contains("not a CountUnread"), "\(malformed.errorOutput)")
 
         // The form with a queue, in this process too.
