@@ -103,7 +103,8 @@ struct BridgeLifecycleTests {
         try await pollUntil("the refusal said") { bridge.status.lastError != nil }
         let start = ContinuousClock.now
         try await onDispatchThread { bridge.close() }
-        #expect(ContinuousClock.now - start < .seconds(1))
+        // A bound only a close that hung passes, never a measure of speed on a loaded machine.
+        #expect(ContinuousClock.now - start < .seconds(30))
         #expect(bridge.status.connection == .stopped)
     }
 
@@ -126,7 +127,7 @@ struct BridgeLifecycleTests {
         let start = ContinuousClock.now
         try await onDispatchThread { a.closeBridge() }
         let took = ContinuousClock.now - start
-        #expect(took < .seconds(3), "close took \(took)")
+        #expect(took < .seconds(30), "close took \(took)")
         // Started again while the server is still stopped, past the timeout: the bridge connects once it runs.
         let bridge = try WormholeBridge(containerURL: a.container.url, server: server.address, routes: routes)
         bridge.start()
