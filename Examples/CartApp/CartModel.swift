@@ -31,7 +31,7 @@ final class CartModel {
     /// Adds a sample item: updates the shared value and posts CartChanged.
     func add() {
         guard let center else { return }
-        let count = Cart.items(in: center).value.count
+        let count = Cart.items(in: center, tracksChanges: false).value.count
         do {
             try Cart.add(Self.samples[count % Self.samples.count], in: center)
         } catch {

@@ -16,10 +16,11 @@ public nonisolated enum Cart {
     /// The cart's items: a value in the group's container that every process reads and updates.
     /// - Parameters:
     ///   - center: A center on the group's container.
-    ///   - tracksChanges: Whether reading it watches for other processes' changes (a view that shows it); a widget
-    ///     that reads it once leaves this off.
-    public static func items(in center: GroupNotificationCenter, tracksChanges: Bool = false) -> GroupValue<[String]> {
-        GroupValue(itemsName, default: [], in: center, queue: tracksChanges ? .main : nil, tracksChanges: tracksChanges)
+    ///   - tracksChanges: Whether reading it watches for other processes' changes. nil, the default: a read on the
+    ///     main thread does (a view that shows it), a read elsewhere does not (the widget's timeline provider);
+    ///     `false` for a value read once on the main thread and dropped.
+    public static func items(in center: GroupNotificationCenter, tracksChanges: Bool? = nil) -> GroupValue<[String]> {
+        GroupValue(itemsName, default: [], in: center, queue: .main, tracksChanges: tracksChanges)
     }
 
     /// Adds `item` to the cart, then tells every process with ``CartChanged``.

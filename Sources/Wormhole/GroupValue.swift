@@ -8,9 +8,9 @@ import WormholeEngine
 /// what `UserDefaults(suiteName:)` is used for, with the changes other processes make seen at once.
 ///
 /// ```swift
-/// let count = GroupValue("cart.count", default: 0, in: center, queue: .main, tracksChanges: true)
+/// let count = GroupValue("cart.count", default: 0, in: center, queue: .main)
 /// try count.update { $0 += 1 }           // atomic across processes: no update is ever lost
-/// Text("\(count.value)")                 // SwiftUI redraws when any process changes it
+/// Text("\(count.value)")                 // SwiftUI redraws when any process changes it, with no flag
 /// count.value = 0                        // settable, so SwiftUI can bind to it (errors are logged and counted)
 /// for await value in count.values { … } // the current value, then every change
 /// ```
@@ -36,8 +36,9 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     private let center: GroupNotificationCenter
     private let versions: ValueVersions
     private let queue: OperationQueue?
-    /// Whether reading ``value`` starts watching for other processes' changes.
-    private let tracksChanges: Bool
+    /// Whether reading ``value`` starts watching for other processes' changes: nil on a read made on the main
+    /// thread or the main queue only.
+    private let tracksChanges: Bool?
     private let registrar = ObservationRegistrar()
     private let watching = Mutex<Watch?>(nil)
 
@@ -74,13 +75,17 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     ///     SwiftUI) are told, and where ``values`` yields. Pass `.main` for a user interface; nil, the default,
     ///     applies them on the center's receive thread.
     ///   - tracksChanges: Whether reading ``value`` starts watching for changes other processes make, so that
-    ///     Observation (a SwiftUI view, `withObservationTracking`) is told of them: pass `true` for a value a view
-    ///     shows. Watching makes the process a listener of the container, with a timer that looks for changes
-    ///     every second; a process that reads the value once (a widget's timeline provider) should not. Observation
-    ///     cannot tell a tracked read from another, so this is asked here. ``values`` always watches.
+    ///     Observation (a SwiftUI view, `withObservationTracking`) is told of them. nil, the default: a read on the
+    ///     main thread or the main queue does — where SwiftUI evaluates views and main-actor code runs, so a view that shows the value
+    ///     redraws on any process's change with no flag, as with `@AppStorage` — and a read on another thread does
+    ///     not (a widget's timeline provider, a background task reading it once). `true`: any read does (Observation
+    ///     tracking off the main thread, as in a daemon); `false`: none does. Watching makes the process a listener
+    ///     of the container, with a timer that looks for changes every second, until the value is released; a value
+    ///     never read that way costs nothing. Observation cannot tell a tracked read from another, so the thread
+    ///     stands for it. ``values`` always watches.
     public init(
         _ name: String, default defaultValue: Value, in center: GroupNotificationCenter, queue: OperationQueue? = nil,
-        tracksChanges: Bool = false
+        tracksChanges: Bool? = nil
     ) {
         self.name = name
         self.defaultValue = defaultValue
@@ -108,8 +113,9 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     /// value does not decode as `Value` (counted in ``WormholeStatistics/valuesRejected`` and logged).
     ///
     /// Observable: reading it inside `withObservationTracking` (or a SwiftUI view's body) makes a change by this
-    /// process call the tracking's `onChange`, and with `tracksChanges` at init a change by any process, on the
-    /// queue given at init. Reading it without `tracksChanges` makes the process no listener.
+    /// process call the tracking's `onChange`, and, once a read started watching (on the main thread, or any
+    /// thread with `tracksChanges: true` at init), a change by any process, on the queue given at init. A read
+    /// that starts no watch (another thread, by default) makes the process no listener.
     ///
     /// Settable, so that SwiftUI can bind to it (`$model.unread.value`, with `@Bindable`): setting never throws.
     /// A value that cannot be written (see ``set(_:)``) is logged and counted in
@@ -117,7 +123,7 @@ public final class GroupValue<Value: Codable & Sendable>: Observable, Sendable {
     public var value: Value {
         get {
             registrar.access(self, keyPath: \.value)
-            if tracksChanges { startWatching() }
+            if tracksChanges ?? MainQueue.isCurrent { startWatching() }
             return current().value
         }
         set {

@@ -131,18 +131,46 @@ struct GroupValueTests {
         #expect(unread.value == 9)
     }
 
-    @Test("reading a value once makes the process no listener; tracking changes does")
+    @Test("reading a value off the main thread makes the process no listener; a read that tracks changes does")
     func readOnce() async throws {
         let container = TemporaryContainer()
         let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "k", "--set", "4"])
         #expect(try await writer.awaitExit() == 0)
         let center = try GroupNotificationCenter(containerURL: container.url)
-        #expect(GroupValue("k", default: 0, in: center).value == 4)
+        // A widget's timeline provider: read once, on a thread that is not the main one, with no flag.
+        let once = GroupValue("k", default: 0, in: center)
+        #expect(try await onDispatchThread { once.value } == 4)
+        #expect(GroupValue("k", default: 0, in: center, tracksChanges: false).value == 4)
         #expect(center.listenerStatus().isEmpty)
         #expect(try FileManager.default.contentsOfDirectory(atPath: container.path + "/listeners").filter { !$0.hasPrefix(".") }.isEmpty)
         let tracked = GroupValue("k", default: 0, in: center, tracksChanges: true)
-        #expect(tracked.value == 4)
+        #expect(try await onDispatchThread { tracked.value } == 4)
         #expect(center.listenerStatus().count == 1)
+    }
+
+    @Test("a value read on the main actor with no flag sees another process's change through Observation, on .main")
+    @MainActor func observedByDefault() async throws {
+        let container = TemporaryContainer()
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        let value = GroupValue("shown", default: 0, in: center, queue: .main)
+        let (changes, changed) = AsyncStream.makeStream(of: Bool.self)
+        // What a SwiftUI view's body does: read the value inside Observation tracking, on the main thread.
+        let first = withObservationTracking({ value.value }, onChange: { changed.yield(true) })
+        #expect(first == 0)
+        #expect(center.listenerStatus().count == 1, "the main thread's read started watching")
+        let writer = try Peer("wormhole", ["value", "--container", container.path, "--name", "shown", "--set", "7"])
+        #expect(try await writer.awaitExit() == 0)
+        let told = Task { () -> Bool? in
+            for await told in changes { return told }
+            return nil
+        }
+        let deadline = Task {
+            try? await Task.sleep(for: .seconds(30))
+            changed.finish()
+        }
+        #expect(await told.value == true, "Observation was told of the other process's change")
+        deadline.cancel()
+        #expect(value.value == 7)
     }
 
     @Test("values never steps back: this process and another update while two sequences read, checks running side by side",
