@@ -168,6 +168,61 @@ extension GroupNotificationCenter {
     /// The name a request for `name` travels under.
     package static func requestName(for name: String) -> String { ReservedNames.request(name) }
 
+    /// The name a request travels under stands for, or nil when `name` is not a request's.
+    package static func requestedName(of name: String) -> String? {
+        name.hasPrefix(ReservedNames.requestPrefix) ? String(name.dropFirst(ReservedNames.requestPrefix.count)) : nil
+    }
+
+    /// What the responders of this container answer, as the registry says: the name (without the request
+    /// prefix) and sender tag of each responder of every listener, running or durable, but relays and bridges
+    /// (which answer for requests they carry elsewhere, and never carry on what another of them posted). A
+    /// bridge reads it to learn which requests from other hosts this one answers.
+    package func responders() -> Set<RequestRoute> {
+        var found = Set<RequestRoute>()
+        for entry in endpoint.registryEntries() where !entry.keepsSpooled {
+            for subscription in entry.subscriptions {
+                guard let name = subscription.name.flatMap(Self.requestedName(of:)) else { continue }
+                found.insert(RequestRoute(name: name, object: subscription.object))
+            }
+        }
+        return found
+    }
+
+    /// A responder's name and sender tag (nil: every sender), as ``responders()`` finds it.
+    package struct RequestRoute: Hashable, Sendable {
+        package var name: String
+        package var object: String?
+
+        package init(name: String, object: String?) {
+            self.name = name
+            self.object = object
+        }
+    }
+
+    /// Whether a listener answers a request for `name` from `object`, as the registry says now; relays and
+    /// bridges left out, as in ``responders()``.
+    package func hasResponder(forName name: String, object: String?) -> Bool {
+        let requestName = ReservedNames.request(name)
+        return endpoint.registryEntries().contains { entry in
+            !entry.keepsSpooled && entry.subscriptions.contains { $0.matches(name: requestName, object: object) }
+        }
+    }
+
+    /// A request's id, where its replies go, and the nanoseconds it has left now; nil when `archive` is not a
+    /// whole request's, or holds classes beyond the value classes.
+    package static func requestAddress(_ archive: [UInt8]) -> (id: String, replyTo: String, remaining: Int64)? {
+        guard let userInfo = try? UserInfoCodec.decode(ArchiveBytes(archive), allowed: AllowedClasses.values),
+            let envelope = RequestEnvelope(userInfo)
+        else { return nil }
+        return (envelope.id, envelope.replyTo, envelope.remaining(at: uptimeNanoseconds))
+    }
+
+    /// The userInfo archive of a reply that says nobody answers where the request went: a requester's request
+    /// fails with ``WormholeError/Code/noResponder`` once every listener it reached sent one.
+    package static func noResponderReply() throws -> [UInt8] {
+        try UserInfoCodec.encode([RequestEnvelope.noResponderKey: true], maximumSize: maximumPayloadSize)
+    }
+
     /// Whether `name` is a reply's.
     package static func isReplyName(_ name: String) -> Bool { ReservedNames.isReplyName(name) }
 

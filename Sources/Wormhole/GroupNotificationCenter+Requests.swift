@@ -116,6 +116,11 @@ extension GroupNotificationCenter {
             throw WormholeError(
                 .noResponder, "no process has a responder for \(name.rawValue)" + (object.map { " from \($0)" } ?? ""))
         }
+        // A bridge to other hosts is one of the listeners reached; when no host answers, it declines.
+        pending.reached(
+            envelope.id, count: report.delivered + report.spooled,
+            otherwise: WormholeError(
+                .noResponder, "no process, on this host or another, has a responder for \(name.rawValue)" + (object.map { " from \($0)" } ?? "")))
         pending.expire(
             envelope.id, after: waiting.nanoseconds,
             with: WormholeError(.timedOut, "no reply to \(name.rawValue) within \(timeout)"))
@@ -246,8 +251,8 @@ extension GroupNotificationCenter {
     /// The archive of a reply's userInfo; throws what the responder threw, or why the userInfo cannot be sent.
     private static func replyArchive(_ reply: Result<[AnyHashable: Any]?, any Error>) throws -> [UInt8]? {
         guard let userInfo = try reply.get() else { return nil }
-        guard userInfo[RequestEnvelope.errorKey] == nil else {
-            throw WormholeError(.invalidNotification, "a reply's userInfo may not use the key \(RequestEnvelope.errorKey)")
+        for key in [RequestEnvelope.errorKey, RequestEnvelope.noResponderKey] where userInfo[key] != nil {
+            throw WormholeError(.invalidNotification, "a reply's userInfo may not use the key \(key)")
         }
         let archive = try UserInfoCodec.encode(userInfo, maximumSize: maximumPayloadSize)
         guard archive.count <= maximumPayloadSize else {

@@ -33,7 +33,11 @@ final class ReplyChannel: Sendable {
                 forName: Notification.Name(name), object: nil, allowedClasses: AllowedClasses.values, queue: nil
             ) { reply in
                 let id = reply.object as? String ?? ""
-                if !pending.finish(id, with: .success(SendableNotification(reply))) {
+                // A bridge to other hosts that found no responder there: the request fails once every listener
+                // it reached has said so.
+                let answered = reply.userInfo?[RequestEnvelope.noResponderKey] != nil
+                    ? pending.decline(id) : pending.finish(id, with: .success(SendableNotification(reply)))
+                if !answered {
                     counters.count { $0.repliesDropped += 1 }
                     Log.warning("reply \(id) dropped: no request of this process waits for it (answered already, timed out, cancelled, or never made)")
                 }

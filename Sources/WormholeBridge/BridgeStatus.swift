@@ -28,11 +28,16 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     public var posted = 0
     /// Retained notifications and group values from other hosts written here since the bridge started.
     public var valuesApplied = 0
+    /// This host's requests published for responders on other hosts since the bridge started.
+    public var requestsSent = 0
+    /// Other hosts' requests posted here for this host's responders since the bridge started.
+    public var requestsReceived = 0
     /// Messages dropped as already posted (handed over again by the server).
     public var duplicatesDropped = 0
     /// What could not be carried and was dropped, each logged: a notification larger than the server takes, a
     /// message that is not the bridge's, one whose name is not its subject's, a name not routed here (or
-    /// reserved), a message in the pull's inbox that the host's consumer did not hand over.
+    /// reserved), a message in the pull's inbox that the host's consumer did not hand over, a request whose time
+    /// was up or that no responder here answers any more.
     public var dropped = 0
     /// Times the server's consumer passed over messages of the stream (a cluster's server that lagged as it took
     /// over), which the bridge then read from the stream itself.
@@ -45,7 +50,7 @@ public struct BridgeStatus: Sendable, Hashable, CustomStringConvertible {
     public init() {}
 
     public var description: String {
-        "\(connection); waiting \(waiting), sent \(sent), posted \(posted), values \(valuesApplied), duplicates \(duplicatesDropped), dropped \(dropped), gaps filled \(gapsFilled), reconnects \(reconnects)"
+        "\(connection); waiting \(waiting), sent \(sent), posted \(posted), values \(valuesApplied), requests sent \(requestsSent), received \(requestsReceived), duplicates \(duplicatesDropped), dropped \(dropped), gaps filled \(gapsFilled), reconnects \(reconnects)"
             + (lastError.map { "; last error: \($0)" } ?? "")
     }
 }

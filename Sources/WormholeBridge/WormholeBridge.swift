@@ -22,7 +22,8 @@ import WormholeRelay
 /// until the server has stored it in the stream; each host has a durable consumer there, whose messages are
 /// acknowledged only once posted into the host's group, and the bridge remembers per host what it posted, so
 /// that a message handed over again is dropped. What the bridge posts carries the relay's mark and is never sent
-/// back.
+/// back. Routed requests cross to the hosts whose registries list a responder for them, and their first reply
+/// comes back.
 public final class WormholeBridge: Sendable {
     /// The client identifier of the bridge's center, unless another is given.
     public static let defaultClientIdentifier = "wormhole.bridge"
@@ -51,6 +52,7 @@ public final class WormholeBridge: Sendable {
     private let session: BridgeSession
     private let outbound: BridgeOutbound
     private let entries: BridgeEntries
+    private let requests: BridgeRequests
     private let routes: RelayRoutes
     private let key: String
     private let tokens = Mutex<[any NSObjectProtocol]?>(nil)
@@ -61,10 +63,12 @@ public final class WormholeBridge: Sendable {
     ///   - containerURL: The group's container.
     ///   - server: The NATS server (with JetStream) to connect to, and how to sign in.
     ///   - routes: What crosses, and which way (``RelayRoute``): notifications of a name or a prefix, retained
-    ///     notifications and group values. Requests do not cross hosts.
+    ///     notifications, group values, and requests: a request made on this host reaches the responders of
+    ///     other hosts (through NATS's request and reply, not the stream), and one that no host answers fails
+    ///     with `noResponder` at once.
     ///   - options: The subject prefix, the stream's replicas and limits.
     ///   - clientIdentifier: The bridge's durable identity in the group; one bridge per container.
-    /// - Throws: ``BridgeError`` for a route the bridge cannot carry (requests) or a bad subject prefix;
+    /// - Throws: ``BridgeError`` for a bad subject prefix;
     ///   ``Wormhole/WormholeError/Code/identityInUse`` when another bridge runs on the container with this client
     ///   identifier; the errors of ``Wormhole/GroupNotificationCenter/init(containerURL:clientIdentifier:)``;
     ///   ``Wormhole/WormholeError/Code/invalidContainer`` when `bridge/`, its folder or `outbox/` in the container
@@ -73,13 +77,6 @@ public final class WormholeBridge: Sendable {
         containerURL: URL, server: NATSServerAddress, routes: [RelayRoute], options: Options = Options(),
         clientIdentifier: String = WormholeBridge.defaultClientIdentifier
     ) throws {
-        for route in routes {
-            switch route.kind {
-            case .notifications, .notificationsPrefixed, .retained, .value: continue
-            case .requests:
-                throw BridgeError("the bridge does not carry requests: they stay on this host")
-            }
-        }
         let subjects = try BridgeSubjects(prefix: options.subjectPrefix)
         let center = try GroupNotificationCenter(relayContainerURL: containerURL, clientIdentifier: clientIdentifier)
         let container = try center.containerFolder()
@@ -116,10 +113,12 @@ public final class WormholeBridge: Sendable {
                 entries: state.entries ?? [:], center: center, routes: routes, device: device, other: "another host",
                 log: BridgeLog.write)
             let entries = BridgeEntries(ledger: ledger, routes: routes)
+            let requests = BridgeRequests(
+                center: center, containerURL: containerURL, routes: routes, subjects: subjects, device: device)
             let saving = Mutex<Void>(())
             session = BridgeSession(
                 server: server, subjects: subjects, options: options, outbound: outbound, inbound: inbound,
-                entries: entries, device: device
+                entries: entries, requests: requests, device: device
             ) {
                 try saving.withLock { _ in
                     var state = BridgeState(device: device)
@@ -130,6 +129,7 @@ public final class WormholeBridge: Sendable {
                 }
             }
             self.entries = entries
+            self.requests = requests
             self.outbound = outbound
             self.routes = routes
             self.center = center
@@ -153,13 +153,18 @@ public final class WormholeBridge: Sendable {
             guard tokens == nil else { return }
             let outbound = self.outbound
             let routes = self.routes
+            let requests = self.requests
             var observers: [GroupNotificationCenter.RelayObserver] = routes.observedNames.map { name in
                 (name, { note in
-                    guard routes.outgoing(note) == .notification else { return }
-                    do {
-                        try outbound.keep(note)
-                    } catch {
-                        BridgeLog.write("\(note.name) not kept in the outbox: \(error)")
+                    switch routes.outgoing(note) {
+                    case .notification:
+                        do {
+                            try outbound.keep(note)
+                        } catch {
+                            BridgeLog.write("\(note.name) not kept in the outbox: \(error)")
+                        }
+                    case .request: requests.take(note)
+                    case .reply, nil: break
                     }
                 })
             }
@@ -190,6 +195,7 @@ public final class WormholeBridge: Sendable {
         // Its names stay registered: what is posted until the next start waits in its spool.
         if let removed, !removed.isEmpty { center.removeRelayObservers(removed) }
         session.close()
+        requests.close()
         _ = Self.claims.withLock { $0.remove(key) }
     }
 

@@ -136,6 +136,14 @@ package enum Limits {
     /// The most messages of a consumer's gap the bridge reads from the stream; past it (a host away far longer
     /// than the stream keeps messages), the rest are left, and that is said.
     package static let bridgeLongestGap = 10_000
+    /// How many of this host's requests a bridge keeps while it is not connected, to publish once it is (each
+    /// while its requester still waits), and their bytes at most; one more is dropped, and its requester times
+    /// out.
+    package static let bridgeWaitingRequests = 1_024
+    package static let bridgeWaitingRequestBytes = 16 << 20
+    /// How many requests from this host, or from others, a bridge follows at once (each until its reply or its
+    /// time is up); one more is dropped, and its requester times out.
+    package static let bridgeOpenRequests = 65_536
     /// How often the bridge saves its state while it posts what came: the posted log covers what came between.
     package static let bridgeStateSaveInterval: Duration = .seconds(1)
 

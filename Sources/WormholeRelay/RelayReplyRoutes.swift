@@ -2,10 +2,10 @@ import Foundation
 import Synchronization
 import Wormhole
 
-/// The ways back of the requests a relay carried from the other device: for each reply name, an observer on an
+/// The ways back of the requests a relay (or a bridge) carried from the other device: for each reply name, an observer on an
 /// ephemeral center of the group, open until the request's time is up (on this device's monotonic clock). A
 /// reply posted in this group goes back to the other device only while its way back is open.
-final class RelayReplyRoutes: Sendable {
+package final class RelayReplyRoutes: Sendable {
     private struct State {
         /// The open ways back, by reply name, and until when each stays open.
         var routes: [String: (token: any NSObjectProtocol, until: Int64)] = [:]
@@ -19,24 +19,24 @@ final class RelayReplyRoutes: Sendable {
     private let state = Mutex(State())
 
     /// The ways back of a relay on the group of `containerURL`.
-    init(containerURL: URL) {
+    package init(containerURL: URL) {
         self.containerURL = containerURL
     }
 
     /// Sets where the replies that come in go; before any way back opens.
-    func deliver(to handler: @escaping @Sendable (RelayedNotification) -> Void) {
+    package func deliver(to handler: @escaping @Sendable (RelayedNotification) -> Void) {
         state.withLock { $0.deliver = handler }
     }
 
     /// Whether a reply named `name` goes back: its way back is open.
-    func isOpen(_ name: String) -> Bool {
+    package func isOpen(_ name: String) -> Bool {
         state.withLock { $0.routes[name] != nil }
     }
 
     /// Opens the way back of replies named `replyTo` until `until`, or keeps the one open until then at least.
     /// Opened before the request is posted, so that no reply comes before its way back is open.
     /// - Throws: When the center the ways back are observed on cannot be made.
-    func open(_ replyTo: String, until: Int64) throws {
+    package func open(_ replyTo: String, until: Int64) throws {
         try state.withLock { state in
             if let open = state.routes[replyTo] {
                 state.routes[replyTo] = (open.token, max(open.until, until))
@@ -51,7 +51,7 @@ final class RelayReplyRoutes: Sendable {
     }
 
     /// Closes the ways back whose time is up at `now`.
-    func closeExpired(now: Int64) {
+    package func closeExpired(now: Int64) {
         state.withLock { state in
             for (name, route) in state.routes where route.until <= now {
                 state.center?.removeObserver(route.token)
@@ -61,7 +61,7 @@ final class RelayReplyRoutes: Sendable {
     }
 
     /// Closes every way back: the relay closed, and a reply that comes later is not carried.
-    func closeAll() {
+    package func closeAll() {
         state.withLock { state in
             for route in state.routes.values { state.center?.removeObserver(route.token) }
             state.routes = [:]

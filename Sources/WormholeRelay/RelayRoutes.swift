@@ -61,6 +61,11 @@ package struct RelayRoutes: Sendable {
         return names.filter { seen.insert($0).inserted }
     }
 
+    /// Whether a route carries requests, either way.
+    package var carriesRequests: Bool {
+        all.contains { if case .requests = $0.kind { true } else { false } }
+    }
+
     /// The retained names and value names, each with its direction.
     package var synced: [(entry: SyncedEntry, direction: RelayRoute.Direction)] {
         all.compactMap { route in

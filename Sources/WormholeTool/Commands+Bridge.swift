@@ -10,7 +10,7 @@ extension Commands {
     /// one JSON line each time it changes.
     static func bridge(_ arguments: ArraySlice<String>) throws -> Never {
         let options = try Options(
-            arguments, options: containerOptions.union(["server", "route", "retained", "value", "subject-prefix", "replicas"]),
+            arguments, options: containerOptions.union(["server", "route", "retained", "value", "request", "subject-prefix", "replicas"]),
             flags: ["create"], positionals: 64)
         guard let serverText = options["server"] else { throw UsageError("give the server: --server nats://HOST:PORT") }
         guard let url = URL(string: serverText) else { throw UsageError("--server takes a nats:// URL, not '\(serverText)'") }
@@ -27,8 +27,10 @@ extension Commands {
         }
         if let name = options["retained"] { routes.append(.retained(named: name)) }
         if let name = options["value"] { routes.append(.value(named: name)) }
+        if let name = options["request"] { routes.append(.requests(named: name)) }
         guard !routes.isEmpty else {
-            throw UsageError("give at least one name to carry (NAME, or PREFIX* for every name it starts), --retained NAME or --value NAME")
+            throw UsageError(
+                "give at least one name to carry (NAME, or PREFIX* for every name it starts), --retained NAME, --value NAME or --request NAME")
         }
         var bridgeOptions = WormholeBridge.Options()
         if let prefix = options["subject-prefix"] { bridgeOptions.subjectPrefix = prefix }
@@ -72,7 +74,8 @@ extension Commands {
             "sent": .integer(Int64(status.sent)), "posted": .integer(Int64(status.posted)),
             "duplicates": .integer(Int64(status.duplicatesDropped)), "dropped": .integer(Int64(status.dropped)),
             "reconnects": .integer(Int64(status.reconnects)), "gapsFilled": .integer(Int64(status.gapsFilled)),
-            "values": .integer(Int64(status.valuesApplied)),
+            "values": .integer(Int64(status.valuesApplied)), "requestsSent": .integer(Int64(status.requestsSent)),
+            "requestsReceived": .integer(Int64(status.requestsReceived)),
         ]
         if let error = status.lastError { fields["lastError"] = .string(error) }
         return fields

@@ -82,15 +82,17 @@ let commandHelp: [(name: String, text: String)] = [
         """),
     ("bridge", """
         usage: wormhole bridge NAME... [-c DIR | -g ID] [--create] --server nats://[USER:PASSWORD@|TOKEN@]HOST[:PORT]
-                               [--route NAME] [--retained NAME] [--value NAME] [--subject-prefix P] [--replicas 1|3|5]
+                               [--route NAME] [--retained NAME] [--value NAME] [--request NAME] [--subject-prefix P]
+                               [--replicas 1|3|5]
           carry the notifications of each NAME (NAME* for every name that starts with NAME) between this
           container and the containers of other hosts whose bridges use the same NATS server (with JetStream) or
           cluster, until SIGTERM or SIGINT. Each notification reaches every other host once, in its poster's
           order, also after this bridge, the server or another host was down. --retained and --value keep a
-          retained notification and a group value the same on every host, the last write winning. Prints the
-          bridge's status as one JSON line each time it changes, {"connection":"connected","waiting":0,
-          "sent":…,"posted":…,"values":…,"duplicates":…,"dropped":…,"gapsFilled":…,"reconnects":…,
-          "lastError":…}. --subject-prefix (default wormhole) keeps applications that share a server apart;
+          retained notification and a group value the same on every host, the last write winning; --request
+          carries requests for NAME to responders on other hosts (noResponder at once when no host has one).
+          Prints the bridge's status as one JSON line each time it changes, {"connection":"connected",
+          "waiting":0,"sent":…,"posted":…,"values":…,"requestsSent":…,"requestsReceived":…,"duplicates":…,
+          "dropped":…,"gapsFilled":…,"reconnects":…,"lastError":…}. --subject-prefix (default wormhole) keeps applications that share a server apart;
           --replicas sets how many servers of a cluster keep the streams when they are first made.
         """),
     ("demo", """

@@ -157,6 +157,13 @@ package final class NATSConnection: Sendable {
         return sid
     }
 
+    /// Ends the subscription `sid`: its handler gets nothing more.
+    /// - Throws: ``BridgeError`` when the connection is closed.
+    package func unsubscribe(_ sid: UInt64) throws(BridgeError) {
+        _ = state.withLock { $0.handlers.removeValue(forKey: sid) }
+        try write { bytes in bytes += NATSClientOp.unsub(sid: sid) }
+    }
+
     /// A subscription of the connection's own inbox whose messages wait in order for ``Mailbox/next(timeout:)``:
     /// where a pull from a JetStream consumer has its messages sent, which come under their own subjects.
     package func mailbox() throws(BridgeError) -> Mailbox {

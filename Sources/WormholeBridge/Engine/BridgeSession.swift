@@ -15,6 +15,7 @@ final class BridgeSession: Sendable {
     private let outbound: BridgeOutbound
     private let inbound: BridgeInbound
     private let entries: BridgeEntries
+    private let requests: BridgeRequests
     private let device: UInt64
     private let saveState: @Sendable () throws -> Void
     private let board = Mutex(BridgeStatus())
@@ -34,7 +35,8 @@ final class BridgeSession: Sendable {
 
     init(
         server: NATSServerAddress, subjects: BridgeSubjects, options: WormholeBridge.Options, outbound: BridgeOutbound,
-        inbound: BridgeInbound, entries: BridgeEntries, device: UInt64, saveState: @escaping @Sendable () throws -> Void
+        inbound: BridgeInbound, entries: BridgeEntries, requests: BridgeRequests, device: UInt64,
+        saveState: @escaping @Sendable () throws -> Void
     ) {
         self.server = server
         self.subjects = subjects
@@ -42,6 +44,7 @@ final class BridgeSession: Sendable {
         self.outbound = outbound
         self.inbound = inbound
         self.entries = entries
+        self.requests = requests
         self.device = device
         self.saveState = saveState
     }
@@ -49,6 +52,10 @@ final class BridgeSession: Sendable {
     var status: BridgeStatus {
         var status = board.withLock { $0 }
         status.waiting = outbound.waiting
+        let requests = requests.tally
+        status.requestsSent = requests.sent
+        status.requestsReceived = requests.answered
+        status.dropped += requests.dropped
         // A failure said by a thread on its way out does not make a closed bridge look like it connects.
         if closed { status.connection = .stopped }
         return status
@@ -151,14 +158,17 @@ final class BridgeSession: Sendable {
                 }
                 let stream = JetStream(connection: connection, timeout: options.timeout)
                 try prepare(stream)
+                try requests.connected(connection)
                 count { $0.connection = .connected }
                 let began = ContinuousClock.now
                 serve(stream)
+                requests.disconnected()
                 // Only a connection that served a while starts the waits over: one that a server ends each time
                 // soon after it was made is tried again less and less often.
                 if ContinuousClock.now - began >= Limits.bridgeSteadyConnection { backoff = Limits.bridgeFirstBackoff }
                 if let reason = connection.closedReason, !closed { failed(reason) }
             } catch {
+                requests.disconnected()
                 if closed { return }
                 failed(error)
             }
@@ -266,6 +276,7 @@ final class BridgeSession: Sendable {
     private func publish(_ stream: JetStream) {
         let connection = stream.connection
         while !closed, connection.closedReason == nil {
+            requests.tick()
             let due = entries.due()
             for (index, content) in due.enumerated() {
                 do throws(BridgeError) {

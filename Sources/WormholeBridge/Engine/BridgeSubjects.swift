@@ -3,7 +3,7 @@ import WormholeRelay
 
 /// How the bridge names things on the server, from its subject prefix (`wormhole` unless given another, so that
 /// several applications share a server): each notification name under `<prefix>.n.`, mapped reversibly
-/// (``NATSSubject``); the stream that keeps them; a host's durable consumer.
+/// (``NATSSubject``); the stream that keeps them; a host's durable consumer; requests under `<prefix>.q.`.
 struct BridgeSubjects: Sendable {
     let prefix: String
 
@@ -26,6 +26,23 @@ struct BridgeSubjects: Sendable {
         let head = prefix + ".n."
         guard subject.hasPrefix(head) else { return nil }
         return NATSSubject.name(fromTail: String(subject.dropFirst(head.count)))
+    }
+
+    /// The subject of a request for `name` from `object`: `<prefix>.q.n.<name>` without a sender tag,
+    /// `<prefix>.q.o.<tag>.<name>` with one (the tag one token). Which a responder's subscription covers says
+    /// which requests it answers, so the server says at once when none does.
+    func request(for name: String, object: String?) -> String {
+        let tail = NATSSubject.tail(for: name)
+        guard let object else { return prefix + ".q.n." + tail }
+        return prefix + ".q.o." + NATSSubject.token(for: object) + "." + tail
+    }
+
+    /// The subjects a responder for `name` subscribes to: every request for it when `object` is nil (with a
+    /// sender tag or without), else those from `object` only, as a responder in the group gets them.
+    func responder(for name: String, object: String?) -> [String] {
+        let tail = NATSSubject.tail(for: name)
+        guard let object else { return [prefix + ".q.n." + tail, prefix + ".q.o.*." + tail] }
+        return [prefix + ".q.o." + NATSSubject.token(for: object) + "." + tail]
     }
 
     /// Where retained notifications and group values go: every subject under `<prefix>.e.`.

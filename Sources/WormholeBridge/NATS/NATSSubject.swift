@@ -35,6 +35,25 @@ enum NATSSubject {
         return String(decoding: tail, as: UTF8.self)
     }
 
+    /// One token that stands for `text`: as a token of ``tail(for:)``, with a dot escaped (`%2E`) like any other
+    /// byte outside the kept set, and `%` alone for the empty text. Not read back: what it stands for travels in
+    /// the message.
+    static func token(for text: String) -> String {
+        var token: [UInt8] = []
+        token.reserveCapacity(text.utf8.count + 1)
+        for byte in text.utf8 {
+            if isKept(byte) {
+                token.append(byte)
+            } else {
+                token.append(percent)
+                token.append(hexDigits[Int(byte >> 4)])
+                token.append(hexDigits[Int(byte & 0x0F)])
+            }
+        }
+        if token.isEmpty { token.append(percent) }
+        return String(decoding: token, as: UTF8.self)
+    }
+
     /// The notification name that `tail` carries, or nil when `tail` is not a tail that ``tail(for:)`` makes: a
     /// byte outside the kept set, an escape of a kept byte or of a dot, lowercase hexadecimal, an empty token, a
     /// wildcard, or escapes that are not UTF-8. Another client may publish any subject; this is how the bridge

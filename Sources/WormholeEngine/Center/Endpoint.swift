@@ -65,6 +65,11 @@ package final class Endpoint: Sendable {
         membership.removeDeadListeners(listeners)
     }
 
+    /// The registry's entries as this process last read it (read again when it changed).
+    package func registryEntries() -> [RegistryEntry] {
+        membership.registry.snapshot().entries
+    }
+
     /// Every listener in the registry, with what the system says of it now.
     package func listenerStatus() -> [ListenerSurvey] {
         membership.listenerStatus()

@@ -14,6 +14,12 @@ package final class PendingRequests: Sendable {
         var outcome: Result<SendableNotification, any Error>?
         /// What it fails with at its deadline, once its timeout started.
         var timeout: WormholeError?
+        /// How many listeners the request reached, once its post said; nil before.
+        var reached: Int?
+        /// How many of them said that nobody answers there (a bridge to other hosts, for one).
+        var declined = 0
+        /// What it fails with once every listener it reached declined.
+        var noResponder: WormholeError?
     }
 
     fileprivate struct State {
@@ -71,6 +77,33 @@ package final class PendingRequests: Sendable {
             state.armed = at
             timer(&state).arm(at: at)
         }
+    }
+
+    /// Notes that `id`'s post reached `count` listeners: once as many have declined it (``decline(_:)``), it ends
+    /// with `error`.
+    package func reached(_ id: String, count: Int, otherwise error: WormholeError) {
+        let settled = state.withLock { state -> Bool in
+            guard var slot = state.slots[id], slot.outcome == nil else { return false }
+            slot.reached = count
+            slot.noResponder = error
+            state.slots[id] = slot
+            return slot.declined >= count
+        }
+        if settled { _ = finish(id, with: .failure(error)) }
+    }
+
+    /// Notes that one listener `id` reached says nobody answers there. Before its post said how many it
+    /// reached, counted for then. False when `id` is unknown or ended already.
+    package func decline(_ id: String) -> Bool {
+        let (known, error) = state.withLock { state -> (Bool, WormholeError?) in
+            guard var slot = state.slots[id], slot.outcome == nil else { return (false, nil) }
+            slot.declined += 1
+            state.slots[id] = slot
+            guard let reached = slot.reached, slot.declined >= reached else { return (true, nil) }
+            return (true, slot.noResponder)
+        }
+        if let error { _ = finish(id, with: .failure(error)) }
+        return known
     }
 
     /// Waits for `id`'s outcome: at once if it ended already.

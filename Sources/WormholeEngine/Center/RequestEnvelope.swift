@@ -12,6 +12,9 @@ package struct RequestEnvelope: Sendable {
     package static let key = "wormhole.request"
     /// The key of a reply's userInfo that says its responder failed, and why; a reply may not use it otherwise.
     package static let errorKey = "wormhole.error"
+    /// The key of a reply's userInfo that says nobody answers where the request went (a bridge found no
+    /// responder on any other host); a reply may not use it otherwise.
+    package static let noResponderKey = "wormhole.noResponder"
 
     /// Random, 32 hex digits: what the reply's object carries back.
     package let id: String
