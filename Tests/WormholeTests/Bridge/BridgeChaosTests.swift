@@ -31,6 +31,11 @@ struct BridgeChaosTests {
             starts.add(1, ordering: .relaxed)
         }
 
+        /// Stops (SIGSTOP) or resumes (SIGCONT) the bridge process.
+        func signalBridge(_ number: Int32) {
+            process.withLock { $0?.signal(number) }
+        }
+
         func killBridge() {
             guard let peer = process.withLock({ peer in defer { peer = nil }; return peer }) else { return }
             peer.signal(SIGKILL)
@@ -52,6 +57,42 @@ struct BridgeChaosTests {
         deinit {
             killBridge()
         }
+    }
+
+    @Test func aHostStoppedPastTheAckWaitAndASlowHostLoseNothingAndRepeatNothing() async throws {
+        let server = try await NATSServer()
+        let a = try Host()
+        let b = try Host()
+        // B's group is slow: an observer that takes 3 ms a notification holds its receive thread, so what its
+        // bridge posts piles up in B's socket and spool.
+        _ = b.center.addObserver(forName: Notification.Name("chaos.n"), object: nil, queue: nil) { _ in usleep(3_000) }
+        try a.startBridge(server)
+        try b.startBridge(server)
+        try await pollUntil("both bridges connected", timeout: 60) {
+            FileManager.default.fileExists(atPath: a.container.path + "/bridge/wormhole.bridge/state")
+                && FileManager.default.fileExists(atPath: b.container.path + "/bridge/wormhole.bridge/state")
+        }
+        try await Task.sleep(for: .seconds(2))
+        let count = 400
+        for i in 0..<count / 2 {
+            try a.center.postReporting(name: Notification.Name("chaos.n"), object: "a", userInfo: ["i": i])
+        }
+        // B's bridge stopped in the middle of the stream, longer than the server waits for an acknowledgement
+        // (3 s): the server hands the message it waits on over again, to a bridge that cannot take it yet.
+        try await pollUntil("B's bridge posted some", timeout: 60) { !b.received(from: "a").isEmpty }
+        b.signalBridge(SIGSTOP)
+        for i in count / 2..<count {
+            try a.center.postReporting(name: Notification.Name("chaos.n"), object: "a", userInfo: ["i": i])
+        }
+        try await Task.sleep(for: .seconds(5))
+        b.signalBridge(SIGCONT)
+        try await pollUntil("every notification arrived", timeout: 120) { Set(b.received(from: "a")).count == count }
+        // A moment for a late copy to show itself.
+        try await Task.sleep(for: .seconds(1))
+        let got = b.received(from: "a")
+        let duplicated = got.count - Set(got).count
+        let outOfOrder = zip(got, got.dropFirst()).count { $0 >= $1 }
+        #expect(duplicated == 0 && outOfOrder == 0, "duplicated \(duplicated), out of order \(outOfOrder); \(b.lastWords)")
     }
 
     @Test func killedBridgesAndAKilledServerLoseNothingAndRepeatNothing() async throws {
