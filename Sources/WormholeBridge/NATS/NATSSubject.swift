@@ -22,13 +22,7 @@ enum NATSSubject {
                 tokenIsEmpty = true
                 continue
             }
-            if isKept(byte) {
-                tail.append(byte)
-            } else {
-                tail.append(percent)
-                tail.append(hexDigits[Int(byte >> 4)])
-                tail.append(hexDigits[Int(byte & 0x0F)])
-            }
+            append(byte, to: &tail)
             tokenIsEmpty = false
         }
         if tokenIsEmpty { tail.append(percent) }
@@ -41,17 +35,20 @@ enum NATSSubject {
     static func token(for text: String) -> String {
         var token: [UInt8] = []
         token.reserveCapacity(text.utf8.count + 1)
-        for byte in text.utf8 {
-            if isKept(byte) {
-                token.append(byte)
-            } else {
-                token.append(percent)
-                token.append(hexDigits[Int(byte >> 4)])
-                token.append(hexDigits[Int(byte & 0x0F)])
-            }
-        }
+        for byte in text.utf8 { append(byte, to: &token) }
         if token.isEmpty { token.append(percent) }
         return String(decoding: token, as: UTF8.self)
+    }
+
+    /// Appends `byte` to a token: as it is when kept, else as `%XX`.
+    private static func append(_ byte: UInt8, to token: inout [UInt8]) {
+        if isKept(byte) {
+            token.append(byte)
+        } else {
+            token.append(percent)
+            token.append(hexDigits[Int(byte >> 4)])
+            token.append(hexDigits[Int(byte & 0x0F)])
+        }
     }
 
     /// The notification name that `tail` carries, or nil when `tail` is not a tail that ``tail(for:)`` makes: a

@@ -59,6 +59,15 @@ struct BridgeChaosTests {
         }
     }
 
+    /// Waits until each host's bridge saved its state, which it does once connected, then a moment more.
+    private func connected(_ hosts: [Host]) async throws {
+        // Each consumer exists before the first post: a host's consumer takes what is posted from its making on.
+        try await pollUntil("every bridge connected", timeout: 60) {
+            hosts.allSatisfy { FileManager.default.fileExists(atPath: $0.container.path + "/bridge/wormhole.bridge/state") }
+        }
+        try await Task.sleep(for: .seconds(2))
+    }
+
     @Test func aHostStoppedPastTheAckWaitAndASlowHostLoseNothingAndRepeatNothing() async throws {
         let server = try await NATSServer()
         let a = try Host()
@@ -68,11 +77,7 @@ struct BridgeChaosTests {
         _ = b.center.addObserver(forName: Notification.Name("chaos.n"), object: nil, queue: nil) { _ in usleep(3_000) }
         try a.startBridge(server)
         try b.startBridge(server)
-        try await pollUntil("both bridges connected", timeout: 60) {
-            FileManager.default.fileExists(atPath: a.container.path + "/bridge/wormhole.bridge/state")
-                && FileManager.default.fileExists(atPath: b.container.path + "/bridge/wormhole.bridge/state")
-        }
-        try await Task.sleep(for: .seconds(2))
+        try await connected([a, b])
         let count = 400
         for i in 0..<count / 2 {
             try a.center.postReporting(name: Notification.Name("chaos.n"), object: "a", userInfo: ["i": i])
@@ -101,12 +106,7 @@ struct BridgeChaosTests {
         let b = try Host()
         try a.startBridge(server)
         try b.startBridge(server)
-        // Both consumers exist before the first post: a host's consumer takes what is posted from its making on.
-        try await pollUntil("both bridges connected", timeout: 60) {
-            FileManager.default.fileExists(atPath: a.container.path + "/bridge/wormhole.bridge/state")
-                && FileManager.default.fileExists(atPath: b.container.path + "/bridge/wormhole.bridge/state")
-        }
-        try await Task.sleep(for: .seconds(2))
+        try await connected([a, b])
         let perHost = 300
         let serverKills = Atomic<Int>(0)
         let chaos = Task {
