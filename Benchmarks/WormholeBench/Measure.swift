@@ -88,12 +88,15 @@ struct Percentiles {
     var count: Int
 
     init?(nanoseconds samples: [UInt64]) {
+        guard let values = Self.microseconds(samples, at: [0.5, 0.99, 0.999]) else { return nil }
+        (p50, p99, p999, count) = (values[0], values[1], values[2], samples.count)
+    }
+
+    /// The samples (nanoseconds) at each of `fractions`, in microseconds; nil for no samples.
+    static func microseconds(_ samples: [UInt64], at fractions: [Double]) -> [Double]? {
         guard !samples.isEmpty else { return nil }
         let sorted = samples.sorted()
-        func at(_ fraction: Double) -> Double {
-            Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]) / 1000
-        }
-        (p50, p99, p999, count) = (at(0.5), at(0.99), at(0.999), sorted.count)
+        return fractions.map { Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * $0))]) / 1000 }
     }
 
     /// Three percentiles in 24 bytes, for a peer to send back what it measured.

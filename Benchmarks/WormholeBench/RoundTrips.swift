@@ -12,12 +12,8 @@ struct RoundTrips {
     var count: Int
 
     init?(nanoseconds samples: [UInt64]) {
-        guard !samples.isEmpty else { return nil }
-        let sorted = samples.sorted()
-        func at(_ fraction: Double) -> Double {
-            Double(sorted[min(sorted.count - 1, Int(Double(sorted.count) * fraction))]) / 1000
-        }
-        (p50, p90, p99, count) = (at(0.5), at(0.9), at(0.99), sorted.count)
+        guard let values = Percentiles.microseconds(samples, at: [0.5, 0.9, 0.99]) else { return nil }
+        (p50, p90, p99, count) = (values[0], values[1], values[2], samples.count)
     }
 }
 
