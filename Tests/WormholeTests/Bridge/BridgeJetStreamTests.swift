@@ -81,13 +81,19 @@ struct BridgeJetStreamTests {
 
     // MARK: The stream and the consumer taken away
 
-    @Test("a stream deleted and made again: the host takes what the new stream holds, and looks for no gap in the old numbering")
-    func streamDeletedAndMadeAgain() async throws {
+    /// A server, host A observing `n` and host B that posts it, both bridges connected.
+    private func twoHosts() async throws -> (NATSServer, BridgeTests.Host, BridgeTests.Host) {
         let server = try await NATSServer()
         let a = try BridgeTests.Host(observing: "n", routes: routes)
         let b = try BridgeTests.Host(observing: nil, routes: routes)
         try await a.startBridge(server)
         try await b.startBridge(server)
+        return (server, a, b)
+    }
+
+    @Test("a stream deleted and made again: the host takes what the new stream holds, and looks for no gap in the old numbering")
+    func streamDeletedAndMadeAgain() async throws {
+        let (server, a, b) = try await twoHosts()
         for i in 1...5 { try b.post("n", i) }
         try await a.recorder.wait(for: 5)
         a.closeBridge()
@@ -108,11 +114,7 @@ struct BridgeJetStreamTests {
 
     @Test("a consumer an operator deletes is made again where it was, while the bridge runs and while it does not")
     func consumerDeletedByAnOperator() async throws {
-        let server = try await NATSServer()
-        let a = try BridgeTests.Host(observing: "n", routes: routes)
-        let b = try BridgeTests.Host(observing: nil, routes: routes)
-        try await a.startBridge(server)
-        try await b.startBridge(server)
+        let (server, a, b) = try await twoHosts()
         try b.post("n", 1)
         try await a.recorder.wait(for: 1)
         let consumer = "host-" + String(try NATSForger.device(of: a.container), radix: 16)
@@ -137,11 +139,7 @@ struct BridgeJetStreamTests {
 
     @Test("a message passed over whose headers do not read is dropped as the consumer's would be, and what follows comes")
     func gapReadOfAMessageWhoseHeadersDoNotRead() async throws {
-        let server = try await NATSServer()
-        let a = try BridgeTests.Host(observing: "n", routes: routes)
-        let b = try BridgeTests.Host(observing: nil, routes: routes)
-        try await a.startBridge(server)
-        try await b.startBridge(server)
+        let (server, a, b) = try await twoHosts()
         try b.post("n", 1)
         try await a.recorder.wait(for: 1)
         a.closeBridge()
