@@ -139,8 +139,13 @@ final class BridgeRequests: Sendable {
     private func look() {
         let now = GroupNotificationCenter.uptimeNanoseconds
         var wanted = Set<String>()
-        for responder in center.responders()
-        where routes.incoming(GroupNotificationCenter.requestName(for: responder.name)) == .request {
+        let routed = center.responders().filter {
+            routes.incoming(GroupNotificationCenter.requestName(for: $0.name)) == .request
+        }
+        // A name that a responder answers from every sender has its subjects cover those of each sender: both
+        // subscribed, the server would hand a request to this connection twice, and it would be posted twice.
+        let everySender = Set(routed.lazy.filter { $0.object == nil }.map(\.name))
+        for responder in routed where responder.object == nil || !everySender.contains(responder.name) {
             for subject in subjects.responder(for: responder.name, object: responder.object)
             where subject.utf8.count <= Limits.natsLongestSubject {
                 wanted.insert(subject)

@@ -37,4 +37,27 @@ extension BridgeRequestTests {
         #expect(calls.value == 5, "the local responder ran once per request, not again for the bridge's own echo")
         #expect(a.bridge.status.requestsReceived == 0)
     }
+
+    @Test func aRequestReachesEachResponderOfAnotherHostOnce() async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server)
+        let every = Calls()
+        let eu = Calls()
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in
+            every.add()
+            return ["from": "every"]
+        }
+        b.center.addResponder(forName: .init("lookup"), object: "eu", queue: nil) { _ in
+            eu.add()
+            return ["from": "eu"]
+        }
+        try await a.start()
+        try await b.start()
+        _ = try await a.center.request(name: .init("lookup"), object: "eu", timeout: .seconds(60))
+        try await Task.sleep(for: .seconds(1))
+        #expect(every.value == 1, "the responder for every sender ran once")
+        #expect(eu.value == 1, "the responder for eu ran once")
+        #expect(b.bridge.status.requestsReceived == 1)
+    }
 }
