@@ -29,6 +29,8 @@ final class BridgeRequests: Sendable {
     /// A request from another host, posted here, waiting for this host's first reply.
     private struct Incoming {
         let inbox: String
+        /// The reply name its way back observes.
+        let replyTo: String
         let until: Int64
     }
 
@@ -42,6 +44,8 @@ final class BridgeRequests: Sendable {
         var waiting: [RelayedNotification] = []
         /// Other hosts' requests, by id.
         var incoming: [String: Incoming] = [:]
+        /// How many of `incoming` use each way back (a requester's reply name): it closes when none does.
+        var uses: [String: Int] = [:]
         /// The responders' subjects subscribed to on this connection, and their subscriptions.
         var subscribed: [String: UInt64] = [:]
         var lastLook: Int64 = 0
@@ -123,6 +127,7 @@ final class BridgeRequests: Sendable {
             guard now - state.lastLook >= Int64(Limits.bridgeStateSaveInterval / .nanoseconds(1)) else { return false }
             state.outgoing = state.outgoing.filter { $0.value.until > now }
             state.incoming = state.incoming.filter { $0.value.until > now }
+            state.uses = state.incoming.values.reduce(into: [:]) { $0[$1.replyTo, default: 0] += 1 }
             state.waiting.removeAll { note in
                 guard let archive = note.userInfo, let address = GroupNotificationCenter.requestAddress(archive) else { return true }
                 return address.remaining <= 0
@@ -284,15 +289,26 @@ final class BridgeRequests: Sendable {
                 throw BridgeError("it does not say where to reply")
             }
             let until = GroupNotificationCenter.uptimeNanoseconds + remaining
-            let open = state.withLock { state -> Bool in
-                guard state.incoming.count < Limits.bridgeOpenRequests else { return false }
-                state.incoming[address.id] = Incoming(inbox: inbox, until: until)
-                return true
+            let ways = self.ways
+            try state.withLock { state throws in
+                guard state.incoming[address.id] == nil else {
+                    throw BridgeError("a request with its id is open already")
+                }
+                guard state.incoming.count < Limits.bridgeOpenRequests else {
+                    throw BridgeError("\(Limits.bridgeOpenRequests) requests are open already")
+                }
+                // Before the request is posted, so that no reply comes before its way back is open; under the
+                // lock, so that the last reply of another request that used it does not close it in between.
+                try ways.open(address.replyTo, until: until)
+                state.incoming[address.id] = Incoming(inbox: inbox, replyTo: address.replyTo, until: until)
+                state.uses[address.replyTo, default: 0] += 1
             }
-            guard open else { throw BridgeError("\(Limits.bridgeOpenRequests) requests are open already") }
-            // Before the request is posted, so that no reply comes before its way back is open.
-            try ways.open(address.replyTo, until: until)
-            try center.postRelayed(name: requestName, object: request.object, userInfo: restamped, retain: false)
+            do {
+                try center.postRelayed(name: requestName, object: request.object, userInfo: restamped, retain: false)
+            } catch {
+                _ = forget(address.id)
+                throw error
+            }
             count { $0.answered += 1 }
         } catch {
             drop("request \(request.name) from another host not posted: \(error)")
@@ -301,14 +317,26 @@ final class BridgeRequests: Sendable {
 
     /// A reply of this group to another host's request: the first goes to the requester's inbox.
     private func sendBack(_ reply: RelayedNotification) {
-        guard let id = reply.object, let (request, connection) = state.withLock({ state -> (Incoming, NATSConnection?)? in
-            state.incoming.removeValue(forKey: id).map { ($0, state.connection) }
-        }) else { return }
+        guard let id = reply.object, let (request, connection) = forget(id) else { return }
         guard let connection else { return drop("a reply to another host's request not sent: not connected") }
         do throws(BridgeError) {
             try connection.publish(request.inbox, headers: headers, payload: reply.userInfo ?? [])
         } catch {
             drop("a reply to another host's request not sent: \(error)")
+        }
+    }
+
+    /// Ends following another host's request `id`, and closes its way back when no other open request uses it:
+    /// a reply to it is not carried any more. Returns it, and the connection to send its reply on; nil when it
+    /// is not open.
+    private func forget(_ id: String) -> (Incoming, NATSConnection?)? {
+        let ways = self.ways
+        return state.withLock { state -> (Incoming, NATSConnection?)? in
+            guard let request = state.incoming.removeValue(forKey: id) else { return nil }
+            let left = (state.uses[request.replyTo] ?? 1) - 1
+            state.uses[request.replyTo] = left > 0 ? left : nil
+            if left <= 0 { ways.close(request.replyTo) }
+            return (request, state.connection)
         }
     }
 
@@ -328,6 +356,7 @@ final class BridgeRequests: Sendable {
         state.withLock { state in
             state.outgoing = [:]
             state.incoming = [:]
+            state.uses = [:]
             state.connection = nil
         }
     }

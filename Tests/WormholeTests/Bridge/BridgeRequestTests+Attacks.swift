@@ -60,4 +60,34 @@ extension BridgeRequestTests {
         #expect(eu.value == 1, "the responder for eu ran once")
         #expect(b.bridge.status.requestsReceived == 1)
     }
+
+    @Test func theWaysBackOfAnsweredRequestsClose() async throws {
+        let server = try await NATSServer()
+        let b = try Host(server)
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in ["from": "b"] }
+        try await b.start()
+        // Another client of the server asks, each request from a reply name of its own, with an hour to wait.
+        let count = 200
+        var ops: [UInt8] = []
+        let subject = try BridgeSubjects(prefix: "wormhole").request(for: "lookup", object: nil)
+        let hour: Int64 = 3_600_000_000_000
+        for index in 0..<count {
+            let envelope: [String: Any] = [
+                "id": "forged\(index)", "replyTo": "wormhole.reply.forged\(index)", "remaining": hour,
+                "stamp": GroupNotificationCenter.uptimeNanoseconds,
+            ]
+            let archive = try UserInfoCodec.encode([RequestEnvelope.key: envelope], maximumSize: 1 << 20)
+            let payload = try BridgeRequest(name: "lookup", object: nil, userInfo: archive, remaining: hour).encoded()
+            ops += Array("PUB \(subject) _INBOX.forged.\(index) \(payload.count)\r\n".utf8) + payload + Array("\r\n".utf8)
+        }
+        let forged = ops
+        try await onDispatchThread { try NATSForger.send(server, forged) }
+        try await pollUntil("B's bridge posted every request") { b.bridge.status.requestsReceived == count }
+        // Every request was answered: no way back needs to stay open for the hour.
+        try await pollUntil("the ways back of the answered requests closed", timeout: 10) {
+            b.center.listenerStatus().allSatisfy { listener in
+                !listener.observing.contains { $0.name?.hasPrefix("wormhole.reply.") == true }
+            }
+        }
+    }
 }
