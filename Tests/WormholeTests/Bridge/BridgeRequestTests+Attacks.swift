@@ -90,4 +90,26 @@ extension BridgeRequestTests {
             }
         }
     }
+
+    @Test func aRequestWithANameOrSenderTagTooLongForASubjectStillCrosses() async throws {
+        let server = try await NATSServer()
+        let long = "long" + String(repeating: "x", count: 3500)
+        let routes: [RelayRoute] = [.requests(named: "lookup"), .requests(named: long)]
+        let a = try Host(server, routes: routes)
+        let b = try Host(server, routes: routes)
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in ["from": "b"] }
+        b.center.addResponder(forName: .init(long), object: nil, queue: nil) { _ in ["from": "b"] }
+        let tagged = "t" + String(repeating: "x", count: 3400)
+        b.center.addResponder(forName: .init("lookup"), object: tagged, queue: nil) { _ in ["from": "tagged"] }
+        try await a.start()
+        try await b.start()
+        let tag = String(repeating: "é", count: 600)
+        let reply = try await a.center.request(name: .init("lookup"), object: tag, timeout: .seconds(10))
+        #expect(reply.userInfo?["from"] as? String == "b")
+        let named = try await a.center.request(name: .init(long), timeout: .seconds(10))
+        #expect(named.userInfo?["from"] as? String == "b")
+        let fromTagged = try await a.center.request(name: .init("lookup"), object: tagged, timeout: .seconds(10))
+        #expect(["b", "tagged"].contains(fromTagged.userInfo?["from"] as? String))
+        #expect(a.bridge.status.dropped == 0)
+    }
 }
