@@ -112,4 +112,24 @@ extension BridgeRequestTests {
         #expect(["b", "tagged"].contains(fromTagged.userInfo?["from"] as? String))
         #expect(a.bridge.status.dropped == 0)
     }
+
+    @Test func aDeeplyNestedForgedPayloadIsDroppedNotACrash() async throws {
+        let server = try await NATSServer()
+        let b = try Host(server, routes: [.requests(named: "lookup"), .notifications(named: "deep")])
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in ["from": "b"] }
+        try await b.start()
+        // A property list in XML of 20,000 nested arrays: Foundation's parser recurses once per level.
+        let depth = 20_000
+        let nested = Array(
+            (#"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0">"# + String(repeating: "<array>", count: depth)
+                + String(repeating: "</array>", count: depth) + "</plist>").utf8)
+        let request = try BridgeSubjects(prefix: "wormhole").request(for: "lookup", object: nil)
+        let ops = Array("PUB \(request) _INBOX.forged.1 \(nested.count)\r\n".utf8) + nested + Array("\r\n".utf8)
+            + NATSForger.hpub(try NATSForger.subject("deep"), host: "f00d", payload: nested)
+        let said = try await onDispatchThread { try NATSForger.send(server, ops) }
+        #expect(!said.contains("-ERR"), "\(said)")
+        try await pollUntil("B's bridge dropped both") { b.bridge.status.dropped >= 2 }
+        #expect(b.bridge.status.requestsReceived == 0)
+        #expect(b.bridge.status.posted == 0)
+    }
 }
