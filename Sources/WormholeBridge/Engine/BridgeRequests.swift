@@ -24,6 +24,9 @@ final class BridgeRequests: Sendable {
         let replyTo: String
         let name: String
         let until: Int64
+        /// The request as taken, when it waited for a connection: published again rather than declined while
+        /// other hosts' bridges may still be connecting (``Limits/bridgeReconnectGrace``).
+        let waited: RelayedNotification?
     }
 
     /// A request from another host, posted here, waiting for this host's first reply.
@@ -42,6 +45,11 @@ final class BridgeRequests: Sendable {
         var outgoing: [UInt64: Outgoing] = [:]
         /// This host's requests taken while not connected, in order.
         var waiting: [RelayedNotification] = []
+        /// Requests that waited for the connection and that no host answered yet, to publish again at the next
+        /// look: other hosts' bridges may connect later than this one.
+        var again: [RelayedNotification] = []
+        /// When this connection began (this device's monotonic clock).
+        var connectedAt: Int64 = 0
         /// Other hosts' requests, by id.
         var incoming: [String: Incoming] = [:]
         /// How many of `incoming` use each way back (a requester's reply name): it closes when none does.
@@ -98,6 +106,7 @@ final class BridgeRequests: Sendable {
         let waiting = state.withLock { state -> [RelayedNotification] in
             state.connection = connection
             state.inbox = inbox
+            state.connectedAt = GroupNotificationCenter.uptimeNanoseconds
             state.subscribed = [:]
             state.lastLook = 0
             defer { state.waiting = [] }
@@ -106,7 +115,7 @@ final class BridgeRequests: Sendable {
         look()
         // The server has taken the subscriptions once it answers: a request from another host then finds them.
         try connection.roundTrip(timeout: Limits.bridgeRequestTimeout)
-        for note in waiting { take(note) }
+        for note in waiting { take(note, waited: true) }
     }
 
     /// Stops using the connection, which ended: replies due on it cannot come, so those requesters time out.
@@ -116,6 +125,8 @@ final class BridgeRequests: Sendable {
             state.inbox = nil
             state.subscribed = [:]
             state.outgoing = [:]
+            state.waiting = state.again + state.waiting
+            state.again = []
         }
     }
 
@@ -123,8 +134,8 @@ final class BridgeRequests: Sendable {
     func tick() {
         guard !isEmpty else { return }
         let now = GroupNotificationCenter.uptimeNanoseconds
-        let due = state.withLock { state -> Bool in
-            guard now - state.lastLook >= Int64(Limits.bridgeStateSaveInterval / .nanoseconds(1)) else { return false }
+        let due = state.withLock { state -> [RelayedNotification]? in
+            guard now - state.lastLook >= Int64(Limits.bridgeStateSaveInterval / .nanoseconds(1)) else { return nil }
             state.outgoing = state.outgoing.filter { $0.value.until > now }
             state.incoming = state.incoming.filter { $0.value.until > now }
             state.uses = state.incoming.values.reduce(into: [:]) { $0[$1.replyTo, default: 0] += 1 }
@@ -132,11 +143,13 @@ final class BridgeRequests: Sendable {
                 guard let archive = note.userInfo, let address = GroupNotificationCenter.requestAddress(archive) else { return true }
                 return address.remaining <= 0
             }
-            return true
+            defer { state.again = [] }
+            return state.again
         }
-        guard due else { return }
+        guard let again = due else { return }
         ways.closeExpired(now: now)
         look()
+        for note in again { take(note, waited: true) }
     }
 
     /// Subscribes to the subjects of the requests this host answers now, and ends the subscriptions of those it
@@ -181,7 +194,9 @@ final class BridgeRequests: Sendable {
 
     /// Publishes a request a requester of this group made, or keeps it until connected; drops (logged, counted)
     /// one whose time is up or that cannot be read.
-    func take(_ note: RelayedNotification) {
+    /// - Parameter waited: Whether it waited for the connection: published again when no host answers it within
+    ///   ``Limits/bridgeReconnectGrace`` of connecting, rather than declined.
+    func take(_ note: RelayedNotification, waited: Bool = false) {
         guard let name = GroupNotificationCenter.requestedName(of: note.name), let archive = note.userInfo,
             let address = GroupNotificationCenter.requestAddress(archive), address.remaining > 0
         else {
@@ -202,7 +217,8 @@ final class BridgeRequests: Sendable {
             }
             guard state.outgoing.count < Limits.bridgeOpenRequests else { return .full }
             state.nextToken += 1
-            state.outgoing[state.nextToken] = Outgoing(id: address.id, replyTo: address.replyTo, name: name, until: until)
+            state.outgoing[state.nextToken] = Outgoing(
+                id: address.id, replyTo: address.replyTo, name: name, until: until, waited: waited ? note : nil)
             return .publish(connection, inbox, state.nextToken)
         }
         guard case .publish(let connection, let inbox, let token) = next else {
@@ -237,6 +253,16 @@ final class BridgeRequests: Sendable {
         let userInfo: [UInt8]?
         switch message.headers?.status {
         case 503?:
+            let now = GroupNotificationCenter.uptimeNanoseconds
+            let grace = Int64(Limits.bridgeReconnectGrace / .nanoseconds(1))
+            if let note = request.waited, request.until > now, state.withLock({ state -> Bool in
+                guard state.connectedAt != 0, now - state.connectedAt < grace else { return false }
+                state.again.append(note)
+                return true
+            }) {
+                // Made while this host was not connected: the hosts that answer it may not be connected yet.
+                return
+            }
             do {
                 userInfo = try GroupNotificationCenter.noResponderReply()
             } catch {

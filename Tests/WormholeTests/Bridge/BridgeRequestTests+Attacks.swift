@@ -132,4 +132,42 @@ extension BridgeRequestTests {
         #expect(b.bridge.status.requestsReceived == 0)
         #expect(b.bridge.status.posted == 0)
     }
+
+    @Test func aRequestMadeWhileTheServerIsDownCrossesOnceBothHostsAreBack() async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server)
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in ["from": "b"] }
+        try await a.start()
+        try await b.start()
+        server.kill()
+        try await pollUntil("A's bridge saw the server go") { a.bridge.status.connection != .connected }
+        let asked = Task { try await a.center.request(name: .init("lookup"), timeout: .seconds(60)).userInfo?["from"] as? String }
+        try await Task.sleep(for: .milliseconds(300))
+        try await server.start()
+        #expect(try await asked.value == "b")
+    }
+
+    @Test func closingABridgeWithRequestsOpenEndsAtOnce() async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server)
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in
+            Thread.sleep(forTimeInterval: 1)
+            return ["from": "b"]
+        }
+        try await a.start()
+        try await b.start()
+        let asked = (0..<20).map { _ in
+            Task { try await a.center.request(name: .init("lookup"), timeout: .seconds(4)).userInfo?["from"] as? String }
+        }
+        try await pollUntil("B's bridge posted a request") { b.bridge.status.requestsReceived >= 1 }
+        let began = ContinuousClock.now
+        b.bridge.close()
+        a.bridge.close()
+        #expect(ContinuousClock.now - began < .seconds(2))
+        for task in asked {
+            await #expect(throws: WormholeError.self) { _ = try await task.value }
+        }
+    }
 }
