@@ -170,4 +170,86 @@ extension BridgeRequestTests {
             await #expect(throws: WormholeError.self) { _ = try await task.value }
         }
     }
+
+    @Test func forgedRequestsAreDroppedAndCountedAndTheRealOnesGoOn() async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server, routes: [.requests(named: "lookup"), .requests(named: "other")])
+        let calls = Calls()
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in
+            calls.add()
+            return ["from": "b"]
+        }
+        b.center.addResponder(forName: .init("unrouted"), object: nil, queue: nil) { _ in
+            calls.add()
+            return ["from": "b"]
+        }
+        try await a.start()
+        try await b.start()
+        let subjects = try BridgeSubjects(prefix: "wormhole")
+        let lookup = subjects.request(for: "lookup", object: nil)
+        let minute: Int64 = 60_000_000_000
+        func archive(replyTo: String = "wormhole.reply.forged", remaining: Int64 = minute) throws -> [UInt8] {
+            let envelope: [String: Any] = [
+                "id": UUID().uuidString, "replyTo": replyTo, "remaining": remaining,
+                "stamp": GroupNotificationCenter.uptimeNanoseconds,
+            ]
+            return try UserInfoCodec.encode([RequestEnvelope.key: envelope], maximumSize: 1 << 20)
+        }
+        func request(_ name: String = "lookup", object: String? = nil, userInfo: [UInt8]? = nil, remaining: Int64 = minute)
+            throws -> [UInt8]
+        {
+            try BridgeRequest(name: name, object: object, userInfo: userInfo ?? archive(), remaining: remaining).encoded()
+        }
+        func pub(_ subject: String, _ replyTo: String?, _ payload: [UInt8]) -> [UInt8] {
+            Array("PUB \(subject) \(replyTo.map { $0 + " " } ?? "")\(payload.count)\r\n".utf8) + payload + Array("\r\n".utf8)
+        }
+        let dropped: [[UInt8]] = [
+            pub(lookup, "_INBOX.f.1", Array("garbage".utf8)),
+            pub(lookup, "_INBOX.f.2", (0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }),
+            pub(lookup, nil, try request()),
+            pub(lookup, "reply.elsewhere", try request()),
+            pub(lookup, "$JS.API.STREAM.DELETE.x", try request()),
+            pub(lookup, "_INBOX.f.3", try request(remaining: -1)),
+            pub(lookup, "_INBOX.f.4", try request(remaining: Int64.min)),
+            pub(lookup, "_INBOX.f.5", try request(remaining: 0)),
+            pub(lookup, "_INBOX.f.6", try request(userInfo: archive(replyTo: "orders"))),
+            pub(lookup, "_INBOX.f.7", try request(userInfo: archive(replyTo: "wormhole.request.lookup"))),
+            pub(lookup, "_INBOX.f.8", try request(userInfo: Array("not an archive".utf8))),
+            // Under another name's subject, or an object's.
+            pub(lookup, "_INBOX.f.10", try request("other")),
+            pub(lookup, "_INBOX.f.11", try request(object: "eu")),
+            // A name B answers but does not route.
+            pub(subjects.request(for: "unrouted", object: nil), "_INBOX.f.12", try request("unrouted")),
+        ]
+        // Served though forged: more time than a request may have is cut to it; the time that crosses is the
+        // request's, whatever its envelope said.
+        let served = pub(lookup, "_INBOX.f.13", try request(remaining: Int64.max))
+            + pub(lookup, "_INBOX.f.9", try request(userInfo: archive(remaining: -5)))
+        let said = try await onDispatchThread { try NATSForger.send(server, dropped.reduce([], +) + served) }
+        #expect(!said.contains("-ERR"), "\(said)")
+        try await pollUntil("B's bridge served the two") { b.bridge.status.requestsReceived == 2 }
+        let reply = try await a.center.request(name: .init("lookup"), timeout: .seconds(30))
+        #expect(reply.userInfo?["from"] as? String == "b")
+        #expect(calls.value == 3)
+        // The unrouted name's subject has no subscription: the server drops it, the bridge never sees it.
+        #expect(b.bridge.status.dropped == dropped.count - 1, "\(b.bridge.status)")
+    }
+
+    @Test(arguments: ["", ".", "a.b", "*", ">", " ", "%", "%25", "é"])
+    func aResponderForAnOddSenderTagAnswersThatTagOnly(tag: String) async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server)
+        b.center.addResponder(forName: .init("lookup"), object: tag, queue: nil) { _ in ["from": "b"] }
+        try await a.start()
+        try await b.start()
+        let reply = try await a.center.request(name: .init("lookup"), object: tag, timeout: .seconds(30))
+        #expect(reply.userInfo?["from"] as? String == "b")
+        for other: String? in [nil, tag + "x", "x" + tag] {
+            await #expect("from \(other ?? "no sender")") {
+                _ = try await a.center.request(name: .init("lookup"), object: other, timeout: .seconds(30))
+            } throws: { ($0 as? WormholeError)?.code == .noResponder }
+        }
+    }
 }
