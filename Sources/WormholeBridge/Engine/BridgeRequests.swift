@@ -114,7 +114,13 @@ final class BridgeRequests: Sendable {
         }
         look()
         // The server has taken the subscriptions once it answers: a request from another host then finds them.
-        try connection.roundTrip(timeout: Limits.bridgeRequestTimeout)
+        do throws(BridgeError) {
+            try connection.roundTrip(timeout: Limits.bridgeRequestTimeout)
+        } catch {
+            // The requests that waited wait on, for the next connection.
+            state.withLock { $0.waiting = waiting + $0.waiting }
+            throw error
+        }
         for note in waiting { take(note, waited: true) }
     }
 

@@ -252,4 +252,72 @@ extension BridgeRequestTests {
             } throws: { ($0 as? WormholeError)?.code == .noResponder }
         }
     }
+
+    @Test func twoThousandRequestsInFlightAreAllAnswered() async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server)
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { request in
+            ["answer": (request.userInfo?["q"] as? Int ?? -1) * 2]
+        }
+        try await a.start()
+        try await b.start()
+        let count = 2_000
+        let answers = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for question in 0..<count {
+                group.addTask {
+                    let reply = try await a.center.request(name: .init("lookup"), userInfo: ["q": question], timeout: .seconds(120))
+                    return reply.userInfo?["answer"] as? Int == question * 2
+                }
+            }
+            return try await group.reduce(0) { $0 + ($1 ? 1 : 0) }
+        }
+        #expect(answers == count)
+        #expect(a.bridge.status.requestsSent == count)
+        #expect(a.bridge.status.dropped == 0 && b.bridge.status.dropped == 0, "\(a.bridge.status) / \(b.bridge.status)")
+        try await pollUntil("B's ways back closed") {
+            b.center.listenerStatus().allSatisfy { listener in
+                !listener.observing.contains { $0.name?.hasPrefix("wormhole.reply.") == true }
+            }
+        }
+    }
+
+    @Test func requestsThatWaitedSurviveAConnectionThatFailsAsItBegins() async throws {
+        let container = TemporaryContainer("host")
+        let center = try GroupNotificationCenter(containerURL: container.url)
+        // A responder for another routed name: the bridge subscribes to its subject just before its round trip.
+        center.addResponder(forName: .init("other"), object: nil, queue: nil) { _ in [:] }
+        let attempts = Calls()
+        let published = Calls()
+        let server = try FakeNATSServer { client in
+            attempts.add()
+            let first = attempts.value == 1
+            // Long enough for the request below to be taken while the bridge is not connected.
+            if first { Thread.sleep(forTimeInterval: 1) }
+            guard client.handshake() else { return }
+            var subscribed = false
+            while let op = client.next(timeout: 30) {
+                switch op {
+                case .sub(let subject, _) where subject.hasPrefix("wormhole.q."):
+                    subscribed = true
+                case .ping where first && subscribed:
+                    // The round trip after the responders' subscriptions: the connection ends instead.
+                    return
+                case .pub(let subject, _, _, _) where subject == "wormhole.q.n.lookup":
+                    published.add()
+                default:
+                    break
+                }
+                guard client.answerAsJetStream(op) else { return }
+            }
+        }
+        let bridge = try WormholeBridge(
+            containerURL: container.url, server: server.address, routes: [.requests(named: "lookup"), .requests(named: "other")])
+        defer { bridge.close() }
+        bridge.start()
+        let asked = Task { _ = try await center.request(name: .init("lookup"), timeout: .seconds(30)) }
+        defer { asked.cancel() }
+        try await pollUntil("the bridge connected again") { attempts.value >= 2 && bridge.status.connection == .connected }
+        try await pollUntil("the request that waited was published on the next connection", timeout: 10) { published.value == 1 }
+    }
 }
