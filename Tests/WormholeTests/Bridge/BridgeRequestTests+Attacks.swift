@@ -322,4 +322,35 @@ extension BridgeRequestTests {
         try await pollUntil("the bridge connected again") { attempts.value >= 2 && bridge.status.connection == .connected }
         try await pollUntil("the request that waited was published on the next connection", timeout: 10) { published.value == 1 }
     }
+
+    @Test func aDeclineCountsWhetherItComesBeforeOrAfterThePostSaidHowManyItReached() async throws {
+        let pending = PendingRequests()
+        let none = WormholeError(.noResponder, "nobody")
+        // The bridge's decline before the requester's post returned.
+        pending.register("early")
+        #expect(pending.decline("early"))
+        pending.reached("early", count: 1, otherwise: none)
+        await #expect { _ = try await pending.reply(to: "early") } throws: { ($0 as? WormholeError)?.code == .noResponder }
+        #expect(!pending.decline("early"), "a decline after the end is passed over")
+        // One listener of two declined: the request waits for the other, here until its timeout.
+        pending.register("half")
+        pending.reached("half", count: 2, otherwise: none)
+        #expect(pending.decline("half"))
+        pending.expire("half", after: 100_000_000, with: WormholeError(.timedOut, "no reply"))
+        await #expect { _ = try await pending.reply(to: "half") } throws: { ($0 as? WormholeError)?.code == .timedOut }
+        #expect(!pending.decline("never made"))
+    }
+
+    @Test(arguments: ["a b", "*", ">", "a..b", "x.", ".", "é.*.>", "%2E", "$JS.API.x"])
+    func aNameNATSDoesNotAllowAsASubjectCrosses(name: String) async throws {
+        let server = try await NATSServer()
+        let a = try Host(server, routes: [.requests(named: name)])
+        let b = try Host(server, routes: [.requests(named: name)])
+        b.center.addResponder(forName: .init(name), object: nil, queue: nil) { _ in ["from": "b"] }
+        try await a.start()
+        try await b.start()
+        let reply = try await a.center.request(name: .init(name), object: "a.b", timeout: .seconds(30))
+        #expect(reply.userInfo?["from"] as? String == "b")
+        #expect(a.bridge.status.dropped == 0 && b.bridge.status.dropped == 0)
+    }
 }
