@@ -355,6 +355,12 @@ final class BridgeRequests: Sendable {
             try connection.publish(request.inbox, headers: headers, payload: reply.userInfo ?? [])
         } catch {
             drop("a reply to another host's request not sent: \(error)")
+            // Larger than the server carries, for one: its requester hears why, rather than waiting for its
+            // timeout. Nothing more when this cannot be sent either (the connection ended).
+            let why = "the reply could not cross to the requester's host: \(error)"
+            if let failure = try? UserInfoCodec.encode([RequestEnvelope.errorKey: why], maximumSize: 64 << 10) {
+                try? connection.publish(request.inbox, headers: headers, payload: failure)
+            }
         }
     }
 

@@ -353,4 +353,22 @@ extension BridgeRequestTests {
         #expect(reply.userInfo?["from"] as? String == "b")
         #expect(a.bridge.status.dropped == 0 && b.bridge.status.dropped == 0)
     }
+
+    @Test func aReplyTooLargeForTheServerFailsItsRequestAtOnce() async throws {
+        let server = try await NATSServer()
+        let a = try Host(server)
+        let b = try Host(server)
+        // 2 MiB: within what a group carries (16 MiB), over the server's 1 MiB.
+        b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in
+            ["blob": String(repeating: "x", count: 2 << 20)]
+        }
+        try await a.start()
+        try await b.start()
+        let began = ContinuousClock.now
+        await #expect { _ = try await a.center.request(name: .init("lookup"), timeout: .seconds(60)) } throws: {
+            ($0 as? WormholeError)?.code == .responderFailed
+        }
+        #expect(ContinuousClock.now - began < .seconds(30), "the requester heard why, not its timeout")
+        #expect(b.bridge.status.dropped == 1)
+    }
 }
