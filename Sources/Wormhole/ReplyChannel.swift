@@ -34,10 +34,13 @@ final class ReplyChannel: Sendable {
             ) { reply in
                 let id = reply.object as? String ?? ""
                 // A bridge to other hosts that found no responder there: the request fails once every listener
-                // it reached has said so.
-                let answered = reply.userInfo?[RequestEnvelope.noResponderKey] != nil
-                    ? pending.decline(id) : pending.finish(id, with: .success(SendableNotification(reply)))
-                if !answered {
+                // it reached has said so. One that comes after a responder of this host answered is no reply
+                // lost: not counted, not logged.
+                guard reply.userInfo?[RequestEnvelope.noResponderKey] == nil else {
+                    _ = pending.decline(id)
+                    return
+                }
+                if !pending.finish(id, with: .success(SendableNotification(reply))) {
                     counters.count { $0.repliesDropped += 1 }
                     Log.warning("reply \(id) dropped: no request of this process waits for it (answered already, timed out, cancelled, or never made)")
                 }

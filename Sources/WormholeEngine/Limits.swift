@@ -144,6 +144,10 @@ package enum Limits {
     /// How many requests from this host, or from others, a bridge follows at once (each until its reply or its
     /// time is up); one more is dropped, and its requester times out.
     package static let bridgeOpenRequests = 65_536
+    /// For how long after it connects a bridge publishes again, each second, a request that waited for the
+    /// connection and that no host answers: the other hosts' bridges may connect later (a server that restarted
+    /// takes them back one by one).
+    package static let bridgeReconnectGrace: Duration = .seconds(5)
     /// How often the bridge saves its state while it posts what came: the posted log covers what came between.
     package static let bridgeStateSaveInterval: Duration = .seconds(1)
 

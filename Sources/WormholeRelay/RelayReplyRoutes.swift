@@ -50,6 +50,14 @@ package final class RelayReplyRoutes: Sendable {
         }
     }
 
+    /// Closes the way back of replies named `replyTo`: no request that uses it waits any more.
+    package func close(_ replyTo: String) {
+        state.withLock { state in
+            guard let route = state.routes.removeValue(forKey: replyTo) else { return }
+            state.center?.removeObserver(route.token)
+        }
+    }
+
     /// Closes the ways back whose time is up at `now`.
     package func closeExpired(now: Int64) {
         state.withLock { state in

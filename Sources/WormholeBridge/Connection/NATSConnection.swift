@@ -82,8 +82,11 @@ package final class NATSConnection: Sendable {
         }
         guard case .info(let info) = try nextOp() else { throw BridgeError("\(address) did not begin with INFO: not a NATS server") }
         parser.maximumPayload = Self.largestMessage(info)
+        // No echo: what this connection publishes never comes back to its own subscriptions. A host's request
+        // would otherwise reach its own bridge's responder subscription and be posted to its responders a
+        // second time, and the server would never say "no responders" while this host had one.
         let options = NATSConnectOptions(
-            name: name, user: address.user, password: address.password, token: address.token, echo: true)
+            name: name, user: address.user, password: address.password, token: address.token, echo: false)
         let hello = NATSClientOp.connect(options) + NATSClientOp.ping
         do throws(WormholeError) {
             try socket.send(hello)

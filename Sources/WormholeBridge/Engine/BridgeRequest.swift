@@ -19,7 +19,7 @@ struct BridgeRequest: Codable, Sendable {
     /// The request `payload` holds.
     /// - Throws: When it is not one (a property list of these fields).
     init(_ payload: [UInt8]) throws {
-        self = try PropertyListDecoder().decode(Self.self, from: Data(payload))
+        self = try BridgePropertyList.decode(Self.self, from: payload)
     }
 
     /// The message's payload: a binary property list.

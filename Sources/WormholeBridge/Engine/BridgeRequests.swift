@@ -24,11 +24,16 @@ final class BridgeRequests: Sendable {
         let replyTo: String
         let name: String
         let until: Int64
+        /// The request as taken, when it waited for a connection: published again rather than declined while
+        /// other hosts' bridges may still be connecting (``Limits/bridgeReconnectGrace``).
+        let waited: RelayedNotification?
     }
 
     /// A request from another host, posted here, waiting for this host's first reply.
     private struct Incoming {
         let inbox: String
+        /// The reply name its way back observes.
+        let replyTo: String
         let until: Int64
     }
 
@@ -40,8 +45,15 @@ final class BridgeRequests: Sendable {
         var outgoing: [UInt64: Outgoing] = [:]
         /// This host's requests taken while not connected, in order.
         var waiting: [RelayedNotification] = []
+        /// Requests that waited for the connection and that no host answered yet, to publish again at the next
+        /// look: other hosts' bridges may connect later than this one.
+        var again: [RelayedNotification] = []
+        /// When this connection began (this device's monotonic clock).
+        var connectedAt: Int64 = 0
         /// Other hosts' requests, by id.
         var incoming: [String: Incoming] = [:]
+        /// How many of `incoming` use each way back (a requester's reply name): it closes when none does.
+        var uses: [String: Int] = [:]
         /// The responders' subjects subscribed to on this connection, and their subscriptions.
         var subscribed: [String: UInt64] = [:]
         var lastLook: Int64 = 0
@@ -94,6 +106,7 @@ final class BridgeRequests: Sendable {
         let waiting = state.withLock { state -> [RelayedNotification] in
             state.connection = connection
             state.inbox = inbox
+            state.connectedAt = GroupNotificationCenter.uptimeNanoseconds
             state.subscribed = [:]
             state.lastLook = 0
             defer { state.waiting = [] }
@@ -101,8 +114,14 @@ final class BridgeRequests: Sendable {
         }
         look()
         // The server has taken the subscriptions once it answers: a request from another host then finds them.
-        try connection.roundTrip(timeout: Limits.bridgeRequestTimeout)
-        for note in waiting { take(note) }
+        do throws(BridgeError) {
+            try connection.roundTrip(timeout: Limits.bridgeRequestTimeout)
+        } catch {
+            // The requests that waited wait on, for the next connection.
+            state.withLock { $0.waiting = waiting + $0.waiting }
+            throw error
+        }
+        for note in waiting { take(note, waited: true) }
     }
 
     /// Stops using the connection, which ended: replies due on it cannot come, so those requesters time out.
@@ -112,6 +131,8 @@ final class BridgeRequests: Sendable {
             state.inbox = nil
             state.subscribed = [:]
             state.outgoing = [:]
+            state.waiting = state.again + state.waiting
+            state.again = []
         }
     }
 
@@ -119,19 +140,22 @@ final class BridgeRequests: Sendable {
     func tick() {
         guard !isEmpty else { return }
         let now = GroupNotificationCenter.uptimeNanoseconds
-        let due = state.withLock { state -> Bool in
-            guard now - state.lastLook >= Int64(Limits.bridgeStateSaveInterval / .nanoseconds(1)) else { return false }
+        let due = state.withLock { state -> [RelayedNotification]? in
+            guard now - state.lastLook >= Int64(Limits.bridgeStateSaveInterval / .nanoseconds(1)) else { return nil }
             state.outgoing = state.outgoing.filter { $0.value.until > now }
             state.incoming = state.incoming.filter { $0.value.until > now }
+            state.uses = state.incoming.values.reduce(into: [:]) { $0[$1.replyTo, default: 0] += 1 }
             state.waiting.removeAll { note in
                 guard let archive = note.userInfo, let address = GroupNotificationCenter.requestAddress(archive) else { return true }
                 return address.remaining <= 0
             }
-            return true
+            defer { state.again = [] }
+            return state.again
         }
-        guard due else { return }
+        guard let again = due else { return }
         ways.closeExpired(now: now)
         look()
+        for note in again { take(note, waited: true) }
     }
 
     /// Subscribes to the subjects of the requests this host answers now, and ends the subscriptions of those it
@@ -139,8 +163,13 @@ final class BridgeRequests: Sendable {
     private func look() {
         let now = GroupNotificationCenter.uptimeNanoseconds
         var wanted = Set<String>()
-        for responder in center.responders()
-        where routes.incoming(GroupNotificationCenter.requestName(for: responder.name)) == .request {
+        let routed = center.responders().filter {
+            routes.incoming(GroupNotificationCenter.requestName(for: $0.name)) == .request
+        }
+        // A name that a responder answers from every sender has its subjects cover those of each sender: both
+        // subscribed, the server would hand a request to this connection twice, and it would be posted twice.
+        let everySender = Set(routed.lazy.filter { $0.object == nil }.map(\.name))
+        for responder in routed where responder.object == nil || !everySender.contains(responder.name) {
             for subject in subjects.responder(for: responder.name, object: responder.object)
             where subject.utf8.count <= Limits.natsLongestSubject {
                 wanted.insert(subject)
@@ -171,7 +200,9 @@ final class BridgeRequests: Sendable {
 
     /// Publishes a request a requester of this group made, or keeps it until connected; drops (logged, counted)
     /// one whose time is up or that cannot be read.
-    func take(_ note: RelayedNotification) {
+    /// - Parameter waited: Whether it waited for the connection: published again when no host answers it within
+    ///   ``Limits/bridgeReconnectGrace`` of connecting, rather than declined.
+    func take(_ note: RelayedNotification, waited: Bool = false) {
         guard let name = GroupNotificationCenter.requestedName(of: note.name), let archive = note.userInfo,
             let address = GroupNotificationCenter.requestAddress(archive), address.remaining > 0
         else {
@@ -192,7 +223,8 @@ final class BridgeRequests: Sendable {
             }
             guard state.outgoing.count < Limits.bridgeOpenRequests else { return .full }
             state.nextToken += 1
-            state.outgoing[state.nextToken] = Outgoing(id: address.id, replyTo: address.replyTo, name: name, until: until)
+            state.outgoing[state.nextToken] = Outgoing(
+                id: address.id, replyTo: address.replyTo, name: name, until: until, waited: waited ? note : nil)
             return .publish(connection, inbox, state.nextToken)
         }
         guard case .publish(let connection, let inbox, let token) = next else {
@@ -227,6 +259,16 @@ final class BridgeRequests: Sendable {
         let userInfo: [UInt8]?
         switch message.headers?.status {
         case 503?:
+            let now = GroupNotificationCenter.uptimeNanoseconds
+            let grace = Int64(Limits.bridgeReconnectGrace / .nanoseconds(1))
+            if let note = request.waited, request.until > now, state.withLock({ state -> Bool in
+                guard state.connectedAt != 0, now - state.connectedAt < grace else { return false }
+                state.again.append(note)
+                return true
+            }) {
+                // Made while this host was not connected: the hosts that answer it may not be connected yet.
+                return
+            }
             do {
                 userInfo = try GroupNotificationCenter.noResponderReply()
             } catch {
@@ -279,15 +321,26 @@ final class BridgeRequests: Sendable {
                 throw BridgeError("it does not say where to reply")
             }
             let until = GroupNotificationCenter.uptimeNanoseconds + remaining
-            let open = state.withLock { state -> Bool in
-                guard state.incoming.count < Limits.bridgeOpenRequests else { return false }
-                state.incoming[address.id] = Incoming(inbox: inbox, until: until)
-                return true
+            let ways = self.ways
+            try state.withLock { state throws in
+                guard state.incoming[address.id] == nil else {
+                    throw BridgeError("a request with its id is open already")
+                }
+                guard state.incoming.count < Limits.bridgeOpenRequests else {
+                    throw BridgeError("\(Limits.bridgeOpenRequests) requests are open already")
+                }
+                // Before the request is posted, so that no reply comes before its way back is open; under the
+                // lock, so that the last reply of another request that used it does not close it in between.
+                try ways.open(address.replyTo, until: until)
+                state.incoming[address.id] = Incoming(inbox: inbox, replyTo: address.replyTo, until: until)
+                state.uses[address.replyTo, default: 0] += 1
             }
-            guard open else { throw BridgeError("\(Limits.bridgeOpenRequests) requests are open already") }
-            // Before the request is posted, so that no reply comes before its way back is open.
-            try ways.open(address.replyTo, until: until)
-            try center.postRelayed(name: requestName, object: request.object, userInfo: restamped, retain: false)
+            do {
+                try center.postRelayed(name: requestName, object: request.object, userInfo: restamped, retain: false)
+            } catch {
+                _ = forget(address.id)
+                throw error
+            }
             count { $0.answered += 1 }
         } catch {
             drop("request \(request.name) from another host not posted: \(error)")
@@ -296,14 +349,32 @@ final class BridgeRequests: Sendable {
 
     /// A reply of this group to another host's request: the first goes to the requester's inbox.
     private func sendBack(_ reply: RelayedNotification) {
-        guard let id = reply.object, let (request, connection) = state.withLock({ state -> (Incoming, NATSConnection?)? in
-            state.incoming.removeValue(forKey: id).map { ($0, state.connection) }
-        }) else { return }
+        guard let id = reply.object, let (request, connection) = forget(id) else { return }
         guard let connection else { return drop("a reply to another host's request not sent: not connected") }
         do throws(BridgeError) {
             try connection.publish(request.inbox, headers: headers, payload: reply.userInfo ?? [])
         } catch {
             drop("a reply to another host's request not sent: \(error)")
+            // Larger than the server carries, for one: its requester hears why, rather than waiting for its
+            // timeout. Nothing more when this cannot be sent either (the connection ended).
+            let why = "the reply could not cross to the requester's host: \(error)"
+            if let failure = try? UserInfoCodec.encode([RequestEnvelope.errorKey: why], maximumSize: 64 << 10) {
+                try? connection.publish(request.inbox, headers: headers, payload: failure)
+            }
+        }
+    }
+
+    /// Ends following another host's request `id`, and closes its way back when no other open request uses it:
+    /// a reply to it is not carried any more. Returns it, and the connection to send its reply on; nil when it
+    /// is not open.
+    private func forget(_ id: String) -> (Incoming, NATSConnection?)? {
+        let ways = self.ways
+        return state.withLock { state -> (Incoming, NATSConnection?)? in
+            guard let request = state.incoming.removeValue(forKey: id) else { return nil }
+            let left = (state.uses[request.replyTo] ?? 1) - 1
+            state.uses[request.replyTo] = left > 0 ? left : nil
+            if left <= 0 { ways.close(request.replyTo) }
+            return (request, state.connection)
         }
     }
 
@@ -323,6 +394,7 @@ final class BridgeRequests: Sendable {
         state.withLock { state in
             state.outgoing = [:]
             state.incoming = [:]
+            state.uses = [:]
             state.connection = nil
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import WormholeEngine
 import WormholeRelay
 
 /// How the bridge names things on the server, from its subject prefix (`wormhole` unless given another, so that
@@ -31,18 +32,45 @@ struct BridgeSubjects: Sendable {
     /// The subject of a request for `name` from `object`: `<prefix>.q.n.<name>` without a sender tag,
     /// `<prefix>.q.o.<tag>.<name>` with one (the tag one token). Which a responder's subscription covers says
     /// which requests it answers, so the server says at once when none does.
+    ///
+    /// A name's tail or a tag's token longer than ``longestRequestPart`` bytes (a long name, or one of many bytes
+    /// outside ASCII, which escape to three each) is one token of its digest instead (``digestToken(for:)``):
+    /// the subject stays within what a server reads, and requests for that name still cross.
     func request(for name: String, object: String?) -> String {
-        let tail = NATSSubject.tail(for: name)
+        let tail = Self.requestTail(for: name)
         guard let object else { return prefix + ".q.n." + tail }
-        return prefix + ".q.o." + NATSSubject.token(for: object) + "." + tail
+        return prefix + ".q.o." + Self.requestToken(for: object) + "." + tail
     }
 
     /// The subjects a responder for `name` subscribes to: every request for it when `object` is nil (with a
     /// sender tag or without), else those from `object` only, as a responder in the group gets them.
     func responder(for name: String, object: String?) -> [String] {
-        let tail = NATSSubject.tail(for: name)
+        let tail = Self.requestTail(for: name)
         guard let object else { return [prefix + ".q.n." + tail, prefix + ".q.o.*." + tail] }
-        return [prefix + ".q.o." + NATSSubject.token(for: object) + "." + tail]
+        return [prefix + ".q.o." + Self.requestToken(for: object) + "." + tail]
+    }
+
+    /// The longest tail or token of a request's subject written as its text: 1 KiB, so that a subject of a name
+    /// and a tag stays within ``Limits/natsLongestSubject`` whatever their length.
+    static let longestRequestPart = 1024
+
+    private static func requestTail(for name: String) -> String {
+        let tail = NATSSubject.tail(for: name)
+        return tail.utf8.count <= longestRequestPart ? tail : digestToken(for: name)
+    }
+
+    private static func requestToken(for object: String) -> String {
+        let token = NATSSubject.token(for: object)
+        return token.utf8.count <= longestRequestPart ? token : digestToken(for: object)
+    }
+
+    /// `#` and 32 hexadecimal digits: two 64-bit FNV-1a hashes of `text`. `#` is never in a tail or token written
+    /// as its text (it escapes), so a digest stands for no such text. Not a cryptographic digest: two texts that
+    /// share one make a request reach a host whose responders answer the other, which drops it (its requester
+    /// then times out).
+    static func digestToken(for text: String) -> String {
+        let bytes = Array(text.utf8)
+        return "#" + FileName.hex(FileName.fnv1a(bytes)) + FileName.hex(FileName.fnv1a([0x23] + bytes))
     }
 
     /// Where retained notifications and group values go: every subject under `<prefix>.e.`.
