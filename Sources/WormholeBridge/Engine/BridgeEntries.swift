@@ -44,7 +44,7 @@ final class BridgeEntries: Sendable {
     func apply(_ message: NATSMessage, save: () throws -> Void) -> EntryLedger.Outcome {
         let content: SyncedEntry.Content
         do {
-            content = try BridgePropertyList.decode(SyncedEntry.Content.self, from: message.payload)
+            content = try StrictPropertyList.decode(SyncedEntry.Content.self, from: message.payload)
         } catch {
             BridgeLog.write("a message on \(message.subject) is not an entry the bridge wrote (\(error)); dropped")
             return .dropped

@@ -121,7 +121,7 @@ final class BridgeInbound: Sendable {
         if origin == device { return .ownMessage }
         let item: RelayItem
         do {
-            item = try BridgePropertyList.decode(RelayItem.self, from: message.payload)
+            item = try StrictPropertyList.decode(RelayItem.self, from: message.payload)
         } catch {
             BridgeLog.write("a message on \(message.subject) is not a notification the bridge wrote (\(error)); dropped")
             return .dropped

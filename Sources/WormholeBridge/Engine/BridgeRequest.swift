@@ -1,4 +1,5 @@
 import Foundation
+import WormholeRelay
 
 /// A request as it crosses to other hosts: its name (without the request prefix), sender tag, userInfo archive
 /// (with the requester's envelope) and the nanoseconds it had left when published. Time crosses as time left:
@@ -19,7 +20,7 @@ struct BridgeRequest: Codable, Sendable {
     /// The request `payload` holds.
     /// - Throws: When it is not one (a property list of these fields).
     init(_ payload: [UInt8]) throws {
-        self = try BridgePropertyList.decode(Self.self, from: payload)
+        self = try StrictPropertyList.decode(Self.self, from: payload)
     }
 
     /// The message's payload: a binary property list.

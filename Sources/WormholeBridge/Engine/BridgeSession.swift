@@ -353,7 +353,7 @@ final class BridgeSession: Sendable {
         // what the stream holds is read again and compared.
         for _ in 0..<8 {
             let last = try stream.lastMessage(on: subject, stream: subjects.entriesStream)
-            if let last, let held = try? BridgePropertyList.decode(SyncedEntry.Content.self, from: last.message.payload),
+            if let last, let held = try? StrictPropertyList.decode(SyncedEntry.Content.self, from: last.message.payload),
                 held.stamp >= content.stamp
             {
                 // As late or later: this host's consumer brings it here.

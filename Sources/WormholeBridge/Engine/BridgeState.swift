@@ -31,7 +31,7 @@ struct BridgeState: Codable, Sendable {
     static func load(from file: StateFile) -> (state: BridgeState, isNew: Bool) {
         do {
             if let data = try file.read() {
-                let state = try PropertyListDecoder().decode(BridgeState.self, from: data)
+                let state = try StrictPropertyList.decode(BridgeState.self, from: data)
                 if state.device != 0, state.nextLink > 0, state.nextLink < Limits.relayHighestLink { return (state, false) }
                 BridgeLog.write("bridge state in \(file.path) has no host id or numbers out of range; starting anew")
             }

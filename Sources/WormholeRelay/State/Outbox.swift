@@ -38,7 +38,7 @@ package struct Outbox {
             do {
                 guard isRegularFile else { throw RelayLinkError(.failed, "it is not a regular file") }
                 guard let bytes = try folder.read(name, limit: Self.maximumItemSize) else { continue }
-                let item = try PropertyListDecoder().decode(RelayItem.self, from: Data(bytes))
+                let item = try StrictPropertyList.decode(RelayItem.self, from: bytes)
                 guard item.link == link else { throw RelayLinkError(.failed, "it holds item \(item.link)") }
                 items[link] = item
             } catch {

@@ -44,7 +44,7 @@ package struct RelayState: Codable, Sendable {
     static func load(from file: StateFile, log: (String) -> Void) -> (state: RelayState, isNew: Bool) {
         do {
             if let data = try file.read() {
-                let state = try PropertyListDecoder().decode(RelayState.self, from: data)
+                let state = try StrictPropertyList.decode(RelayState.self, from: data)
                 if state.device != 0, state.nextLink > 0, state.nextLink < Limits.relayHighestLink, state.applied < Limits.relayHighestLink {
                     return (state, false)
                 }

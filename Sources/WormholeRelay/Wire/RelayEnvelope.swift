@@ -34,7 +34,7 @@ struct RelayEnvelope: Codable, Sendable {
         guard payload.count <= maximumSize else {
             throw RelayLinkError(.payloadTooLarge, "a payload of \(payload.count) bytes, over \(maximumSize)")
         }
-        let envelope = try PropertyListDecoder().decode(RelayEnvelope.self, from: payload)
+        let envelope = try StrictPropertyList.decode(RelayEnvelope.self, from: payload)
         guard envelope.format == currentFormat else {
             throw RelayLinkError(.failed, "a payload of format \(envelope.format); this version reads \(currentFormat)")
         }

@@ -83,7 +83,7 @@ extension BridgeRequestTests {
             ops += Array("PUB \(subject) _INBOX.forged.\(index) \(payload.count)\r\n".utf8) + payload + Array("\r\n".utf8)
         }
         let forged = ops
-        try await onDispatchThread { try NATSForger.send(server, forged) }
+        _ = try await onDispatchThread { try NATSForger.send(server, forged) }
         try await pollUntil("B's bridge posted every request") { b.bridge.status.requestsReceived == count }
         // Every request was answered: no way back needs to stay open for the hour.
         try await pollUntil("the ways back of the answered requests closed", timeout: 10) {
