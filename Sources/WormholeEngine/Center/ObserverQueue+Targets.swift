@@ -42,8 +42,12 @@ extension ObserverQueue {
             }
         }
         if isolation === MainActor.shared {
+            // Its jobs on the main queue: resuming it where it parked costs one block there, no hop through the
+            // global pool.
             return ObserverQueue(onMainQueue: true) { observerQueue in
-                Task { @MainActor in await pump(on: MainActor.shared, observerQueue, block, convert) }
+                Task(executorPreference: MainQueueTaskExecutor.shared) {
+                    await pump(on: MainActor.shared, observerQueue, block, convert)
+                }
             }
         }
         return ObserverQueue { observerQueue in Task { await pump(on: isolation, observerQueue, block, convert) } }

@@ -251,7 +251,9 @@ package final class ObserverQueue: Sendable {
 
     /// Waits, for an actor's drain that took everything, until more is handed over: true then, on the drain's actor;
     /// false once the observer went, when the drain ends. At once if something arrived since it last took. Isolated
-    /// to the drain's actor, so that waiting here and resuming cost no hop off it and back.
+    /// to the drain's actor, so that waiting here costs no hop off it. Resumed, the drain's task runs first on its
+    /// task executor: the main actor's, on the main queue (``MainQueueTaskExecutor``), so it is there at once; another
+    /// actor's, on Swift's global pool, from which it hops to its actor.
     func park(on actor: isolated any Actor) async -> Bool {
         await withUnsafeContinuation { drain in
             let now = state.withLock { state -> Bool? in
