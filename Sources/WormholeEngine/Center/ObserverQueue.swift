@@ -143,9 +143,11 @@ package final class ObserverQueue: Sendable {
                 index += 1
             }
             while index < notes.count {
-                backlog?.hold(bytes: notes[index].bytes)
+                // Read once: each read of a field through the array copied the whole element.
+                let handing = notes[index]
+                backlog?.hold(bytes: handing.bytes)
                 state.waiting.append(Entry(
-                    note: notes[index].note, backlog: backlog, bytes: notes[index].bytes, frame: notes[index].frame,
+                    note: handing.note, backlog: backlog, bytes: handing.bytes, frame: handing.frame,
                     acknowledgement: acknowledgement))
                 index += 1
             }
