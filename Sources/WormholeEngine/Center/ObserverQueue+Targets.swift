@@ -53,7 +53,9 @@ extension ObserverQueue {
     }
 
     /// Runs on the block's actor, so that the check that the observer is still there and the call happen
-    /// together: none starts after ``ObserverQueue/end()`` ran on that actor.
+    /// together: none starts after ``ObserverQueue/end()`` ran on that actor. Inlined, so that an actor's drain
+    /// (``pump(on:_:_:_:)``), already on that actor, does not switch to it and back for each wake-up.
+    @inline(__always)
     private static func drain<Value>(
         on actor: isolated (any Actor)?, _ observerQueue: ObserverQueue, _ block: @escaping @isolated(any) @Sendable (Value) -> Void,
         _ convert: @Sendable (Notification) -> Value?, staying: Bool = false
