@@ -199,6 +199,20 @@ func stopProcess(_ process: Process) {
     if process.isRunning { kill(process.processIdentifier, SIGKILL) }
 }
 
+/// Starts this executable again with `arguments` and this process's environment, through posix_spawn, for a
+/// caller that waits for it with waitpid(2), so that its CPU time counts in the caller's RUSAGE_CHILDREN.
+/// Foundation's `Process` fails under valgrind (it closes the descriptors valgrind keeps for itself), and its
+/// `waitUntilExit()` may return before the child was reaped: a child never reaped counts nowhere.
+func spawnSelfChild(_ arguments: [String]) throws -> pid_t {
+    guard let path = Bundle.main.executableURL?.path else { throw BenchError("no executable path") }
+    var pid: pid_t = 0
+    let argv = ([path] + arguments).map { strdup($0) } + [nil]
+    defer { argv.forEach { free($0) } }
+    let result = posix_spawn(&pid, path, nil, nil, argv, environ)
+    guard result == 0 else { throw BenchError("cannot start \(path): \(result)") }
+    return pid
+}
+
 /// Starts this executable again in another role. With a `transport`, the centers it and the processes it
 /// starts open without naming one listen on that transport (WORMHOLE_TRANSPORT in their environment).
 func spawnSelf(_ arguments: [String], output: FileHandle? = FileHandle.nullDevice, transport: Transport? = nil) throws -> Process {

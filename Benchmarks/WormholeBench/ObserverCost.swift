@@ -160,7 +160,7 @@ enum ObserverCost {
             }
         }
         // The echo says it is ready with a first pong, which starts the loop.
-        let echo = try spawn(["observer-echo", "--container", container, "--kind", kind.rawValue])
+        let echo = try spawnSelfChild(["observer-echo", "--container", container, "--kind", kind.rawValue])
         started.withLock { $0 = echo }
         // Bounded, also under valgrind, which slows both processes about 50 times.
         DispatchQueue.global().asyncAfter(deadline: .now() + 600) { exit(1) }
@@ -177,18 +177,6 @@ enum ObserverCost {
         // The run's observer is registered before it starts this process.
         center.post(name: .init("pong"), object: nil, userInfo: nil)
         serve(kind)
-    }
-
-    /// Starts this executable again with `arguments` and this process's environment, through posix_spawn:
-    /// Foundation's `Process` fails under valgrind (it closes the descriptors valgrind keeps for itself).
-    private static func spawn(_ arguments: [String]) throws -> pid_t {
-        guard let path = Bundle.main.executableURL?.path else { throw BenchError("no executable path") }
-        var pid: pid_t = 0
-        let argv = ([path] + arguments).map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        let result = posix_spawn(&pid, path, nil, nil, argv, environ)
-        guard result == 0 else { throw BenchError("cannot start \(path): \(result)") }
-        return pid
     }
 
     /// Runs the main queue for a main-actor observer, else sleeps. With `--run-loop` (in the environment

@@ -22,7 +22,9 @@ extension ObserverQueue {
         }
         if isolation === MainActor.shared {
             return ObserverQueue(onMainQueue: true) { observerQueue in
-                Task { @MainActor in await respond.pump(on: MainActor.shared, observerQueue) }
+                Task(executorPreference: MainQueueTaskExecutor.shared) {
+                    await respond.pump(on: MainActor.shared, observerQueue)
+                }
             }
         }
         return ObserverQueue { observerQueue in Task { await respond.pump(on: isolation, observerQueue) } }

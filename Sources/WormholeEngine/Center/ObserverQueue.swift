@@ -71,8 +71,9 @@ package final class ObserverQueue: Sendable {
         var returns: SpoolFolder?
         /// Where what could not be given back is counted as dropped.
         var counters: Counters?
-        /// Consumers of a sequence waiting for the next notification, oldest first.
-        var consumers: [CheckedContinuation<SendableNotification?, Never>] = []
+        /// Consumers of a sequence waiting for the next notification, oldest first. Each is resumed once: taken out
+        /// of here under the lock, then resumed.
+        var consumers: [UnsafeContinuation<SendableNotification?, Never>] = []
         /// The spool acknowledgements of what a sequence's consumer took last: it counts as running until the
         /// consumer asks for the next, or the sequence ends.
         var running: [SpoolAcknowledgement] = []
@@ -114,7 +115,9 @@ package final class ObserverQueue: Sendable {
         _ notes: [(note: SendableNotification, bytes: Int, frame: Frame?)], backlog: DeliveryBacklog?,
         acknowledging acknowledgement: SpoolAcknowledgement? = nil
     ) {
-        var handed: [(CheckedContinuation<SendableNotification?, Never>, SendableNotification)] = []
+        // The consumers handed a notification, to resume after the lock: mostly one, which then needs no array.
+        var handedFirst: (UnsafeContinuation<SendableNotification?, Never>, SendableNotification)?
+        var handed: [(UnsafeContinuation<SendableNotification?, Never>, SendableNotification)] = []
         var parked: UnsafeContinuation<Bool, Never>?
         var late: [Entry] = []
         var lateKept = true
@@ -138,14 +141,17 @@ package final class ObserverQueue: Sendable {
             acknowledgement?.hold(notes.count)
             var index = 0
             while index < notes.count, !state.consumers.isEmpty {
-                handed.append((state.consumers.removeFirst(), notes[index].note))
+                let consumer = (state.consumers.removeFirst(), notes[index].note)
+                if handedFirst == nil { handedFirst = consumer } else { handed.append(consumer) }
                 if let acknowledgement { state.running.append(acknowledgement) }
                 index += 1
             }
             while index < notes.count {
-                backlog?.hold(bytes: notes[index].bytes)
+                // Read once: each read of a field through the array copied the whole element.
+                let handing = notes[index]
+                backlog?.hold(bytes: handing.bytes)
                 state.waiting.append(Entry(
-                    note: notes[index].note, backlog: backlog, bytes: notes[index].bytes, frame: notes[index].frame,
+                    note: handing.note, backlog: backlog, bytes: handing.bytes, frame: handing.frame,
                     acknowledgement: acknowledgement))
                 index += 1
             }
@@ -163,6 +169,7 @@ package final class ObserverQueue: Sendable {
             }
         }
         Self.settle(late, givenBack: lateKept)
+        if let (consumer, note) = handedFirst { consumer.resume(returning: note) }
         for (consumer, note) in handed { consumer.resume(returning: note) }
         if let parked { parked.resume(returning: true) }
         if schedule { wake?(self) }
@@ -251,7 +258,9 @@ package final class ObserverQueue: Sendable {
 
     /// Waits, for an actor's drain that took everything, until more is handed over: true then, on the drain's actor;
     /// false once the observer went, when the drain ends. At once if something arrived since it last took. Isolated
-    /// to the drain's actor, so that waiting here and resuming cost no hop off it and back.
+    /// to the drain's actor, so that waiting here costs no hop off it. Resumed, the drain's task runs first on its
+    /// task executor: the main actor's, on the main queue (``MainQueueTaskExecutor``), so it is there at once; another
+    /// actor's, on Swift's global pool, from which it hops to its actor.
     func park(on actor: isolated any Actor) async -> Bool {
         await withUnsafeContinuation { drain in
             let now = state.withLock { state -> Bool? in
@@ -267,7 +276,7 @@ package final class ObserverQueue: Sendable {
     /// The next notification for a sequence's consumer: at once if one waits, else when one arrives; nil once the
     /// sequence ended.
     func next() async -> SendableNotification? {
-        await withCheckedContinuation { consumer in
+        await withUnsafeContinuation { consumer in
             let now = state.withLock { state -> (Entry?, ended: Bool, finished: [SpoolAcknowledgement]) in
                 // Asking again: what it took before has run.
                 var finished: [SpoolAcknowledgement] = []
