@@ -29,7 +29,7 @@ struct BridgeContainerTests {
         }
     }
 
-    @Test("FIFOs at state and posted, before the start and while it runs, are moved aside, never waited on", .timeLimit(.minutes(2)))
+    @Test("FIFOs at state and posted, before the start and while it runs, are moved aside, never waited on", .timeLimit(.minutes(5)))
     func fifosWhereTheBridgesFilesGo() async throws {
         let server = try await NATSServer()
         let a = try BridgeTests.Host(observing: "n", routes: routes)
