@@ -29,8 +29,13 @@ package enum Limits {
     /// the spool. One this size fits when the buffer is empty; when it is not, the send fails with EAGAIN and the
     /// frame is spooled.
     package static let maximumDirectFrameSize = 128 * 1024
-    /// How often an idle listener checks its spool, its socket file and its registry entry.
+    /// How often a listener keeps house (its socket file, its registry entry, its spool) while something there is
+    /// out of order and not yet mended, or cannot be watched for changes; and in the first second after it starts.
     package static let housekeepingInterval: Interval = .seconds(1)
+    /// The longest a listener goes without keeping house once it found everything in order with its files watched
+    /// (``ListenerWatch``): a change the watch tells it of is kept at once, so this bounds only what no watch
+    /// tells (a container moved away, a poster that wrote without ringing). An idle listener wakes this often.
+    package static let idleHousekeepingInterval: Interval = .seconds(60)
     /// How long after reading its sockets without looking at its spool's bell afterwards a listener looks at it
     /// anyway: the longest a spooled frame waits when its poster found the socket full and could not nudge.
     package static let bellLook: Interval = .milliseconds(10)
@@ -244,7 +249,7 @@ package enum Limits {
     /// past it the rest waits for a later look, so a folder someone filled cannot make one pass run without end.
     static let maximumListedNames = 100_000
     /// The most names of `spool/` one housekeeping pass looks at for orphaned folders (each may cost a `stat(2)`):
-    /// it runs once a second, so a `spool/` someone filled costs each pass no more than this.
+    /// it runs as a listener registers, so a `spool/` someone filled costs each pass no more than this.
     package static let orphanedSpoolsPerPass = 10_000
     /// The most names a clean-up asked for by a tool lists at once (`wormhole retained --clear`): it runs on
     /// demand, not each second.
@@ -271,6 +276,9 @@ package enum Limits {
     static let listenBacklog: CInt = 128
     /// The stack of a listener's receive thread, on which the blocks of observers without a queue also run.
     package static let receiveThreadStack = 4 << 20
+    /// The stack of the thread that reads the process's notices of changed files (Linux's inotify), which only
+    /// wakes receive threads.
+    static let changeWatchStack = 256 << 10
     /// The most messages one socket gives in a round of the receive thread (its wait found the socket ready):
     /// what remains wakes the next wait, and the other sockets get their turn.
     package static let readsPerRound = 512

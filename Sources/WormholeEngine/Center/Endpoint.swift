@@ -73,6 +73,10 @@ package final class Endpoint: Sendable {
     /// This process's own spool folder in the container, once it listens.
     package var listenerSpool: SpoolFolder? { reception.spool }
 
+    /// What the listener's receive thread did besides reading (its waits that ran out, its rounds of
+    /// housekeeping), once it listens.
+    package var listenerCounts: ReceiveCounts? { reception.listenerCounts }
+
     /// What this process's listener has read and not yet delivered, once it listens.
     package var deliveryBacklog: DeliveryBacklog? { reception.backlog }
 
@@ -158,6 +162,8 @@ package final class Endpoint: Sendable {
             registry.settle()
         } catch {
             Log.warning("observer of \(name) is not registered in \(container.path): \(error); it sees only this process's posts")
+            // Until housekeeping writes the entry, which it tries once a second from now on.
+            reception.keepHouseSoon()
         }
     }
 
@@ -172,7 +178,12 @@ package final class Endpoint: Sendable {
     package func remove(publish: Bool = true, where shouldRemove: (Observer) -> Bool) {
         let changed = delivery.remove(where: shouldRemove)
         guard changed else { return }
-        if publish { try? publishSubscriptions() } else { reception.keepRegistration() }
+        if publish {
+            // One that cannot be written now is written by housekeeping, which tries once a second from now on.
+            do throws(WormholeError) { try publishSubscriptions() } catch { reception.keepHouseSoon() }
+        } else {
+            reception.keepRegistration()
+        }
     }
 
     /// Writes this process's subscriptions into its registry entry when they changed.

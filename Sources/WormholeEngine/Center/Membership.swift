@@ -2,7 +2,8 @@ import Foundation
 import Synchronization
 
 /// A process's place in a container's registry: its listener's entry (written when its subscriptions change,
-/// mended once a second), a durable identity's record, and the collection of listeners that died unnoticed.
+/// mended as its listener keeps house), a durable identity's record, and the collection of listeners that died
+/// unnoticed.
 final class Membership: Sendable {
     let container: Container
     /// Ephemeral, or a durable identity, whose registration and spool outlive its process.
@@ -107,30 +108,46 @@ final class Membership: Sendable {
         return entry
     }
 
-    /// Once a second on the listener's thread: puts `listener`'s entry back if the registry lost it (a corrupt
-    /// registry is rebuilt empty), and mends it if it differs from `subscriptions`. With `keepingLastRun` (a
-    /// durable identity with no observer yet in this run) the entry keeps the subscriptions it has. While this
+    /// As the listener keeps house, on its thread: puts `listener`'s entry back if the registry lost it (a
+    /// corrupt registry is rebuilt empty), and mends it if it differs from `subscriptions`. With `keepingLastRun`
+    /// (a durable identity with no observer yet in this run) the entry keeps the subscriptions it has. While this
     /// process cannot read the registry (it is out of descriptors), the registry reads as it last did: an entry
     /// that cannot be read is not one lost, and nothing is written.
-    func mend(_ listener: UInt64, keepingLastRun: Bool, subscriptions: @autoclosure () -> [Subscription]) {
+    ///
+    /// Returns whether the entry is as it should be, or is left as it is on purpose (a container moved away has
+    /// none to keep): false when it could not be written, or its file could not be read to tell (the snapshot may
+    /// then be the last reading of a registry this process cannot read now). The listener tries again soon.
+    @discardableResult
+    func mend(_ listener: UInt64, keepingLastRun: Bool, subscriptions: @autoclosure () -> [Subscription]) -> Bool {
         if !container.isAtItsPath {
             if !containerRemoved.exchange(true, ordering: .relaxed) {
                 counters.count { $0.dropped += 1 }
                 Log.warning("container \(container.path) was moved, removed or recreated; this process's observers hear only posts made to the folder it opened")
             }
-            return
+            return true
         }
-        if keepingLastRun { return }
+        if keepingLastRun { return true }
         let expected = entry(listener, subscriptions: subscriptions()).subscriptions
         guard let current = registry.snapshot().entry(listener) else {
             Log.warning("registry in \(container.path) lost this process's entry; registering again")
-            try? publish(listener, subscriptions: expected)
-            return
+            return (try? publish(listener, subscriptions: expected)) != nil
         }
         // A difference may only be an add or remove in flight; publishing again is harmless either way.
         // Or its entry still names the last run (a full disk kept this run from writing it as it claimed it).
         if current.subscriptions != expected || current.pid != Sys.processID {
-            try? publish(listener, subscriptions: subscriptions())
+            return (try? publish(listener, subscriptions: subscriptions())) != nil
+        }
+        // In order as the snapshot says; the file itself may say otherwise: removed by a process whose mark has
+        // not come yet (the removal woke this listener first), or not readable now (out of descriptors: the
+        // snapshot is then the last reading, and the listener tries again soon).
+        do throws(WormholeError) {
+            guard let stored = try registry.currentEntry(listener), stored.pid == Sys.processID else {
+                Log.warning("registry in \(container.path) lost this process's entry; registering again")
+                return (try? publish(listener, subscriptions: expected)) != nil
+            }
+            return true
+        } catch {
+            return false
         }
     }
 

@@ -143,11 +143,22 @@ final class Reception: ListenerSink {
         if says { Log.warning(reason) }
     }
 
-    /// Keeps this process's registry entry as it should be, while `listener` is the one that runs.
-    func keepHouse(for listener: Listener) {
-        guard self.listener.withLock({ $0 === listener }) else { return }
-        membership.mend(
+    /// Keeps this process's registry entry as it should be, while `listener` is the one that runs; returns
+    /// whether it is (``Membership/mend(_:keepingLastRun:subscriptions:)``). A listener that stopped keeps
+    /// nothing.
+    func keepHouse(for listener: Listener) -> Bool {
+        guard self.listener.withLock({ $0 === listener }) else { return true }
+        return membership.mend(
             listener.id, keepingLastRun: identity.isDurable && !adopted.load(ordering: .relaxed),
             subscriptions: delivery.subscriptions)
     }
+
+    /// Has the listener keep house in its next round: this process could not write its registry entry now (a
+    /// full disk, no descriptor left), and nothing else would have it try again soon.
+    func keepHouseSoon() {
+        listener.withLock { $0 }?.thread.ask(.housekeeping)
+    }
+
+    /// What the listener's receive thread did besides reading, once it listens.
+    var listenerCounts: ReceiveCounts? { listener.withLock { $0?.counts } }
 }

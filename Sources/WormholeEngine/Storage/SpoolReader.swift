@@ -52,6 +52,10 @@ struct SpoolReader: ~Copyable {
     private var pending: SpoolHandOver?
     /// Segments said to be unreadable for now, so that a drain each second does not say so again.
     private var unreadableSaid: Set<String> = []
+    /// Whether the last hand-over that ended left files for a later drain: some could not be opened now (this
+    /// process is out of descriptors or memory), or the held frames could not be kept and the spooled ones stay.
+    /// Nothing rings the bell for them: the listener drains again at housekeeping's pace.
+    private(set) var leftForLater = false
 
     init(folder: SpoolFolder) {
         self.folder = folder
@@ -222,7 +226,9 @@ struct SpoolReader: ~Copyable {
         pending = nil
         if !handing.chunk.isEmpty { _ = deliverChunk(handing, handlers) }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
+        leftForLater = !handing.unread.isEmpty
         if let keeper = handing.keeper, !keeper.publish(as: heldName()) {
+            leftForLater = true
             handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); the spooled ones stay where they are")
             // Read again by a later drain: what was held from them is not a copy seen before.
             recent.removeAll()

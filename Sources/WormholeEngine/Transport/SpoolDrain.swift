@@ -9,11 +9,13 @@
 /// must not overtake what it spooled.
 
 struct SpoolDrain: ~Copyable {
-    /// What the drain did: whether it read any message from the sockets (taken or dropped), and whether held
-    /// frames it was to offer again must wait for a later drain.
+    /// What the drain did: whether it read any message from the sockets (taken or dropped), whether held
+    /// frames it was to offer again must wait for a later drain, and whether it took what was spooled since the
+    /// last take (false when taken segments waited: it took none, and what was spooled meanwhile waits).
     struct Outcome {
         var readMessages = false
         var heldNotOffered = false
+        var tookNew = true
     }
 
     private var reader: SpoolReader
@@ -31,6 +33,9 @@ struct SpoolDrain: ~Copyable {
 
     /// Whether a hand-over stopped because the observers hold too much, and waits to be resumed.
     var isHandingOver: Bool { reader.isHandingOver }
+
+    /// Whether the last hand-over left files for a later drain (``SpoolReader/leftForLater``).
+    var leftForLater: Bool { reader.leftForLater }
 
     /// Goes on with a hand-over that stopped, until it is done or the observers hold too much again.
     mutating func resume() {
@@ -57,7 +62,8 @@ struct SpoolDrain: ~Copyable {
             return Outcome(readMessages: false, heldNotOffered: includingHeld)
         }
         // Taken before and not handed over yet: nothing new is taken until it is.
-        let taken = reader.take(includingHeld: includingHeld, newSegments: waiting == nil)
+        let tookNew = waiting == nil
+        let taken = reader.take(includingHeld: includingHeld, newSegments: tookNew)
         StopPoint.reached("spool.drain")
         var direct = waiting ?? []
         waiting = nil
@@ -71,13 +77,13 @@ struct SpoolDrain: ~Copyable {
                 warning("cannot read all its sockets and holds too much: handing over what it has")
                 reader.handOver(taken, direct: direct, handlers)
             }
-            return Outcome(readMessages: true, heldNotOffered: includingHeld)
+            return Outcome(readMessages: true, heldNotOffered: includingHeld, tookNew: tookNew)
         }
         let readMessages = inbox.readAny
         // A drain that offers held frames again holds back what the sockets held and nothing observes yet too:
         // sent while no observer was added, it waits with what was spooled meanwhile.
         reader.handOver(taken, direct: direct, holdingDirect: includingHeld, handlers)
-        return Outcome(readMessages: readMessages, heldNotOffered: false)
+        return Outcome(readMessages: readMessages, heldNotOffered: false, tookNew: tookNew)
     }
 
     /// As the listener ends: finishes a hand-over that stopped, then hands over what was taken before and still
