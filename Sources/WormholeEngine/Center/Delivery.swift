@@ -79,11 +79,16 @@ final class Delivery: Sendable {
             let frame = frames[index]
             if RelayMark.isRelayed(frame.poster), !isNew(relayed: frame) { continue }
             var matched = false
+            /// A shared frame's file, whose pages decoding read.
+            var mapping: FileMapping? = nil
             for observer in observers where observer.subscription.matches(name: frame.name, object: frame.object) {
                 if !matched {
                     matched = true
                     received += 1
-                    if let archive = frame.userInfo { decoded.use(archive) }
+                    if let archive = frame.userInfo {
+                        decoded.use(archive)
+                        mapping = archive.mapping
+                    }
                 }
                 if observer.takesFrames {
                     batch.add(frameTaker: observer, frame: frame)
@@ -102,6 +107,9 @@ final class Delivery: Sendable {
                 }
                 batch.add(observer, frame: frame, userInfo: userInfo)
             }
+            // Decoded for every observer: the pages of a shared frame's file that decoding read go back to the
+            // file, so that a frame kept (to be given back, or taken as it is) holds none of them.
+            mapping?.dropResidentPages()
             if !matched { unmatched?.append(frame) }
         }
         if received > 0 || rejected > 0 {

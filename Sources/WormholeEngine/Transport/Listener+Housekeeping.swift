@@ -90,7 +90,7 @@ extension Listener {
         } catch {
             sink.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
         }
-        if !drain.keepIfWaiting(frames) { hand(frames) }
+        if !drain.keepIfWaiting(frames) && !drain.handsOverInChunks(&frames) { hand(frames) }
         return bound
     }
 }

@@ -67,6 +67,9 @@ extension Listener {
             schedule.handle(.stopRequested)
             return
         }
+        // What the round read went over in chunks and stopped for the observers: the rest goes before anything
+        // is read again, as a hand-over of the spool does.
+        if drain.isHandingOver { schedule.handle(.handOverStopped) }
         let round = schedule.begin(at: Sys.uptimeNanoseconds, ready: waited.ready, timeout: timeout, asked: thread.takeRequests())
         if staysPaused(inbox, round, &drain, &schedule, &watch) { return }
         let failure = lookAtSpool(inbox, &drain, &schedule)
@@ -109,9 +112,10 @@ extension Listener {
         }
     }
 
-    /// Step 3: reads what the wait found ready (unless the wait read it) and hands it over, or keeps it while
-    /// taken segments wait or a hand-over stopped (``SpoolDrain/keepIfWaiting(_:)``). Returns false once the
-    /// thread is to stop: what a wait in a read brought before a stop is handed over first, as a round's reads are.
+    /// Step 3: reads what the wait found ready (unless the wait read it) and hands it over, in chunks when it is
+    /// more than one holds (``SpoolDrain/handsOverInChunks(_:)``), or keeps it while taken segments wait or a
+    /// hand-over stopped (``SpoolDrain/keepIfWaiting(_:)``). Returns false once the thread is to stop: what a wait
+    /// in a read brought before a stop is handed over first, as a round's reads are.
     private func read(
         _ inbox: any Inbox, _ waited: (ready: Int, readInWait: Bool), _ drain: inout SpoolDrain,
         _ events: inout PollSet, _ received: inout [Frame]
@@ -119,7 +123,7 @@ extension Listener {
         if thread.isStopping && received.isEmpty { return false }
         guard waited.ready > 0 else { return true }
         if !waited.readInWait { inbox.receiveReady(events.dropFirst(), into: &received) }
-        if !drain.keepIfWaiting(received) { hand(received) }
+        if !drain.keepIfWaiting(received) && !drain.handsOverInChunks(&received) { hand(received) }
         // Emptied at once: an idle listener keeps no frame alive (a shared frame's mapped userInfo). One frame
         // at a time, keeping the array's room: `removeAll(keepingCapacity:)` goes through Array's generic
         // replacement of a range, which costs 90 instructions more than a round's one frame popped (and a
@@ -210,10 +214,15 @@ extension Listener {
                 return (!backlog.isOver, unmatched)
             },
             holdBack: { [identity] frame in identity.isDurable && sink.holdsBack(frame) },
+            holdsBack: identity.isDurable,
             dropped: { sink.dropped($0, $1) },
             warning: { sink.warn($0) },
             observersRemoved: { sink.observersRemoved },
-            acknowledges: identity.isDurable)
+            acknowledges: identity.isDurable,
+            handRead: { [self] frames in
+                hand(frames)
+                return !backlog.isOver
+            })
     }
 
     /// Hands frames to the sink, and runs on this thread what the observers that run here make of them.
