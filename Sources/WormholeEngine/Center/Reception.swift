@@ -144,13 +144,19 @@ final class Reception: ListenerSink {
     }
 
     /// Keeps this process's registry entry as it should be, while `listener` is the one that runs; returns
-    /// whether it is (``Membership/mend(_:keepingLastRun:subscriptions:)``). A listener that stopped keeps
+    /// whether it is (``Membership/mend(_:subscriptions:)``). A listener that stopped keeps
     /// nothing.
     func keepHouse(for listener: Listener) -> Bool {
         guard self.listener.withLock({ $0 === listener }) else { return true }
-        return membership.mend(
-            listener.id, keepingLastRun: identity.isDurable && !adopted.load(ordering: .relaxed),
-            subscriptions: delivery.subscriptions)
+        return membership.mend(listener.id) { registration() }
+    }
+
+    /// The subscriptions this process's registry entry should list now, or nil while a durable identity keeps
+    /// those of its last run (no observer added in this run yet, or its observers removed without publishing).
+    /// Both are read under the observers' lock, which a removal that keeps the registration holds as it changes
+    /// both (``Endpoint/remove(publish:where:)``): never the observers gone and the registration still this run's.
+    func registration() -> [Subscription]? {
+        delivery.subscriptions { identity.isDurable && !adopted.load(ordering: .relaxed) }
     }
 
     /// Has the listener keep house in its next round: this process could not write its registry entry now (a
