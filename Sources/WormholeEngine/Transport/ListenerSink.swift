@@ -24,8 +24,10 @@ protocol ListenerSink: AnyObject, Sendable {
     /// A failure of the receive path itself (``WormholeStatistics/receiveErrors``): counted, and logged when
     /// `says` (a failure that repeats is said at most once a second).
     func receiveFailed(_ reason: String, says: Bool)
-    /// Once a second (also while the listener reads nothing, its observers holding too much).
-    func keepHouse(for listener: Listener)
+    /// Keeps this process's registry entry as it should be, as the listener keeps house (also while it reads
+    /// nothing, its observers holding too much). Returns whether it is: false when it could not be written, or
+    /// could not be read to tell (this process is out of descriptors), and the listener tries again soon.
+    func keepHouse(for listener: Listener) -> Bool
 }
 
 /// A listener's sink, held weakly (the sink owns the listener): once it is gone, as when a center went away
@@ -68,5 +70,6 @@ final class SinkReference: @unchecked Sendable {
         if let sink { sink.receiveFailed(reason, says: says) } else if says { Log.warning(reason) }
     }
 
-    func keepHouse(for listener: Listener) { sink?.keepHouse(for: listener) }
+    /// Nothing to keep once the sink went.
+    func keepHouse(for listener: Listener) -> Bool { sink?.keepHouse(for: listener) ?? true }
 }
