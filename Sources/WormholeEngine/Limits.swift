@@ -155,7 +155,7 @@ package enum Limits {
     /// For how long after it connects a bridge publishes again, each second, a request that waited for the
     /// connection and that no host answers: the other hosts' bridges may connect later (a server that restarted
     /// takes them back one by one).
-    package static let bridgeReconnectGrace: Duration = .seconds(5)
+    package static let bridgeReconnectGrace: Duration = .seconds(10)
     /// How often the bridge saves its state while it posts what came: the posted log covers what came between.
     package static let bridgeStateSaveInterval: Duration = .seconds(1)
 

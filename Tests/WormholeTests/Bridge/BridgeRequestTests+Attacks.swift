@@ -57,6 +57,10 @@ extension BridgeRequestTests {
         try await a.start()
         try await b.start()
         _ = try await a.center.request(name: .init("lookup"), object: "eu", timeout: .seconds(60))
+        // The first reply came; the other responder runs too, maybe later.
+        try await pollUntil("both responders ran") { every.value >= 1 && eu.value >= 1 }
+        try await pollUntil("B's bridge counted the request") { b.bridge.status.requestsReceived >= 1 }
+        // Long enough for a second delivery to show itself.
         try await Task.sleep(for: .seconds(1))
         #expect(every.value == 1, "the responder for every sender ran once")
         #expect(eu.value == 1, "the responder for eu ran once")
