@@ -159,7 +159,9 @@ extension BridgeRequestTests {
         let a = try Host(server)
         let b = try Host(server)
         b.center.addResponder(forName: .init("lookup"), object: nil, queue: nil) { _ in
-            Thread.sleep(forTimeInterval: 1)
+            // Longer than the test takes to close the bridges after the first request came, even on a loaded
+            // machine: no reply finds its way back.
+            Thread.sleep(forTimeInterval: 2)
             return ["from": "b"]
         }
         try await a.start()
@@ -171,7 +173,8 @@ extension BridgeRequestTests {
         let began = ContinuousClock.now
         b.bridge.close()
         a.bridge.close()
-        #expect(ContinuousClock.now - began < .seconds(2))
+        // A bound that only a hung close reaches.
+        #expect(ContinuousClock.now - began < .seconds(60))
         for task in asked {
             await #expect(throws: WormholeError.self) { _ = try await task.value }
         }
@@ -368,11 +371,10 @@ extension BridgeRequestTests {
         }
         try await a.start()
         try await b.start()
-        let began = ContinuousClock.now
+        // The requester hears why (responderFailed), not its timeout (timedOut).
         await #expect { _ = try await a.center.request(name: .init("lookup"), timeout: .seconds(60)) } throws: {
             ($0 as? WormholeError)?.code == .responderFailed
         }
-        #expect(ContinuousClock.now - began < .seconds(30), "the requester heard why, not its timeout")
         #expect(b.bridge.status.dropped == 1)
     }
 }
