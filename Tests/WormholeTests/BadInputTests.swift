@@ -77,6 +77,8 @@ struct BadInputTests {
         let folder = container.path + "/registry/"
         let name = try #require(try FileManager.default.contentsOfDirectory(atPath: folder).first { !$0.hasPrefix(".") })
         let original = try Data(contentsOf: URL(fileURLWithPath: folder + name))
+        // Stopped, so that it cannot mend its entry before this process reads it: a listener mends at once.
+        listener.signal(SIGSTOP)
         // Replace the file (as a torn writer would leave it) with half of itself.
         try original.prefix(original.count / 2).write(to: URL(fileURLWithPath: folder + ".torn"))
         #expect(rename(folder + ".torn", folder + name) == 0)
@@ -84,7 +86,8 @@ struct BadInputTests {
         let center = try GroupNotificationCenter(containerURL: container.url)
         #expect(center.listenerStatus().isEmpty)
         #expect(center.statistics.dropped == 1)
-        // The listener notices within its housekeeping interval and registers again.
+        listener.signal(SIGCONT)
+        // The listener notices once it runs again, and registers again.
         try await pollUntil("the listener registered again", timeout: 10) { !center.listenerStatus().isEmpty }
         #expect(center.listenerStatus().map(\.pid) == [listener.pid])
         try center.postReporting(name: .init("r"), object: nil, userInfo: ["i": 3])
