@@ -29,13 +29,8 @@ package enum Limits {
     /// the spool. One this size fits when the buffer is empty; when it is not, the send fails with EAGAIN and the
     /// frame is spooled.
     package static let maximumDirectFrameSize = 128 * 1024
-    /// How often a listener keeps house (its socket file, its registry entry, its spool) while something there is
-    /// out of order and not yet mended, or cannot be watched for changes; and in the first second after it starts.
+    /// How often an idle listener checks its spool, its socket file and its registry entry.
     package static let housekeepingInterval: Interval = .seconds(1)
-    /// The longest a listener goes without keeping house once it found everything in order with its files watched
-    /// (``ListenerWatch``): a change the watch tells it of is kept at once, so this bounds only what no watch
-    /// tells (a container moved away, a poster that wrote without ringing). An idle listener wakes this often.
-    package static let idleHousekeepingInterval: Interval = .seconds(60)
     /// How long after reading its sockets without looking at its spool's bell afterwards a listener looks at it
     /// anyway: the longest a spooled frame waits when its poster found the socket full and could not nudge.
     package static let bellLook: Interval = .milliseconds(10)
@@ -46,12 +41,9 @@ package enum Limits {
     package static let maximumLinks = min(64, defaultOpenFileLimit / 8)
     /// What a listener may have read and not yet delivered (waiting for observers' queues, actors and async
     /// sequences, each notification counted by its frame's bytes) before it stops reading its sockets and its
-    /// spool (``DeliveryBacklog``): this many notifications, or this many bytes. The bytes are what a listener
-    /// whose observers fall behind holds, besides one chunk (``spoolChunkBytes``): a burst of large posts to a
-    /// suspended app extension (whose whole allowance may be 24 MB) costs it a few megabytes, not the burst.
-    /// It reads again at half of it, so a queue that keeps up always has the next notifications waiting.
+    /// spool (``DeliveryBacklog``): this many notifications, or this many bytes.
     package static let deliveryBacklogNotifications = 4096
-    package static let deliveryBacklogBytes = 1 << 20
+    package static let deliveryBacklogBytes = 16 << 20
     /// How long a notification waits for the main actor (or the main operation queue) before Wormhole says, once
     /// per process, that nothing runs the main queue (``MainQueueWatch``).
     package static let mainQueueWait: Interval = .seconds(3)
@@ -203,17 +195,13 @@ package enum Limits {
 
     /// The largest segment a listener reads; past it a segment is damaged (a sparse or runaway file).
     package static let maximumSegmentSize = 1 << 30
-    /// The most of a segment a listener reads at once: a run of small records costs one read, and a record larger
-    /// than a quarter of this is read on its own, unless the window already holds it.
+    /// How much of a segment a listener reads at once: a run of small records costs one read, and a record larger
+    /// than this is read on its own.
     package static let segmentReadWindow = 1 << 20
     /// How old an unnamed segment must be before a listener removes it: its poster died, or was
     /// stopped, between making it and naming it. A poster that comes back to find it gone writes its record into
     /// a new one, so this only bounds how long a dead poster's file takes room.
     package static let unnamedSegmentLifetime: Interval = .seconds(60)
-    /// How much of a segment a listener reads at first, and again after a large record it read on its own: a run
-    /// of large records is read a record at a time, each byte once, and the window grows to
-    /// ``segmentReadWindow`` (doubling with each read) only over a run of small ones.
-    package static let segmentFirstRead = 64 << 10
     /// A userInfo larger than this is written on its own rather than copied behind its record's header.
     package static let separateWriteSize = 64 << 10
     /// How long a segment found under its name is taken to still be there.
@@ -241,23 +229,9 @@ package enum Limits {
     package static let spoolBudgetRemeasure: Interval = .milliseconds(100)
     /// How soon a total that would refuse a post is measured again.
     package static let spoolBudgetMinimumRemeasure: Interval = .milliseconds(1)
-    /// Handed over at once when a drain has gathered this many frames or bytes (a larger frame is a chunk of its
-    /// own); so is what one round read from the sockets, when it holds more. A chunk's userInfos are decoded
-    /// together before its frames are let go: this bounds what a listener holds besides its backlog.
+    /// Handed over at once when a drain has gathered this many frames or bytes.
     package static let spoolChunkFrames = 512
-    package static let spoolChunkBytes = 1 << 20
-    /// What a drain keeps in memory, read from the sockets while taken segments wait for them to be read whole
-    /// (a connection not accepted for want of descriptors): past it, it hands over what it has.
-    package static let drainWaitingNotifications = 4096
-    package static let drainWaitingBytes = 16 << 20
-    /// The most bytes of files a durable listener's hand-over keeps until its observers have run what it handed
-    /// over (``SpoolAcknowledgement``); a hand-over of more lets them go at once.
-    package static let acknowledgedSpoolBytes = 32 << 20
-    /// The most bytes of returned files (what observers gave back as their durable listener ended) that its
-    /// identity's next run reads to merge them in the order posted; the files past it are read after, as held
-    /// files. What observers hold is far less (``deliveryBacklogBytes``, a chunk besides); this is twice what an
-    /// earlier version's observers could hold, so that files one left are merged too.
-    package static let returnedMergeBytes = 32 << 20
+    package static let spoolChunkBytes = 8 << 20
     /// How long a durable listener whose spool holds something waits after an observer is added before it hands
     /// the spool over, reading nothing meanwhile: each observer added in the wait starts it again, so that the
     /// observers start-up code adds one after another all receive the whole backlog. Posts made meanwhile wait in
@@ -282,7 +256,7 @@ package enum Limits {
     /// past it the rest waits for a later look, so a folder someone filled cannot make one pass run without end.
     static let maximumListedNames = 100_000
     /// The most names of `spool/` one housekeeping pass looks at for orphaned folders (each may cost a `stat(2)`):
-    /// it runs as a listener registers, so a `spool/` someone filled costs each pass no more than this.
+    /// it runs once a second, so a `spool/` someone filled costs each pass no more than this.
     package static let orphanedSpoolsPerPass = 10_000
     /// The most names a clean-up asked for by a tool lists at once (`wormhole retained --clear`): it runs on
     /// demand, not each second.
@@ -309,9 +283,6 @@ package enum Limits {
     static let listenBacklog: CInt = 128
     /// The stack of a listener's receive thread, on which the blocks of observers without a queue also run.
     package static let receiveThreadStack = 4 << 20
-    /// The stack of the thread that reads the process's notices of changed files (Linux's inotify), which only
-    /// wakes receive threads.
-    static let changeWatchStack = 256 << 10
     /// The most messages one socket gives in a round of the receive thread (its wait found the socket ready):
     /// what remains wakes the next wait, and the other sockets get their turn.
     package static let readsPerRound = 512
@@ -319,18 +290,13 @@ package enum Limits {
     /// what it took from the spool, or as a listener ends), and when it reads a sealed socket to its end.
     package static let readsWhenEmptying = 100_000
     package static let readsWhenClosing = 1_000_000
-    /// How many times a durable listener that ends reads its sockets once more, each read stopping at
-    /// ``readAllBudget``, before it hands over what it has.
+    /// How many times a durable listener that ends reads its sockets once more, each read stopping at a round's
+    /// byte budget (``readRoundBudget``), before it hands over what it has.
     package static let lastReads = 16
-    /// The most bytes of frames one round of reads takes when its wait found sockets ready (an inbox begins a
-    /// round each time it reads): past it, what waits stays in the socket for the next round, which comes at once
-    /// unless the observers hold too much. A message is read whole, and a shared frame's small one can stand for
-    /// 16 MiB; a round's frames are handed over in chunks (``spoolChunkBytes``) when they are more than one.
-    package static let readRoundBudget = 512 << 10
-    /// The most bytes of frames reads that empty the sockets take (a drain of the spool, which must read what the
-    /// sockets hold before it hands over what posters spooled; a connection or socket read before it closes; a
-    /// listener that ends). Shared frames are only mapped as they are read, their pages read as they are decoded.
-    package static let readAllBudget = 64 << 20
+    /// The most bytes of frames one round of reads takes (an inbox begins a round each time it reads): past it,
+    /// what waits stays in the socket for the next round. A shared frame's small message can stand for 16 MiB,
+    /// so this bounds what posters can make the listener hold at once.
+    package static let readRoundBudget = 64 << 20
     /// One read in this many, while the socket holds one message at a time, asks for a batch.
     package static let readPaceProbeInterval = 8
     /// The most connections a listener keeps open. Past it, the connection read least recently is closed

@@ -301,28 +301,22 @@ enum Commands {
 enum Output {
     /// Writes `text` as a line on standard output; false when it could not be written whole (its reader went).
     @discardableResult
-    static func line(_ text: consuming String) -> Bool { write(1, Escaping.forDisplay(consume text)) }
-    static func error(_ text: consuming String) { write(2, Escaping.forDisplay(consume text)) }
+    static func line(_ text: String) -> Bool { write(1, Escaping.forDisplay(text) + "\n") }
+    static func error(_ text: String) { write(2, Escaping.forDisplay(text) + "\n") }
     /// The tool's own text (its usage), which may span lines: not escaped.
-    static func ownText(_ text: consuming String, toError: Bool = false) { write(toError ? 2 : 1, consume text) }
+    static func ownText(_ text: String, toError: Bool = false) { write(toError ? 2 : 1, text + "\n") }
 
-    /// Writes `text` and a newline in one piece, from the string's own bytes: the newline goes in place where the
-    /// string holds the only reference and has room for it (a line of JSON does), so that a line that holds a
-    /// megabyte of userInfo is not copied again, twice, to be written.
     @discardableResult
-    private static func write(_ fd: Int32, _ text: consuming String) -> Bool {
-        var line = consume text
-        line.append("\n")
-        return line.withUTF8 { bytes in
-            var done = 0
-            while done < bytes.count {
-                let n = Foundation.write(fd, bytes.baseAddress.map { $0 + done }, bytes.count - done)
-                if n < 0 && errno == EINTR { continue }
-                if n <= 0 { return false }
-                done += n
-            }
-            return true
+    private static func write(_ fd: Int32, _ text: String) -> Bool {
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let n = bytes.withUnsafeMutableBytes { raw in Foundation.write(fd, raw.baseAddress.map { $0 + done }, raw.count - done) }
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return false }
+            done += n
         }
+        return true
     }
 }
 

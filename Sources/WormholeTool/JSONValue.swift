@@ -69,16 +69,6 @@ indirect enum JSONValue: Equatable {
     /// A JSON string: `"` and `\` escaped, control characters as `\n`, `\t`… or `\u00XX`; everything else as is.
     private static func write(string: String, to output: inout String) {
         output += "\""
-        // Most strings need nothing escaped: appended whole, rather than a scalar at a time. No byte of a
-        // multi-byte character is under 0x80, so the bytes tell. One longer than all before it (a userInfo's
-        // string may be a megabyte) gets its room at once, with some for what ends the line, so that the line is
-        // not made again at twice its size for a few bytes more.
-        if !string.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            if string.utf8.count > output.utf8.count { output.reserveCapacity(output.utf8.count + string.utf8.count + 64) }
-            output += string
-            output += "\""
-            return
-        }
         for scalar in string.unicodeScalars {
             switch scalar {
             case "\"": output += "\\\""

@@ -394,47 +394,6 @@ case "value-add":
         emit(["final": last.withLock { $0 }, "read": value.value])
     }
     exit(0)
-case "listen-burst":
-    // Observes --name on a serial OperationQueue (--observer queue, as `wormhole listen` does) or on the receive
-    // thread (--observer receive), reading every byte of each payload as a consumer would. The first notification
-    // warms it up: it then prints its resident memory (VmRSS), idle. After --count more, it prints whether they
-    // came in order and whole, and its peak resident memory (VmHWM), and exits.
-    let limit = Int(option("count") ?? "1") ?? 1
-    let queue = OperationQueue()
-    queue.maxConcurrentOperationCount = 1
-    let state = Mutex((warm: false, received: 0, next: 0, inOrder: true, blobBytes: 0, intact: true))
-    let observer: @Sendable (Notification) -> Void = { note in
-        let i = note.userInfo?["i"] as? Int ?? -1
-        let blob = note.userInfo?["blob"] as? Data ?? Data()
-        // Each byte k of payload i is k * 31 + i (mod 256): the first and last checked, all of them read.
-        var sum = 0
-        blob.withUnsafeBytes { for byte in $0 { sum &+= Int(byte) } }
-        let first = blob.first.map { $0 == UInt8(truncatingIfNeeded: i) } ?? true
-        let last = blob.last.map { $0 == UInt8(truncatingIfNeeded: (blob.count - 1) &* 31 &+ i) } ?? true
-        let intact = first && last && (blob.isEmpty || sum > 0)
-        let (warming, done) = state.withLock { state -> (Bool, Bool) in
-            guard state.warm else {
-                state.warm = true
-                return (true, false)
-            }
-            if i != state.next { state.inOrder = false }
-            state.next = i + 1
-            state.received += 1
-            state.blobBytes += blob.count
-            state.intact = state.intact && intact
-            return (false, state.received == limit)
-        }
-        if warming { emit(["warm": true, "residentKiB": memoryStatus("VmRSS")]) }
-        guard done else { return }
-        let final = state.withLock { $0 }
-        let sanitized = dlsym(UnsafeMutableRawPointer(bitPattern: 0), "__asan_init") != nil
-        emit(["received": final.received, "inOrder": final.inOrder, "blobBytes": final.blobBytes, "intact": final.intact,
-            "peakResidentKiB": memoryStatus("VmHWM"), "sanitized": sanitized])
-        exit(0)
-    }
-    center.addObserver(forName: name, object: object, queue: option("observer") == "receive" ? nil : queue, using: observer)
-    emit(["ready": Int(getpid())])
-    while true { sleep(1000) }
 case "listen-forms":
     // Adds an observer of every form, one after another as start-up code does, to the mailbox identifier
     // `forms` (its notification name, also FormsMessage's): a block on an OperationQueue, one on the

@@ -93,7 +93,7 @@ struct ActorObservingTests {
         released.signal()
         await holding.value
         #expect(status == 0)
-        // 24 MB offered to an actor that ran nothing: the listener stopped at its 1 MiB bound, the rest spooled.
+        // 24 MB offered to an actor that ran nothing: the listener stopped at its 16 MiB bound, the rest spooled.
         #expect((report["spooled"] as? Int ?? 0) > 0, "\(report)")
         let deadline = Date().addingTimeInterval(180)
         while await recipient.received.count < count && Date() < deadline { try await Task.sleep(for: .milliseconds(20)) }

@@ -121,59 +121,6 @@ struct ReceiveScheduleTests {
         #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == bellLook)
     }
 
-    @Test("housekeeping that found everything in order comes a minute later; after one that did not, or a failure since, a second later")
-    func housekeepingPace() {
-        var schedule = settled()
-        let idle = Limits.idleHousekeepingInterval.milliseconds
-        schedule.housekept(inOrder: true)
-        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == idle)
-        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == idle)
-        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: 500 * ms, inboxTimeout: nil) == 501)
-        // A second's wait that ran out is no longer housekeeping's; the minute's is.
-        #expect(!step(&schedule) { $0.begin(at: 7 * second, ready: 0, timeout: housekeeping).housekeepingDue })
-        #expect(step(&schedule) { $0.begin(at: 8 * second, ready: 0, timeout: idle).housekeepingDue })
-        #expect(!step(&schedule) { $0.begin(at: 9 * second, ready: 1, timeout: idle).housekeepingDue })
-        #expect(step(&schedule) { $0.begin(at: 68 * second, ready: 1, timeout: idle).housekeepingDue })
-        // Something out of order: a second again.
-        schedule.unsettle()
-        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
-        #expect(step(&schedule) { $0.begin(at: 69 * second, ready: 1, timeout: housekeeping).housekeepingDue })
-        schedule.housekept(inOrder: false)
-        #expect(schedule.timeout(paused: true, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == housekeeping)
-    }
-
-    @Test("a round asked to keep house (something it keeps changed) keeps it at once; one told the bell rang looks at it")
-    func askedRounds() {
-        var schedule = settled()
-        let idle = Limits.idleHousekeepingInterval.milliseconds
-        schedule.housekept(inOrder: true)
-        #expect(step(&schedule) { $0.begin(at: 6 * second + 1 * ms, ready: 1, timeout: idle, asked: .housekeeping).housekeepingDue })
-        // Something read 3 ms after the last look at the bell: not looked at, but owed.
-        _ = schedule.begin(at: 6 * second + 3 * ms, ready: 1, timeout: idle)
-        #expect(!step(&schedule) { $0.looksAtBell(.init()) })
-        // Told that it rang: looked at, and drained when it did.
-        let round = step(&schedule) { $0.begin(at: 6 * second + 4 * ms, ready: 1, timeout: bellLook, asked: .bell) }
-        #expect(!round.housekeepingDue)
-        #expect(step(&schedule) { $0.looksAtBell(.init()) })
-        #expect(step(&schedule) { $0.drains(bell: 2, .init()) })
-    }
-
-    @Test("while taken segments wait, a ring is not taken as seen; the drain that hands them over owes a look at once, which drains again")
-    func waitingDrainOwesAnother() {
-        var schedule = settled()
-        _ = schedule.begin(at: 6 * second, ready: 1, timeout: housekeeping)
-        // A ring while taken segments wait: drained (they wait), not taken as seen, since that drain takes no new one.
-        #expect(step(&schedule) { $0.looksAtBell(.init(drainWaiting: true)) })
-        #expect(step(&schedule) { $0.drains(bell: 2, .init(drainWaiting: true)) })
-        // That drain handed them over, and took nothing spooled since.
-        schedule.drained(readMessages: false, stillWaiting: false, suggestsSpooling: false, tookNew: false)
-        #expect(schedule.timeout(paused: false, resumesHandOver: false, readingWait: nil, inboxTimeout: nil) == 0)
-        _ = schedule.begin(at: 6 * second + 1 * ms, ready: 1, timeout: 0)
-        #expect(step(&schedule) { $0.looksAtBell(.init()) })
-        #expect(step(&schedule) { $0.drains(bell: 2, .init()) })
-        #expect(!step(&schedule) { $0.drains(bell: 2, .init()) })
-    }
-
     @Test("a failing wait is said at most once a second")
     func waitFailures() {
         var schedule = ReceiveSchedule(now: 0)

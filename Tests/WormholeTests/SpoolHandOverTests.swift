@@ -204,68 +204,6 @@ struct SpoolHandOverTests {
         #expect(try Self.seenFile(temporary).map(\.sequence) == [150])
     }
 
-    /// A frame of poster 9 whose userInfo holds `bytes` bytes.
-    private static func large(_ sequence: Int, bytes: Int) -> Frame {
-        Frame(poster: 9, sequence: UInt64(sequence), name: "n", object: nil, userInfo: [UInt8](repeating: 1, count: bytes))
-    }
-
-    @Test("what one read took, past a chunk, is handed over a chunk at a time, stops without room, and goes on in order")
-    func readInChunks() throws {
-        let temporary = TemporaryContainer()
-        let folder = try Self.spool(temporary, counts: [1])
-        var reader = SpoolReader(folder: folder)
-        let seen = Seen()
-        var read: [[Frame]] = []
-        var handlers = Self.handlers(seen)
-        handlers.handRead = { frames in
-            read.append(frames)
-            return seen.room
-        }
-        // One frame, or frames that fit a chunk together, are the caller's to hand over as they are.
-        #expect(!SpoolReader.exceedsChunk([Self.large(1, bytes: 3 << 20)]))
-        #expect(!SpoolReader.exceedsChunk((1...4).map { Self.large($0, bytes: 200_000) }))
-        let frames = (1...6).map { Self.large($0, bytes: 400_000) }
-        #expect(SpoolReader.exceedsChunk(frames))
-
-        reader.handOver(read: frames, handlers)
-        // Two frames of 400 KB make a chunk: a third would pass its 1 MiB. No room after it: it stops.
-        #expect(read.map { $0.map(\.sequence) } == [[1, 2]])
-        expectHandingOver(reader, true)
-        let kept = reader.keepAfterHandOver([Self.large(7, bytes: 10)])
-        #expect(kept)
-        reader.resumeHandOver(handlers)
-        #expect(read.map { $0.map(\.sequence) } == [[1, 2], [3, 4]])
-
-        seen.room = true
-        reader.resumeHandOver(handlers)
-        expectHandingOver(reader, false)
-        #expect(read.map { $0.map(\.sequence) } == [[1, 2], [3, 4], [5, 6], [7]])
-        #expect(read.allSatisfy { $0.reduce(0) { $0 + $1.byteCount } <= Limits.spoolChunkBytes })
-        // A read's frames are handed over as they came: nothing is held back or kept for what no observer takes,
-        // and the spool is not touched.
-        #expect(seen.chunks.isEmpty && seen.dropped == 0)
-        #expect(Self.files(folder).count == 1)
-    }
-
-    @Test("a spool's large records are handed over one at a time: a chunk never holds two when one fills it")
-    func largeRecordsOneAtATime() throws {
-        let temporary = TemporaryContainer()
-        let container = try Container(path: temporary.path)
-        let folder = try SpoolFolder(listener: 7, in: container, create: true)
-        let records = (1...5).map { Self.large($0, bytes: 1_000_000).encoded() }
-        let name = FileName.hex(1) + "-" + FileName.hex(9) + SpoolFolder.segmentSuffix
-        let staging = temporary.path + "/staging"
-        try Data(SpoolRecord.segment(records)).write(to: URL(fileURLWithPath: staging))
-        try #require(rename(staging, temporary.path + "/spool/" + RegistryEntry.spoolName(7) + "/" + name) == 0)
-        var reader = SpoolReader(folder: folder)
-        let seen = Seen()
-        seen.room = true
-        reader.handOver(reader.take(includingHeld: false), direct: [], Self.handlers(seen))
-        #expect(seen.chunks.map { $0.map(\.sequence) } == (1...5).map { [UInt64($0)] })
-        #expect(seen.frames.allSatisfy { $0.userInfo?.count == 1_000_000 })
-        #expect(Self.files(folder).isEmpty)
-    }
-
     private static func seenFile(_ temporary: TemporaryContainer) throws -> [(poster: UInt64, sequence: UInt64)] {
         let path = temporary.path + "/spool/" + RegistryEntry.spoolName(7) + "/" + SpoolFolder.seenName
         return try SeenFormat.decode([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))

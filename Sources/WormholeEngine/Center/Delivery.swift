@@ -22,15 +22,9 @@ final class Delivery: Sendable {
     }
 
     /// Removes the observers `shouldRemove` picks, and stops their pending deliveries. Returns whether the
-    /// subscriptions changed. When they did, `whenChanged` runs under the observers' lock, with the change: a
-    /// reader of ``subscriptions(unless:)`` sees both or neither (a durable center that keeps its registration as
-    /// it goes away: ``Reception/keepRegistration()``).
-    func remove(where shouldRemove: (Observer) -> Bool, whenChanged: () -> Void = {}) -> Bool {
-        let (removed, changed) = observers.withLock { observers in
-            let result = observers.remove(where: shouldRemove)
-            if result.changed { whenChanged() }
-            return result
-        }
+    /// subscriptions changed.
+    func remove(where shouldRemove: (Observer) -> Bool) -> Bool {
+        let (removed, changed) = observers.withLock { $0.remove(where: shouldRemove) }
         if !removed.isEmpty { removals.add(1, ordering: .releasing) }
         removed.forEach { $0.deactivate() }
         return changed
@@ -38,13 +32,6 @@ final class Delivery: Sendable {
 
     /// The distinct subscriptions of the observers, as the registry records them.
     var subscriptions: [Subscription] { observers.withLock { $0.subscriptions } }
-
-    /// The distinct subscriptions of the observers, or nil when `keeping` says the registry keeps what it has;
-    /// asked under the observers' lock, so that a removal's `whenChanged` (``remove(where:whenChanged:)``) and
-    /// the removal itself are seen together.
-    func subscriptions(unless keeping: () -> Bool) -> [Subscription]? {
-        observers.withLock { keeping() ? nil : $0.subscriptions }
-    }
 
     func hasMatch(name: String, object: String?) -> Bool {
         observers.withLock { $0.hasMatch(name: name, object: object) }
@@ -92,16 +79,11 @@ final class Delivery: Sendable {
             let frame = frames[index]
             if RelayMark.isRelayed(frame.poster), !isNew(relayed: frame) { continue }
             var matched = false
-            /// A shared frame's file, whose pages decoding read.
-            var mapping: FileMapping? = nil
             for observer in observers where observer.subscription.matches(name: frame.name, object: frame.object) {
                 if !matched {
                     matched = true
                     received += 1
-                    if let archive = frame.userInfo {
-                        decoded.use(archive)
-                        mapping = archive.mapping
-                    }
+                    if let archive = frame.userInfo { decoded.use(archive) }
                 }
                 if observer.takesFrames {
                     batch.add(frameTaker: observer, frame: frame)
@@ -120,9 +102,6 @@ final class Delivery: Sendable {
                 }
                 batch.add(observer, frame: frame, userInfo: userInfo)
             }
-            // Decoded for every observer: the pages of a shared frame's file that decoding read go back to the
-            // file, so that a frame kept (to be given back, or taken as it is) holds none of them.
-            mapping?.dropResidentPages()
             if !matched { unmatched?.append(frame) }
         }
         if received > 0 || rejected > 0 {

@@ -13,8 +13,7 @@ package final class Endpoint: Sendable {
     package let retained: RetainedStore
     package let counters: Counters
     private let fanout: Fanout
-    /// Its registry entry and durable record; internal for tests of their housekeeping.
-    let membership: Membership
+    private let membership: Membership
     private let delivery: Delivery
     let reception: Reception
     private let nextObserverID = Atomic<UInt64>(1)
@@ -78,10 +77,6 @@ package final class Endpoint: Sendable {
 
     /// This process's own spool folder in the container, once it listens.
     package var listenerSpool: SpoolFolder? { reception.spool }
-
-    /// What the listener's receive thread did besides reading (its waits that ran out, its rounds of
-    /// housekeeping), once it listens.
-    package var listenerCounts: ReceiveCounts? { reception.listenerCounts }
 
     /// What this process's listener has read and not yet delivered, once it listens.
     package var deliveryBacklog: DeliveryBacklog? { reception.backlog }
@@ -168,8 +163,6 @@ package final class Endpoint: Sendable {
             registry.settle()
         } catch {
             Log.warning("observer of \(name) is not registered in \(container.path): \(error); it sees only this process's posts")
-            // Until housekeeping writes the entry, which it tries once a second from now on.
-            reception.keepHouseSoon()
         }
     }
 
@@ -182,15 +175,9 @@ package final class Endpoint: Sendable {
     /// (a durable center going away, a relay closing), the registry keeps their subscriptions, so posters keep
     /// spooling for them, until an observer is added again.
     package func remove(publish: Bool = true, where shouldRemove: (Observer) -> Bool) {
-        // Kept with the removal, not after it: the listener may be mending the entry as the center goes, and
-        // must not find the observers gone and the registration still this run's (it would write the entry
-        // without them, and posters would stop spooling for the identity).
-        let changed = delivery.remove(where: shouldRemove) {
-            if !publish { reception.keepRegistration() }
-        }
-        guard changed, publish else { return }
-        // One that cannot be written now is written by housekeeping, which tries once a second from now on.
-        do throws(WormholeError) { try publishSubscriptions() } catch { reception.keepHouseSoon() }
+        let changed = delivery.remove(where: shouldRemove)
+        guard changed else { return }
+        if publish { try? publishSubscriptions() } else { reception.keepRegistration() }
     }
 
     /// Writes this process's subscriptions into its registry entry when they changed.

@@ -2,8 +2,7 @@ import Foundation
 import Synchronization
 
 /// A process's place in a container's registry: its listener's entry (written when its subscriptions change,
-/// mended as its listener keeps house), a durable identity's record, and the collection of listeners that died
-/// unnoticed.
+/// mended once a second), a durable identity's record, and the collection of listeners that died unnoticed.
 final class Membership: Sendable {
     let container: Container
     /// Ephemeral, or a durable identity, whose registration and spool outlive its process.
@@ -44,7 +43,7 @@ final class Membership: Sendable {
         } catch where error.isOutOfSpace && previous != nil {
             // A full disk, perhaps filled by this identity's own spool: its entry from the last run stays, so
             // posters go on spooling for it, and the listener runs, drains its spool (which frees space) and
-            // writes its entry when it can (``mend(_:subscriptions:)``).
+            // writes its entry when it can (``mend(_:keepingLastRun:subscriptions:)``).
             Log.warning("listener \(FileName.hex(listener)) runs without updating its registry entry for now: \(error)")
         }
         removeDeadListeners(stale)
@@ -67,15 +66,7 @@ final class Membership: Sendable {
     /// Writes `listener`'s entry with `subscriptions` (``entry(_:subscriptions:)``) when it changed. Writers of
     /// one process take turns, so that an older set is never written after a newer one.
     func publish(_ listener: UInt64, subscriptions: @autoclosure () -> [Subscription]) throws(WormholeError) {
-        try publish(listener, asking: { subscriptions() })
-    }
-
-    /// ``publish(_:subscriptions:)``, with the subscriptions asked of `asking` only once this writer's turn came,
-    /// so that what it writes is what they are then; nothing is written when it answers nil (the entry is kept as
-    /// it is: ``mend(_:subscriptions:)``).
-    private func publish(_ listener: UInt64, asking subscriptions: () -> [Subscription]?) throws(WormholeError) {
         try publishing.withLock { (_) throws(WormholeError) in
-            guard let subscriptions = subscriptions() else { return }
             // On first registration, collect the entries of listeners that died unnoticed, so that a container
             // does not grow with every process that ever observed in it.
             let snapshot = registry.snapshot()
@@ -83,7 +74,7 @@ final class Membership: Sendable {
             let isNew = try snapshot.entry(listener) == nil ? registry.currentEntry(listener) == nil : false
             let stale = isNew ? probeDeadListeners(except: listener) : []
             if isNew { try checkRoom(snapshot, stale: stale) }
-            let entry = entry(listener, subscriptions: subscriptions)
+            let entry = entry(listener, subscriptions: subscriptions())
             // Nothing to write when the entry says this already (one listing every name says it for any set).
             let stored = try isNew ? nil : registry.currentEntry(listener)
             if isNew || stored.map({
@@ -116,51 +107,30 @@ final class Membership: Sendable {
         return entry
     }
 
-    /// As the listener keeps house, on its thread: puts `listener`'s entry back if the registry lost it (a
-    /// corrupt registry is rebuilt empty), and mends it if it differs from what `subscriptions` says. When that
-    /// says nil (a durable identity with no observer yet in this run, or whose observers were removed without
-    /// publishing) the entry keeps the subscriptions it has. While this process cannot read the registry (it is
-    /// out of descriptors), the registry reads as it last did: an entry that cannot be read is not one lost, and
-    /// nothing is written.
-    ///
-    /// `subscriptions` is asked again as the entry is written, in this process's writers' turn: observers may be
-    /// added or removed (a center going away) while the listener looks, and an entry written from its first answer
-    /// could be older than one written meanwhile, or list the observers of a durable center that is gone as none.
-    ///
-    /// Returns whether the entry is as it should be, or is left as it is on purpose (a container moved away has
-    /// none to keep): false when it could not be written, or its file could not be read to tell (the snapshot may
-    /// then be the last reading of a registry this process cannot read now). The listener tries again soon.
-    @discardableResult
-    func mend(_ listener: UInt64, subscriptions: () -> [Subscription]?) -> Bool {
+    /// Once a second on the listener's thread: puts `listener`'s entry back if the registry lost it (a corrupt
+    /// registry is rebuilt empty), and mends it if it differs from `subscriptions`. With `keepingLastRun` (a
+    /// durable identity with no observer yet in this run) the entry keeps the subscriptions it has. While this
+    /// process cannot read the registry (it is out of descriptors), the registry reads as it last did: an entry
+    /// that cannot be read is not one lost, and nothing is written.
+    func mend(_ listener: UInt64, keepingLastRun: Bool, subscriptions: @autoclosure () -> [Subscription]) {
         if !container.isAtItsPath {
             if !containerRemoved.exchange(true, ordering: .relaxed) {
                 counters.count { $0.dropped += 1 }
                 Log.warning("container \(container.path) was moved, removed or recreated; this process's observers hear only posts made to the folder it opened")
             }
-            return true
+            return
         }
-        guard let now = subscriptions() else { return true }
-        let expected = entry(listener, subscriptions: now).subscriptions
+        if keepingLastRun { return }
+        let expected = entry(listener, subscriptions: subscriptions()).subscriptions
         guard let current = registry.snapshot().entry(listener) else {
             Log.warning("registry in \(container.path) lost this process's entry; registering again")
-            return (try? publish(listener, asking: subscriptions)) != nil
+            try? publish(listener, subscriptions: expected)
+            return
         }
         // A difference may only be an add or remove in flight; publishing again is harmless either way.
         // Or its entry still names the last run (a full disk kept this run from writing it as it claimed it).
         if current.subscriptions != expected || current.pid != Sys.processID {
-            return (try? publish(listener, asking: subscriptions)) != nil
-        }
-        // In order as the snapshot says; the file itself may say otherwise: removed by a process whose mark has
-        // not come yet (the removal woke this listener first), or not readable now (out of descriptors: the
-        // snapshot is then the last reading, and the listener tries again soon).
-        do throws(WormholeError) {
-            guard let stored = try registry.currentEntry(listener), stored.pid == Sys.processID else {
-                Log.warning("registry in \(container.path) lost this process's entry; registering again")
-                return (try? publish(listener, asking: subscriptions)) != nil
-            }
-            return true
-        } catch {
-            return false
+            try? publish(listener, subscriptions: subscriptions())
         }
     }
 

@@ -143,28 +143,11 @@ final class Reception: ListenerSink {
         if says { Log.warning(reason) }
     }
 
-    /// Keeps this process's registry entry as it should be, while `listener` is the one that runs; returns
-    /// whether it is (``Membership/mend(_:subscriptions:)``). A listener that stopped keeps
-    /// nothing.
-    func keepHouse(for listener: Listener) -> Bool {
-        guard self.listener.withLock({ $0 === listener }) else { return true }
-        return membership.mend(listener.id) { registration() }
+    /// Keeps this process's registry entry as it should be, while `listener` is the one that runs.
+    func keepHouse(for listener: Listener) {
+        guard self.listener.withLock({ $0 === listener }) else { return }
+        membership.mend(
+            listener.id, keepingLastRun: identity.isDurable && !adopted.load(ordering: .relaxed),
+            subscriptions: delivery.subscriptions)
     }
-
-    /// The subscriptions this process's registry entry should list now, or nil while a durable identity keeps
-    /// those of its last run (no observer added in this run yet, or its observers removed without publishing).
-    /// Both are read under the observers' lock, which a removal that keeps the registration holds as it changes
-    /// both (``Endpoint/remove(publish:where:)``): never the observers gone and the registration still this run's.
-    func registration() -> [Subscription]? {
-        delivery.subscriptions { identity.isDurable && !adopted.load(ordering: .relaxed) }
-    }
-
-    /// Has the listener keep house in its next round: this process could not write its registry entry now (a
-    /// full disk, no descriptor left), and nothing else would have it try again soon.
-    func keepHouseSoon() {
-        listener.withLock { $0 }?.thread.ask(.housekeeping)
-    }
-
-    /// What the listener's receive thread did besides reading, once it listens.
-    var listenerCounts: ReceiveCounts? { listener.withLock { $0?.counts } }
 }

@@ -66,16 +66,6 @@ package final class FileMapping: Sendable {
         }
     }
 
-    /// Lets the system take back the pages of the read-only mapping that reading it brought in
-    /// (`madvise(2)`, `MADV_DONTNEED`): they are the file's, which keeps them, and a later read brings them in
-    /// again. So a frame decoded from it costs this process none of its memory while it waits (to be given back,
-    /// say). The lent mapping is left as it is: values that use it hold its pages. Not an error when the system
-    /// declines: the pages then go as the mapping does.
-    package func dropResidentPages() {
-        guard let address = bytes.baseAddress else { return }
-        _ = madvise(UnsafeMutableRawPointer(mutating: address), bytes.count, MADV_DONTNEED)
-    }
-
     deinit {
         if let address = bytes.baseAddress { munmap(UnsafeMutableRawPointer(mutating: address), bytes.count) }
         munmap(lendable, bytes.count)

@@ -39,7 +39,7 @@ final class SpoolAcknowledgement: Sendable {
     /// The most a hand-over keeps waiting for its observers: past it, its files go at once (what a kill then
     /// interrupts is lost, as before this was kept), so that an observer that never runs cannot hold the spool's
     /// whole share of the container.
-    static let maximumKeptBytes = Limits.acknowledgedSpoolBytes
+    static let maximumKeptBytes = 2 * Limits.deliveryBacklogBytes
 
     /// The hand-over is done: `names` go once everything it handed over has run, at once if it all has (or they
     /// hold more than ``maximumKeptBytes``).

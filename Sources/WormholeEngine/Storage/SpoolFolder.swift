@@ -402,22 +402,14 @@ final class SegmentReader {
     }
 }
 
-/// A window onto a segment file: reads it up to a megabyte at a time, each byte once. The window grows from
-/// ``Limits/segmentFirstRead`` over a run of small records (doubling with each read), and a record larger than a
-/// quarter of its largest size that it does not hold already is read on its own, into the array its frame keeps,
-/// after which the window starts small again: a run of large records costs one read and one copy each, never a
-/// window's worth beside it.
+/// A window onto a segment file: reads it a megabyte at a time.
 private struct SegmentWindow: SegmentBytes {
     static let capacity = Limits.segmentReadWindow
-    /// Records larger than this are read on their own, unless the window holds them whole.
-    static let ownRecord = capacity / 4
     /// The segment file; nil for a reader that failed before it opened one (its size is 0: nothing is read).
     let fd: Descriptor?
     let size: Int
     private var buffer: [UInt8] = []
     private var start = 0
-    /// How much the next read of the window asks for.
-    private var reach = Limits.segmentFirstRead
     /// Why a read of the file failed, if one did: what it could not read is lost, not torn.
     private(set) var failure: String?
 
@@ -426,17 +418,11 @@ private struct SegmentWindow: SegmentBytes {
         self.size = size
     }
 
-    /// A frame's bytes: copied out of the window when it holds them whole; else, for a large one, in an array of
-    /// their own read past the window and handed over as it is (the frame decoded from it keeps it instead of a
-    /// copy), after which the window, all of it behind the record, is let go and starts small again; else through
-    /// the window.
+    /// A frame's bytes: through the window, or for one larger than the window in an array of their own, read
+    /// past the window (which stays as it was) and handed over as it is: the frame decoded from it keeps it
+    /// instead of a copy.
     mutating func frame(at offset: Int, count: Int) -> [UInt8]? {
-        if offset >= start && offset + count <= start + buffer.count { return bytes(at: offset, count: count).map(Array.init) }
-        guard count > Self.ownRecord else { return bytes(at: offset, count: count).map(Array.init) }
-        buffer = []
-        start = 0
-        reach = Limits.segmentFirstRead
-        return ownBytes(at: offset, count: count)
+        count > Self.capacity ? ownBytes(at: offset, count: count) : bytes(at: offset, count: count).map(Array.init)
     }
 
     /// `count` bytes at `offset` in an array of their own, read past the window (which stays as it was), or nil
@@ -460,10 +446,7 @@ private struct SegmentWindow: SegmentBytes {
         if offset >= start && offset + count <= start + buffer.count {
             return buffer[(offset - start)..<(offset - start + count)]
         }
-        let length = max(count, min(reach, size - offset))
-        reach = min(Self.capacity, reach * 2)
-        // The old window is let go before the new one is made.
-        buffer = []
+        let length = max(count, min(Self.capacity, size - offset))
         var fresh = [UInt8](repeating: 0, count: length)
         let got = fresh.withUnsafeMutableBytes { raw in read(into: raw, at: offset) }
         guard got >= count else { return nil }

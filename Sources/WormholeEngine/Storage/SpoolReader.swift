@@ -23,9 +23,6 @@ struct SpoolReader: ~Copyable {
         var deliver: ([Frame], SpoolAcknowledgement?) -> (goesOn: Bool, unmatched: [Frame])
         /// Whether a frame must stay in the spool because nothing observes it yet (durable listeners).
         var holdBack: (Frame) -> Bool
-        /// Whether ``holdBack`` can say yes (a durable listener's): otherwise a drain that took nothing has nothing
-        /// to hold back of what the sockets hold either, and leaves them to the receive loop's rounds.
-        var holdsBack = true
         /// Frames or records dropped, and why: counted and logged.
         var dropped: (_ count: Int, _ reason: String) -> Void
         /// What the drain could not do and loses nothing by: logged.
@@ -37,10 +34,6 @@ struct SpoolReader: ~Copyable {
         /// Whether what a hand-over takes stays in the spool until its observers ran it (a durable listener's):
         /// a process killed with notifications waiting for its observers gets them again in its next run.
         var acknowledges = false
-        /// Takes a chunk of what one read took from the sockets, as a round's reads are handed over (a durable
-        /// listener holds none of it back, and keeps none of it for what no observer takes); false when the
-        /// observers hold too much for more now. nil: ``deliver`` takes it.
-        var handRead: (([Frame]) -> Bool)? = nil
     }
 
 
@@ -59,10 +52,6 @@ struct SpoolReader: ~Copyable {
     private var pending: SpoolHandOver?
     /// Segments said to be unreadable for now, so that a drain each second does not say so again.
     private var unreadableSaid: Set<String> = []
-    /// Whether the last hand-over that ended left files for a later drain: some could not be opened now (this
-    /// process is out of descriptors or memory), or the held frames could not be kept and the spooled ones stay.
-    /// Nothing rings the bell for them: the listener drains again at housekeeping's pace.
-    private(set) var leftForLater = false
 
     init(folder: SpoolFolder) {
         self.folder = folder
@@ -101,7 +90,7 @@ struct SpoolReader: ~Copyable {
     /// so of one poster's frames read from its connection, those older than its first spooled one (by sequence)
     /// come before its spooled ones, and the others after them. Held frames were taken by earlier drains, which
     /// read the sockets whole: they come first.
-    mutating func handOver(_ taken: Taken, direct: consuming [Frame], holdingDirect: Bool = false, _ handlers: Handlers) {
+    mutating func handOver(_ taken: Taken, direct: [Frame], holdingDirect: Bool = false, _ handlers: Handlers) {
         // One that stopped comes first, whole: it holds what was posted earlier.
         resumeHandOver(handlers, pausing: false)
         if !seenRead { readSeen(handlers) }
@@ -111,7 +100,7 @@ struct SpoolReader: ~Copyable {
             handlers.dropped(1, "\(name) in the spool of listener \(FileName.hex(folder.listener)) is no held file of its; removed unread")
         }
         guard !taken.isEmpty || (holdingDirect && !direct.isEmpty) else {
-            if !direct.isEmpty { handOverRead(direct, handlers) }
+            if !direct.isEmpty { _ = handlers.deliver(direct, nil) }
             return
         }
         var firstSpooled: [UInt64: UInt64] = [:]
@@ -131,28 +120,27 @@ struct SpoolReader: ~Copyable {
         }
         var early: [Frame] = []
         var late: [Frame] = []
-        // The loop takes `direct`: from here the parts alone hold its frames, and let each go once handed over.
         for frame in direct {
             if let first = firstSpooled[frame.poster], frame.sequence > first { late.append(frame) } else { early.append(frame) }
         }
         // What earlier runs' observers gave back comes first, merged: once each, each poster's in order.
-        let (returned, unmerged, unread) = mergedReturned(held.filter { $0.hasPrefix(SpoolFolder.returnedPrefix) }, handlers)
+        let returned = mergedReturned(held.filter { $0.hasPrefix(SpoolFolder.returnedPrefix) }, handlers)
         let kept = held.filter { !$0.hasPrefix(SpoolFolder.returnedPrefix) }
-        let parts: [SpoolHandOver.Part] = [.frames(consume returned, mayHold: true, returned: true)] + (unmerged + kept).map { .segment($0, isHeld: true) }
-            + [.frames(consume early, mayHold: holdingDirect)]
-            + taken.names.map { .segment($0, isHeld: false) } + [.frames(consume late, mayHold: holdingDirect)]
+        let parts: [SpoolHandOver.Part] = [.frames(returned.frames, mayHold: true, returned: true)] + (returned.unmerged + kept).map { .segment($0, isHeld: true) }
+            + [.frames(early, mayHold: holdingDirect)]
+            + taken.names.map { .segment($0, isHeld: false) } + [.frames(late, mayHold: holdingDirect)]
         pending = SpoolHandOver(
             parts: parts, removing: held + taken.names, takesEverything: taken.tookNew,
             acknowledgement: handlers.acknowledges ? SpoolAcknowledgement(folder: folder) : nil)
-        pending?.unread.formUnion(unread)
+        pending?.unread.formUnion(returned.unread)
         resumeHandOver(handlers)
     }
 
     /// The frames of the returned files `names` (oldest first) as one run: each (poster, sequence) once however
     /// many observers gave it back, and each poster's frames in the order of their sequences, in the places its
     /// frames held, so that what several observers of one run gave back comes in the order posted. Read up to
-    /// ``Limits/returnedMergeBytes`` (what observers can have held); the files past that are read after, as held
-    /// files. A file this process cannot open now stays (`unread`), one that is damaged is counted.
+    /// twice the delivery backlog's bytes (what observers can have held); the files past that are read after, as
+    /// held files. A file this process cannot open now stays (`unread`), one that is damaged is counted.
     private func mergedReturned(_ names: [String], _ handlers: Handlers)
         -> (frames: [Frame], unmerged: [String], unread: Set<String>)
     {
@@ -165,7 +153,7 @@ struct SpoolReader: ~Copyable {
         var unread = Set<String>()
         var bytes = 0
         for (index, name) in names.enumerated() {
-            guard bytes <= Limits.returnedMergeBytes else { return (order(frames), Array(names[index...]), unread) }
+            guard bytes <= 2 * Limits.deliveryBacklogBytes else { return (order(frames), Array(names[index...]), unread) }
             let end = folder.readSegment(name) { record in
                 bytes += record.count
                 guard let frame = try? Frame(decoding: record), frame.kind == .notification else { return }
@@ -198,43 +186,6 @@ struct SpoolReader: ~Copyable {
     /// Whether a hand-over stopped after a chunk and waits to be resumed.
     var isHandingOver: Bool { pending != nil }
 
-    /// Whether `frames`, what one read took from the sockets, are more than one chunk holds
-    /// (``Limits/spoolChunkBytes``): then they are handed over in chunks (``handOver(read:_:)``). Small frames a
-    /// round read are counted by the round's own bound, not by frames.
-    static func exceedsChunk(_ frames: [Frame]) -> Bool {
-        guard frames.count > 1 else { return false }
-        var bytes = 0
-        for index in frames.indices {
-            bytes += frames[index].byteCount
-            if bytes > Limits.spoolChunkBytes { return true }
-        }
-        return false
-    }
-
-    /// Hands `frames` over as ``handOver(read:_:)`` does when they are more than one chunk holds, else at once.
-    private mutating func handOverRead(_ frames: [Frame], _ handlers: Handlers) {
-        if Self.exceedsChunk(frames) {
-            handOver(read: frames, handlers)
-        } else if let handRead = handlers.handRead {
-            _ = handRead(frames)
-        } else {
-            _ = handlers.deliver(frames, nil)
-        }
-    }
-
-    /// Hands `frames`, what one read took from the sockets (more than one chunk holds, and no hand-over stopped:
-    /// ``keepAfterHandOver(_:)`` keeps them then), over in order, a chunk at a time as ``Handlers/handRead``
-    /// takes them, each chunk's frames let go once handed over. It stops when the observers hold too much, as a
-    /// hand-over of the spool does, and goes on where it stopped (``resumeHandOver(_:pausing:)``): a burst of
-    /// large frames is decoded a chunk at a time, and shared frames are read (their pages brought in) only as
-    /// their chunk is decoded.
-    mutating func handOver(read frames: consuming [Frame], _ handlers: Handlers) {
-        pending = SpoolHandOver(
-            parts: [.frames(consume frames, mayHold: false)], removing: [], takesEverything: false, acknowledgement: nil,
-            read: true)
-        resumeHandOver(handlers)
-    }
-
     /// Keeps `frames`, read from the sockets while a hand-over is stopped, to be handed over after it, and
     /// returns true; false when no hand-over is stopped, and the caller hands them over.
     mutating func keepAfterHandOver(_ frames: [Frame]) -> Bool {
@@ -261,32 +212,17 @@ struct SpoolReader: ~Copyable {
                 }
                 if hold(frame, handing) { continue }
             }
-            // A chunk holds at most its bytes, or one larger frame: handed over before this would pass them.
-            if !handing.chunk.isEmpty, handing.chunkBytes + size > Limits.spoolChunkBytes,
-                !deliverChunk(handing, handlers) && pausing
-            {
-                handing.chunkRemovals = handlers.observersRemoved()
-                handing.chunk.append(frame)
-                handing.chunkBytes += size
-                return
-            }
             if handing.chunk.isEmpty { handing.chunkRemovals = handlers.observersRemoved() }
             handing.chunk.append(frame)
             handing.chunkBytes += size
-            // Handed over once another frame this size would pass its bytes, not when the next one is read: a run
-            // of large frames is held one at a time.
-            if handing.chunk.count >= Limits.spoolChunkFrames || handing.chunkBytes + size > Limits.spoolChunkBytes {
+            if handing.chunk.count >= Limits.spoolChunkFrames || handing.chunkBytes >= Limits.spoolChunkBytes {
                 if !deliverChunk(handing, handlers) && pausing { return }
             }
         }
         pending = nil
         if !handing.chunk.isEmpty { _ = deliverChunk(handing, handlers) }
-        // What a read took has no files, and holds nothing back.
-        if handing.read { return }
         // The new held file replaces the old ones before any of them, or any taken segment, is removed.
-        leftForLater = !handing.unread.isEmpty
         if let keeper = handing.keeper, !keeper.publish(as: heldName()) {
-            leftForLater = true
             handlers.warning("cannot keep held frames of listener \(FileName.hex(folder.listener)); the spooled ones stay where they are")
             // Read again by a later drain: what was held from them is not a copy seen before.
             recent.removeAll()
@@ -314,12 +250,6 @@ struct SpoolReader: ~Copyable {
     /// Hands the chunk over, and holds what no observer took as it was handed; returns whether the observers have
     /// room for more.
     private func deliverChunk(_ handing: SpoolHandOver, _ handlers: Handlers) -> Bool {
-        if handing.read, let handRead = handlers.handRead {
-            let goesOn = handRead(handing.chunk)
-            handing.chunk.removeAll(keepingCapacity: true)
-            handing.chunkBytes = 0
-            return goesOn
-        }
         let (goesOn, unmatched) = handlers.deliver(handing.chunk, handing.acknowledgement)
         handing.chunk.removeAll(keepingCapacity: true)
         handing.chunkBytes = 0
@@ -378,11 +308,14 @@ struct SpoolReader: ~Copyable {
             case .segment(let name, let isHeld):
                 handing.reading = (folder.openSegment(name), name, isHeld)
                 handing.next += 1
-            case .run(let run, let mayHold, let returned):
-                guard let frame = run.next() else {
+            case .frames(let frames, let mayHold, let returned):
+                guard handing.frameIndex < frames.count else {
                     handing.next += 1
+                    handing.frameIndex = 0
                     continue
                 }
+                let frame = frames[handing.frameIndex]
+                handing.frameIndex += 1
                 handing.fromSockets = !returned
                 // A returned one is remembered, so that a copy still in a segment (a kill before it was removed)
                 // is dropped; it is handed over whatever the last run's `seen` says, as a held frame is.
@@ -463,41 +396,10 @@ private final class SpoolHandOver {
     enum Part {
         /// A held file of this listener's, or a segment a poster wrote.
         case segment(String, isHeld: Bool)
+        /// Frames read from the sockets; `mayHold` when a durable listener may hold them back.
         /// Frames read from the sockets; or, `returned`, what earlier runs' observers gave back, merged
-        /// (``SpoolReader/mergedReturned(_:_:)``). `mayHold` when a durable listener may hold them back.
-        case run(FrameRun, mayHold: Bool, returned: Bool)
-
-        /// `frames`, let go one by one as they are handed over.
-        static func frames(_ frames: consuming [Frame], mayHold: Bool, returned: Bool = false) -> Part {
-            .run(FrameRun(consume frames), mayHold: mayHold, returned: returned)
-        }
-    }
-
-    /// Frames to hand over in order, each let go as it is taken: nothing here keeps a frame once it is handed
-    /// over (a shared frame's mapping, the bytes of a frame file or a record).
-    final class FrameRun {
-        private var frames: [Frame]
-        private var index = 0
-        /// What stands in a frame's place once it was taken: a nudge holds no strings and no bytes.
-        private static let taken = Frame.nudge(from: 0)
-
-        init(_ frames: consuming [Frame]) {
-            self.frames = frames
-        }
-
-        /// The next frame, or nil once all were taken.
-        func next() -> Frame? {
-            guard index < frames.count else {
-                if !frames.isEmpty { frames = [] }
-                return nil
-            }
-            let frame = frames[index]
-            // Never read again: the index only moves on. The first of these copies an array another holds
-            // (the receive loop's, say) once; the others change it in place.
-            frames[index] = Self.taken
-            index += 1
-            return frame
-        }
+        /// (``SpoolReader/mergedReturned(_:_:)``).
+        case frames([Frame], mayHold: Bool, returned: Bool = false)
     }
 
     /// What is left to read, in order; frames read from the sockets meanwhile are added at the end.
@@ -507,6 +409,7 @@ private final class SpoolHandOver {
     /// Files the system could not read now: they stay.
     var unread: Set<String> = []
     var next = 0
+    var frameIndex = 0
     var reading: (segment: SegmentReader, name: String, isHeld: Bool)?
     var chunk: [Frame] = []
     var chunkBytes = 0
@@ -520,19 +423,14 @@ private final class SpoolHandOver {
     var fromSockets = false
     /// Whether it took every segment that waited (``SpoolReader/Taken/tookNew``).
     let takesEverything: Bool
-    /// Whether it hands over what one read took from the sockets (``SpoolReader/handOver(read:_:)``), and what
-    /// is read while it is stopped: no files, nothing held back, each chunk taken by
-    /// ``SpoolReader/Handlers/handRead``.
-    let read: Bool
 
     /// Counts what observers took and have not run; nil when the files go as soon as the hand-over is done.
     let acknowledgement: SpoolAcknowledgement?
 
-    init(parts: [Part], removing: [String], takesEverything: Bool, acknowledgement: SpoolAcknowledgement?, read: Bool = false) {
+    init(parts: [Part], removing: [String], takesEverything: Bool, acknowledgement: SpoolAcknowledgement?) {
         self.acknowledgement = acknowledgement
         self.parts = parts
         self.removing = removing
         self.takesEverything = takesEverything
-        self.read = read
     }
 }

@@ -73,7 +73,7 @@ final class DatagramInbox: Inbox {
     }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
-        reader.beginRound(emptying: true)
+        reader.beginRound()
         for old in retired where !reader.read(old.fd, into: &frames, limit: Limits.readsWhenEmptying) { closeRetired(old.fd) }
         closeSealed(into: &frames)
         readBound(failed: false, into: &frames, paced: false, limit: Limits.readsWhenEmptying)
@@ -144,7 +144,7 @@ final class DatagramInbox: Inbox {
         pace = ReadPace()
         waitLimit = nil
         // The old socket is read whole now if it can be: a round that spent its budget would leave it for later.
-        reader.beginRound(emptying: true)
+        reader.beginRound()
         let sealed = SocketOptions.sealDatagramSocket(old.descriptor)
         if failed && !reader.read(old.descriptor, into: &frames, limit: Limits.readsWhenClosing) {
             // Closed as `old` goes.

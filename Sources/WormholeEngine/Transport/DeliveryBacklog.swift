@@ -6,9 +6,8 @@ import Synchronization
 /// While it is over its bound, the receive thread reads nothing more: not its sockets (so posters' sends find
 /// them full and spool) and not its spool (so the spool, under its cap, holds the rest). It reads again once the
 /// observers have worked the backlog down to half the bound. A listener therefore holds at most the bound plus
-/// one chunk (``Limits/spoolChunkFrames``, ``Limits/spoolChunkBytes``, or one larger frame): what a round reads
-/// from its sockets (``Limits/readRoundBudget``) and what it takes from its spool are handed over a chunk at a
-/// time, and a hand-over stops when the backlog is over its bound.
+/// one read: a batch from its sockets, or a chunk of its spool (``Limits/spoolChunkFrames``,
+/// ``Limits/spoolChunkBytes``).
 package final class DeliveryBacklog: Sendable {
     struct Bound: Sendable {
         var notifications: Int

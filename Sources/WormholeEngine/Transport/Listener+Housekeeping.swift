@@ -1,41 +1,16 @@
 import Foundation
 import Synchronization
 
-/// What the receive thread does to keep its listener reachable: it puts the socket file back if it was removed or
-/// replaced, binds a failed socket anew, keeps a wake socket for a wait in a read, has the sink keep this process's
-/// registry entry, and keeps its watch of all that whole (``ListenerWatch``).
-///
-/// When: as soon as the watch tells of a change to one of them, or the wake socket is lost; once a second while
-/// one of them is out of order and not mended yet (or cannot be watched), and in the first second; otherwise at
-/// most ``Limits/idleHousekeepingInterval`` apart, for what no watch tells (``ReceiveSchedule/housekept(inOrder:)``).
+/// What the receive thread does to keep its listener reachable: once a second it puts the socket file back if it
+/// was removed or replaced, binds a failed socket anew, keeps a wake socket for a wait in a read, and has the sink
+/// keep this process's registry entry.
 extension Listener {
-    /// Puts the socket file back if it was removed or replaced, tries again for a wake socket if there is none,
-    /// has the sink keep this process's registry entry, and watches again what is no longer watched. Then tells
-    /// `schedule` whether everything was found in order: only then does the listener wait for the watch.
-    func keepHouse(
-        _ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule, _ watch: inout ListenerWatch
-    ) {
-        // A stop removed the socket file, which the watch told: it stays removed.
-        guard !thread.isStopping else { return }
-        counts.keepsHouse()
-        let socketKept = keepSocketFile(inbox, force: false, &drain, &schedule)
+    /// Once a second: puts the socket file back if it was removed or replaced, tries again for a wake socket
+    /// if there is none, and has the sink keep this process's registry entry.
+    func keepHouse(_ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
+        keepSocketFile(inbox, force: false, &drain, &schedule)
         if !hasWakeSocket { connectWakeSocket() }
-        let entryKept = sink.keepHouse(for: self)
-        watch.renew()
-        let inOrder = socketKept && entryKept && watch.isWhole && inbox.boundSocketFailure == nil
-            && (transport != .datagram || hasWakeSocket) && !drain.isWaiting && !drain.isHandingOver
-            && !drain.leftForLater
-        schedule.housekept(inOrder: inOrder)
-        counts.keptHouse(inOrder: inOrder)
-    }
-
-    /// While a hand-over of the spool stopped for the observers: keeps only the registry entry (the sockets are
-    /// left alone meanwhile), and stays at housekeeping's pace until the hand-over is done.
-    func keepRegistration(_ schedule: inout ReceiveSchedule) {
-        counts.keepsHouse()
-        _ = sink.keepHouse(for: self)
-        schedule.housekept(inOrder: false)
-        counts.keptHouse(inOrder: false)
+        sink.keepHouse(for: self)
     }
 
     /// Whether the thread has a socket that wakes it from a wait in a read (``connectWakeSocket()``).
@@ -62,19 +37,14 @@ extension Listener {
     /// Puts the socket file back when it was removed or replaced (a cleaner of temporary files), or with `force`
     /// replaces the socket because it failed: binds a new socket under the name, and keeps reading what posters
     /// sent to the old one, which is handed over (or kept while taken segments wait). A rebind reads the old
-    /// socket after the round's look at the bell: one more is owed. Returns whether the socket file is the
-    /// listener's own now (or there is nothing to bind in: the container was moved or removed as a whole).
-    @discardableResult
-    func keepSocketFile(
-        _ inbox: any Inbox, force: Bool, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule
-    ) -> Bool {
+    /// socket after the round's look at the bell: one more is owed.
+    func keepSocketFile(_ inbox: any Inbox, force: Bool, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule) {
         let expected = socketFile.withLock { $0 }
-        guard force || currentSocketFile() != expected || expected == nil else { return true }
+        guard force || currentSocketFile() != expected || expected == nil else { return }
         // A container moved or removed as a whole is the endpoint's to report; there is nothing to bind in.
-        guard container.isAtItsPath else { return true }
+        guard container.isAtItsPath else { return }
         InjectedFault.rebound()
         var frames: [Frame] = []
-        var bound = false
         do throws(WormholeError) {
             let fresh = force ? try bindAnew() : try Self.bind(id, identity: identity, transport: transport, in: container)
             inbox.rebind(fresh, into: &frames)
@@ -86,11 +56,9 @@ extension Listener {
                 sink.warn("socket file of listener \(FileName.hex(id)) was removed or replaced; bound it again")
             }
             schedule.rebound()
-            bound = true
         } catch {
             sink.warn("socket file of listener \(FileName.hex(id)) is gone and cannot be bound again: \(error)")
         }
-        if !drain.keepIfWaiting(frames) && !drain.handsOverInChunks(&frames) { hand(frames) }
-        return bound
+        if !drain.keepIfWaiting(frames) { hand(frames) }
     }
 }

@@ -2,9 +2,7 @@ import Foundation
 import Synchronization
 
 /// The receive thread's loop: waits on the inbox and the wake pipe, reads what posters sent through the socket,
-/// takes what they spooled, and hands both over in the order posted. With nothing to do, it sleeps until something
-/// happens: a post, a wake from another thread, or a change to what it keeps (``ListenerWatch``); only a listener
-/// with something to mend, or one the system cannot watch, looks on a clock.
+/// takes what they spooled, and hands both over in the order posted.
 extension Listener {
     func run() {
         guard let inbox = inbox.withLock({ $0.take() }) else { return }
@@ -14,13 +12,10 @@ extension Listener {
         /// What a round read from the sockets: its storage is kept from round to round.
         var received: [Frame] = []
         connectWakeSocket()
-        // Watched from here on; until the first round of housekeeping finds everything in order, it keeps house
-        // once a second.
-        var watch = ListenerWatch(self)
         // Each round in an autorelease pool of its own: the thread's own pool would drain only as it ends.
         while !stops(&schedule) {
             withAutoreleasePool {
-                round(inbox, &drain, &schedule, &events, &received, &watch)
+                round(inbox, &drain, &schedule, &events, &received)
             }
         }
         // A durable listener's socket stayed in place while it ended (no other process may claim the identity
@@ -52,7 +47,7 @@ extension Listener {
     /// to ``ReceiveMode/stopping`` once the thread is to stop.
     private func round(
         _ inbox: any Inbox, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule, _ events: inout PollSet,
-        _ received: inout [Frame], _ watch: inout ListenerWatch
+        _ received: inout [Frame]
     ) {
         // What holds the loop back in this round: a hand-over of the spool that stopped, the observers' backlog, a
         // durable listener's wait for its observers.
@@ -61,21 +56,16 @@ extension Listener {
             observerWait: { thread.readingWait() })
         let timeout = schedule.timeout(inboxTimeout: schedule.mode.reads ? inbox.pollTimeout : nil)
         guard let waited = wait(inbox, timeout: timeout, &schedule, &events, &received) else { return }
-        // Not in a round that read: receiving costs nothing more.
-        if waited.ready == 0 { counts.waitRanOut() }
         guard read(inbox, waited, &drain, &events, &received) else {
             schedule.handle(.stopRequested)
             return
         }
-        // What the round read went over in chunks and stopped for the observers: the rest goes before anything
-        // is read again, as a hand-over of the spool does.
-        if drain.isHandingOver { schedule.handle(.handOverStopped) }
-        let round = schedule.begin(at: Sys.uptimeNanoseconds, ready: waited.ready, timeout: timeout, asked: thread.takeRequests())
-        if staysPaused(inbox, round, &drain, &schedule, &watch) { return }
+        let round = schedule.begin(at: Sys.uptimeNanoseconds, ready: waited.ready, timeout: timeout)
+        if staysPaused(inbox, round, &drain, &schedule) { return }
         let failure = lookAtSpool(inbox, &drain, &schedule)
         if stops(&schedule) { return }
         rebindFailedSocket(inbox, failure, &drain, &schedule)
-        if round.housekeepingDue { keepHouse(inbox, &drain, &schedule, &watch) }
+        if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
     }
 
     /// Step 2: waits at most `timeout` milliseconds on the wake pipe, and on the sockets while the loop reads.
@@ -112,10 +102,9 @@ extension Listener {
         }
     }
 
-    /// Step 3: reads what the wait found ready (unless the wait read it) and hands it over, in chunks when it is
-    /// more than one holds (``SpoolDrain/handsOverInChunks(_:)``), or keeps it while taken segments wait or a
-    /// hand-over stopped (``SpoolDrain/keepIfWaiting(_:)``). Returns false once the thread is to stop: what a wait
-    /// in a read brought before a stop is handed over first, as a round's reads are.
+    /// Step 3: reads what the wait found ready (unless the wait read it) and hands it over, or keeps it while
+    /// taken segments wait or a hand-over stopped (``SpoolDrain/keepIfWaiting(_:)``). Returns false once the
+    /// thread is to stop: what a wait in a read brought before a stop is handed over first, as a round's reads are.
     private func read(
         _ inbox: any Inbox, _ waited: (ready: Int, readInWait: Bool), _ drain: inout SpoolDrain,
         _ events: inout PollSet, _ received: inout [Frame]
@@ -123,7 +112,7 @@ extension Listener {
         if thread.isStopping && received.isEmpty { return false }
         guard waited.ready > 0 else { return true }
         if !waited.readInWait { inbox.receiveReady(events.dropFirst(), into: &received) }
-        if !drain.keepIfWaiting(received) && !drain.handsOverInChunks(&received) { hand(received) }
+        if !drain.keepIfWaiting(received) { hand(received) }
         // Emptied at once: an idle listener keeps no frame alive (a shared frame's mapped userInfo). One frame
         // at a time, keeping the array's room: `removeAll(keepingCapacity:)` goes through Array's generic
         // replacement of a range, which costs 90 instructions more than a round's one frame popped (and a
@@ -140,8 +129,7 @@ extension Listener {
     /// at; what is read all the same (a datagram inbox's sealed sockets) goes after the hand-over
     /// (``SpoolDrain/keepIfWaiting(_:)``).
     private func staysPaused(
-        _ inbox: any Inbox, _ round: ReceiveSchedule.Round, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule,
-        _ watch: inout ListenerWatch
+        _ inbox: any Inbox, _ round: ReceiveSchedule.Round, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule
     ) -> Bool {
         guard schedule.pausesAfterReads(backlogOver: backlog.isOver, observerWait: { thread.readingWait() }) else {
             return false
@@ -152,10 +140,10 @@ extension Listener {
         case .handingOver(let resumes):
             if resumes { drain.resume() }
             schedule.paused()
-            if round.housekeepingDue { keepRegistration(&schedule) }
+            if round.housekeepingDue { sink.keepHouse(for: self) }
         case .pausedForBacklog, .awaitingFirstObserver, .awaitingObservers:
             schedule.paused()
-            if round.housekeepingDue { keepHouse(inbox, &drain, &schedule, &watch) }
+            if round.housekeepingDue { keepHouse(inbox, &drain, &schedule) }
         case .stopping:
             break
         }
@@ -176,23 +164,17 @@ extension Listener {
         // The drain reads the sockets after the bell: what it read there came after this look.
         let outcome = drain.drain(inbox, includingHeld: signs.recheckHeld) { sink.warn("listener \(FileName.hex(id)) " + $0) }
         if outcome.heldNotOffered { thread.recheckLater() }
-        // What is left for a later drain is drained again at housekeeping's pace, which nothing else would ask.
-        if outcome.heldNotOffered || drain.leftForLater { schedule.unsettle() }
         signs.suggestsSpooling = inbox.suggestsSpooling
-        schedule.drained(
-            readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling,
-            tookNew: outcome.tookNew)
+        schedule.drained(readMessages: outcome.readMessages, stillWaiting: drain.isWaiting, suggestsSpooling: signs.suggestsSpooling)
         return inbox.boundSocketFailure
     }
 
     /// Step 6: the socket posters reach failed (`failure`; it is no longer polled): bound anew, at most once a
-    /// second while the failure persists, which housekeeping's pace then wakes the thread for.
+    /// second while the failure persists.
     private func rebindFailedSocket(
         _ inbox: any Inbox, _ failure: String?, _ drain: inout SpoolDrain, _ schedule: inout ReceiveSchedule
     ) {
-        guard let failure else { return }
-        schedule.unsettle()
-        guard schedule.rebindsFailedSocket() else { return }
+        guard let failure, schedule.rebindsFailedSocket() else { return }
         sink.receiveFailed("socket of listener \(FileName.hex(id)) failed: \(failure); binding it again", says: true)
         keepSocketFile(inbox, force: true, &drain, &schedule)
     }
@@ -214,15 +196,10 @@ extension Listener {
                 return (!backlog.isOver, unmatched)
             },
             holdBack: { [identity] frame in identity.isDurable && sink.holdsBack(frame) },
-            holdsBack: identity.isDurable,
             dropped: { sink.dropped($0, $1) },
             warning: { sink.warn($0) },
             observersRemoved: { sink.observersRemoved },
-            acknowledges: identity.isDurable,
-            handRead: { [self] frames in
-                hand(frames)
-                return !backlog.isOver
-            })
+            acknowledges: identity.isDurable)
     }
 
     /// Hands frames to the sink, and runs on this thread what the observers that run here make of them.

@@ -21,8 +21,6 @@ final class Listener: Sendable {
     let thread: ReceiveThread
     /// What it has read and its observers have not yet run: past its bound, the receive thread reads no more.
     let backlog = DeliveryBacklog()
-    /// What its receive thread did besides reading: the waits that ran out, the rounds of housekeeping.
-    let counts = ReceiveCounts()
     /// The receive threads of durable identities this process stopped and that have not ended yet, by container
     /// and identity: a listener that claims one of them waits for its thread, which may still be handing over
     /// the identity's spool.

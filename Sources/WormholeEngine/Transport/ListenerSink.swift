@@ -24,10 +24,8 @@ protocol ListenerSink: AnyObject, Sendable {
     /// A failure of the receive path itself (``WormholeStatistics/receiveErrors``): counted, and logged when
     /// `says` (a failure that repeats is said at most once a second).
     func receiveFailed(_ reason: String, says: Bool)
-    /// Keeps this process's registry entry as it should be, as the listener keeps house (also while it reads
-    /// nothing, its observers holding too much). Returns whether it is: false when it could not be written, or
-    /// could not be read to tell (this process is out of descriptors), and the listener tries again soon.
-    func keepHouse(for listener: Listener) -> Bool
+    /// Once a second (also while the listener reads nothing, its observers holding too much).
+    func keepHouse(for listener: Listener)
 }
 
 /// A listener's sink, held weakly (the sink owns the listener): once it is gone, as when a center went away
@@ -70,6 +68,5 @@ final class SinkReference: @unchecked Sendable {
         if let sink { sink.receiveFailed(reason, says: says) } else if says { Log.warning(reason) }
     }
 
-    /// Nothing to keep once the sink went.
-    func keepHouse(for listener: Listener) -> Bool { sink?.keepHouse(for: listener) ?? true }
+    func keepHouse(for listener: Listener) { sink?.keepHouse(for: listener) }
 }

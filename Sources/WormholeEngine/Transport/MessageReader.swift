@@ -8,9 +8,6 @@ final class MessageReader {
     /// The error of the last read that failed.
     private(set) var lastFailure: WormholeError?
     @exclusivity(unchecked) private var roundBytes = 0
-    /// Where this round's reads stop: ``Limits/readRoundBudget``, or ``Limits/readAllBudget`` for reads that
-    /// empty the sockets.
-    @exclusivity(unchecked) private var roundBudget = Limits.readRoundBudget
     @exclusivity(unchecked) private var roundMessages = 0
     @exclusivity(unchecked) private var roundSawNudge = false
     /// The empty datagrams this round read: wake-ups of a read that waits (``ReceiveThread/wake()``).
@@ -36,10 +33,8 @@ final class MessageReader {
 
     func warn(_ reason: String) { warning(reason) }
 
-    /// Starts a round of reads with a fresh budget: ``Limits/readRoundBudget`` for the reads of sockets a wait
-    /// found ready, or, `emptying`, ``Limits/readAllBudget`` for reads that must take everything waiting.
-    func beginRound(emptying: Bool = false) {
-        roundBudget = emptying ? Limits.readAllBudget : Limits.readRoundBudget
+    /// Starts a round of reads with a fresh ``Limits/readRoundBudget``.
+    func beginRound() {
         roundBytes = 0
         roundMessages = 0
         roundSawNudge = false
@@ -54,25 +49,14 @@ final class MessageReader {
     /// Whether this round read any message, taken or dropped, wake-ups aside: room was made in a socket.
     var readAny: Bool { roundMessages > 0 }
 
-    /// Whether this round's reads stopped at its budget rather than at the end of what was waiting.
-    var isOverBudget: Bool { roundBytes >= roundBudget }
+    /// Whether this round's reads stopped at ``Limits/readRoundBudget`` rather than at the end of what was waiting.
+    var isOverBudget: Bool { roundBytes >= Limits.readRoundBudget }
 
     /// Reads everything waiting on `fd`, up to `limit` messages (or a batch more), and no more once the round's
     /// budget is spent. Returns false when the peer closed the connection or it failed.
     func read(_ fd: Descriptor, into frames: inout [Frame], limit: Int) -> Bool {
         var pace = ReadPace()
         return read(fd, into: &frames, limit: limit, pace: &pace)
-    }
-
-    /// Reads `fd`, which closes next, to its end (up to ``Limits/readsWhenClosing`` messages) within
-    /// ``Limits/readAllBudget`` however much of a smaller round's budget is spent: what it holds would be lost.
-    /// The round's reads that follow stop at its own budget. Returns false when the peer closed the connection
-    /// or it failed.
-    func readBeforeClosing(_ fd: Descriptor, into frames: inout [Frame]) -> Bool {
-        let budget = roundBudget
-        roundBudget = max(budget, Limits.readAllBudget)
-        defer { roundBudget = budget }
-        return read(fd, into: &frames, limit: Limits.readsWhenClosing)
     }
 
     /// Reads from `fd`, which a wait said is ready, as `pace` asks: one message, or everything waiting up to

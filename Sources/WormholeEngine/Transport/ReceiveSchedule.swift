@@ -7,29 +7,22 @@
 ///    observers that holds too much, a durable listener's wait for its observers. Otherwise it reads.
 /// 2. **Waits** (`Listener.wait`, ``timeout(inboxTimeout:)``) on the wake pipe, and on the sockets only while it
 ///    reads. A failed wait is said at most once a second (``waitFailed(at:)``).
-/// 3. **Reads** what the sockets hold and hands it over (`Listener.read`), then takes what was asked of the round
-///    and looks at the time (``begin(at:ready:timeout:asked:)``): housekeeping is due when asked (something the
-///    listener keeps changed: ``ListenerWatch``), or at its pace (``housekept(inOrder:)``).
+/// 3. **Reads** what the sockets hold and hands it over (`Listener.read`), then looks at the time
+///    (``begin(at:ready:timeout:)``): housekeeping is due once a second.
 /// 4. While **paused** (`Listener.staysPaused`, ``pausesAfterReads(backlogOver:observerWait:)``), the spool
 ///    waits too (``paused()``): a look at the bell is owed for when the pause ends. A hand-over of the spool that
 ///    stopped because the observers held too much is a pause of its own: the round goes on with it when they have
 ///    room (the wait is then 0), and otherwise only keeps the registry entry when housekeeping is due.
 /// 5. Otherwise it **looks at the bell** (`Listener.lookAtSpool`) when something suggests a poster spooled
 ///    (``looksAtBell(_:)``), and **drains** the spool when the bell rang or something else asks for it
-///    (``drains(bell:_:)``, ``drained(readMessages:stillWaiting:suggestsSpooling:tookNew:)``).
+///    (``drains(bell:_:)``, ``drained(readMessages:stillWaiting:suggestsSpooling:)``).
 /// 6. **Rebinds** a socket that failed, at most once a second (`Listener.rebindFailedSocket`,
 ///    ``rebindsFailedSocket()``), and **keeps house** when due, which may rebind a socket file that was removed
-///    (``rebound()``), and says whether it found everything in order (``housekept(inOrder:)``).
+///    (``rebound()``).
 ///
-/// Housekeeping's pace: once a second (``Limits/housekeepingInterval``) from the start, and whenever something is
-/// out of order and not mended yet (``unsettle()``: a failed socket, files left for a later drain, an entry that
-/// could not be written, a part of the watch missing); once housekeeping found everything in order, at most
-/// ``Limits/idleHousekeepingInterval`` apart. So an idle listener with nothing to mend sleeps in its wait, with
-/// no clock to wake it sooner.
-///
-/// The bell costs a read of a file, so it is looked at only when a round suggests a poster spooled or the bell's
-/// watch says it rang, and otherwise at most ``Limits/bellLook`` after a wake-up that did not look: a poster whose
-/// socket was full could not nudge.
+/// The bell costs a read of a file, so it is looked at only when a round suggests a poster spooled, and
+/// otherwise at most ``Limits/bellLook`` after a wake-up that did not look: a poster whose socket was full could
+/// not nudge.
 
 struct ReceiveSchedule {
     /// What a round found, for the decisions that follow its reads.
@@ -55,10 +48,6 @@ struct ReceiveSchedule {
     }
 
     private var lastHousekeeping: UInt64
-    /// Housekeeping's pace now, in nanoseconds and in the milliseconds a wait takes: ``Limits/housekeepingInterval``
-    /// until housekeeping finds everything in order, then ``Limits/idleHousekeepingInterval``.
-    private var housekeepingNanoseconds = Limits.housekeepingInterval.nanoseconds
-    private var housekeepingMilliseconds = Limits.housekeepingInterval.milliseconds
     /// The bell's value when the spool was last drained for it.
     private var lastBell: UInt64 = 0
     private var lastBellLook: UInt64 = 0
@@ -137,10 +126,9 @@ struct ReceiveSchedule {
     /// How long the round's wait may last, in milliseconds: not at all when a hand-over of the spool that stopped
     /// goes on now (`resumesHandOver`: it only runs work handed to the thread); while paused, until housekeeping
     /// or the end of a wait for observers (`readingWait`, in nanoseconds); otherwise until housekeeping or the
-    /// inbox's own pause (`inboxTimeout`), and no longer than a look at the bell that is owed. Until housekeeping
-    /// means at housekeeping's pace (``housekept(inOrder:)``): a minute once everything was found in order.
+    /// inbox's own pause (`inboxTimeout`), and no longer than a look at the bell that is owed.
     func timeout(paused: Bool, resumesHandOver: Bool, readingWait: UInt64?, inboxTimeout: Int32?) -> Int32 {
-        let housekeeping = housekeepingMilliseconds
+        let housekeeping = Limits.housekeepingInterval.milliseconds
         if resumesHandOver { return 0 }
         if paused {
             return readingWait.map { min(housekeeping, Int32(clamping: $0 / 1_000_000 + 1)) } ?? housekeeping
@@ -156,33 +144,15 @@ struct ReceiveSchedule {
         return true
     }
 
-    /// Begins the decisions of a round, after its reads: housekeeping is due when `asked` says so (something the
-    /// listener keeps changed), after a wait that ran out the whole interval, or once the interval passed since the
-    /// last. A shorter wait that ends (for the bell, the inbox's own pause, or the end of a wait for observers) is
-    /// no reason. A bell `asked` about (its watch says it rang) is looked at in this round.
-    mutating func begin(at now: UInt64, ready: Int, timeout: Int32, asked: ReceiveThread.Request = []) -> Round {
-        let due = asked.contains(.housekeeping) || (ready == 0 && timeout == housekeepingMilliseconds)
-            || now &- lastHousekeeping >= housekeepingNanoseconds
+    /// Begins the decisions of a round, after its reads: housekeeping is due after a wait that ran out the whole
+    /// interval, or once the interval passed since the last. A shorter wait that ends (for the bell, the inbox's
+    /// own pause, or the end of a wait for observers) is no reason.
+    mutating func begin(at now: UInt64, ready: Int, timeout: Int32) -> Round {
+        let due = (ready == 0 && timeout == Limits.housekeepingInterval.milliseconds)
+            || now &- lastHousekeeping >= Limits.housekeepingInterval.nanoseconds
         if due { lastHousekeeping = now }
-        if asked.contains(.bell) { bellOwedNow = true }
         round = Round(now: now, ready: ready, housekeepingDue: due)
         return round
-    }
-
-    /// Housekeeping ended: with everything in order (`inOrder`: the socket file and the registry entry the
-    /// listener's own, its wake socket there, nothing left for a later drain, every part watched), the next is
-    /// due after ``Limits/idleHousekeepingInterval``, unless asked for sooner; otherwise after
-    /// ``Limits/housekeepingInterval``, to try again.
-    mutating func housekept(inOrder: Bool) {
-        let interval = inOrder ? Limits.idleHousekeepingInterval : Limits.housekeepingInterval
-        housekeepingNanoseconds = interval.nanoseconds
-        housekeepingMilliseconds = interval.milliseconds
-    }
-
-    /// Something is out of order that only a later round can mend (a failed socket, files left for a later drain):
-    /// housekeeping comes at its short pace again, and the waits last no longer.
-    mutating func unsettle() {
-        housekept(inOrder: false)
     }
 
     // MARK: The spool
@@ -205,24 +175,17 @@ struct ReceiveSchedule {
 
     /// Whether the round drains the spool, having looked at the bell: when it rang since the last drain, or
     /// held frames are to be offered again, housekeeping is due, or taken segments wait. The bell is taken as
-    /// seen only by a drain that takes what was spooled: not while a failed socket keeps it from taking
-    /// anything, nor while taken segments wait (it takes no new one until they are handed over).
+    /// seen unless a failed socket keeps the drain from taking anything.
     mutating func drains(bell: UInt64, _ signs: SpoolSigns) -> Bool {
         guard bell != lastBell || signs.recheckHeld || round.housekeepingDue || signs.drainWaiting else { return false }
-        if !signs.socketFailed && !signs.drainWaiting { lastBell = bell }
+        if !signs.socketFailed || signs.drainWaiting { lastBell = bell }
         return true
     }
 
     /// After a drain that read the sockets after its look at the bell (`readMessages`), with nothing left
     /// waiting: a nudge among what it read rang the bell after the look, and a poster whose nudge found the
-    /// socket full may have. While taken segments wait, the next round tries again at its usual pace. A drain
-    /// that handed over segments taken before, and took none spooled since (`tookNew` false), owes a look at
-    /// once: what was spooled meanwhile rang a bell it did not take as seen.
-    mutating func drained(readMessages: Bool, stillWaiting: Bool, suggestsSpooling: Bool, tookNew: Bool = true) {
-        if !tookNew && !stillWaiting {
-            bellOwedNow = true
-            return
-        }
+    /// socket full may have. While taken segments wait, the next round tries again at its usual pace.
+    mutating func drained(readMessages: Bool, stillWaiting: Bool, suggestsSpooling: Bool) {
         guard readMessages, !stillWaiting else { return }
         bellOwedNow = suggestsSpooling
         bellOwed = !suggestsSpooling

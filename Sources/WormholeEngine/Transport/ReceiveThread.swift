@@ -2,27 +2,15 @@ import Foundation
 import Synchronization
 
 /// A listener's receive thread: the thread, the work other threads hand it, and a durable listener's wait for its
-/// observers, in one state under one lock; how others end its wait, in ``ReceiveWake``; and four flags, atomics
+/// observers, in one state under one lock; how others end its wait, in ``ReceiveWake``; and three flags, atomics
 /// of their own so that a round takes no lock when nothing was handed to it: whether it is to stop (read every
-/// round), what others asked of its next round (``Request``: read every round), whether a recheck of held-back
-/// spooled frames was asked for (read as it looks at its spool), and whether it runs observers' code now (read
-/// by a stop that waits for its end).
+/// round), whether a recheck of held-back spooled frames was asked for (read as it looks at its spool), and
+/// whether it runs observers' code now (read by a stop that waits for its end).
 ///
 /// Its life: ready, then running from ``start(named:_:)`` until its body returns, then ended. A stop may be asked
 /// for at any time (``requestStop()``); the body sees it (``isStopping``) and returns. The wake pipe closes as
 /// the thread ends, or when the listener goes away without ever running.
 final class ReceiveThread: Sendable {
-    /// What another thread asks of the thread's next round (``ask(_:)``), beside waking it.
-    struct Request: OptionSet, Sendable {
-        let rawValue: UInt8
-
-        /// Keep house: something the listener keeps (its socket file, its registry entry, its bell) changed, or
-        /// the thread lost what it needs to wait well (its wake socket).
-        static let housekeeping = Request(rawValue: 1)
-        /// Look at the spool: its bell rang.
-        static let bell = Request(rawValue: 2)
-    }
-
     private struct State {
         /// The thread, once it runs.
         var thread: ObjectIdentifier? = nil
@@ -46,8 +34,6 @@ final class ReceiveThread: Sendable {
     private let runsObserverCodeNow = Atomic<Bool>(false)
     /// Set when an observer was added: frames a durable spool holds back may have one now.
     private let recheck = Atomic<Bool>(true)
-    /// What was asked of the next round (``Request``), taken by it.
-    private let requests = Atomic<UInt8>(0)
     /// Entered from ``start(named:_:)`` until the thread ended, for those who wait for its end.
     private let running = DispatchGroup()
 
@@ -113,19 +99,6 @@ final class ReceiveThread: Sendable {
         waker.wake()
     }
 
-    /// Asks the thread's next round for `request`, and wakes it: what tells the listener of a change, so that it
-    /// needs no clock to find it (``ListenerWatch``).
-    func ask(_ request: Request) {
-        requests.bitwiseOr(request.rawValue, ordering: .releasing)
-        wake()
-    }
-
-    /// What was asked of this round since the last took it: one load a round while nothing is.
-    func takeRequests() -> Request {
-        guard requests.load(ordering: .relaxed) != 0 else { return [] }
-        return Request(rawValue: requests.exchange(0, ordering: .acquiringAndReleasing))
-    }
-
     /// Takes `socket`, connected to the socket the thread reads, for wakes while it waits in a read; nil drops
     /// the one it has (the socket read was bound anew). Called by the thread itself.
     func useWakeSocket(_ socket: consuming OwnedDescriptor?) {
@@ -140,15 +113,12 @@ final class ReceiveThread: Sendable {
 
     /// Waits in `receive` (a read of the thread's socket that waits) instead of a poll, once it has a wake socket
     /// (``useWakeSocket(_:)``), then runs the work handed to the thread as ``wait(_:timeoutMilliseconds:)``
-    /// does; a wait that drops the wake socket asks for housekeeping (``Request/housekeeping``). Returns what `receive` returned: whether anything came, or nil when it could not wait so (a poll is
+    /// does. Returns what `receive` returned: whether anything came, or nil when it could not wait so (a poll is
     /// then owed). A wake that came before the read returns at once, without reading
     /// (``ReceiveWake/waitInRead(_:)``).
     func waitInRead(_ receive: () -> Bool?) -> Bool? {
         let result = waker.waitInRead(receive)
         if waker.isWoken { runHandedWork() }
-        // The wake socket was dropped in this wait (it no longer reaches the socket read, or its send failed): the
-        // thread polls until housekeeping, asked for now, connects another.
-        if !waker.hasSocket { requests.bitwiseOr(Request.housekeeping.rawValue, ordering: .relaxed) }
         return result
     }
 

@@ -85,7 +85,7 @@ final class SeqpacketInbox: Inbox {
     func receiveWaiting(timeoutMilliseconds: Int32, into frames: inout [Frame]) -> Bool? { nil }
 
     func receiveAll(into frames: inout [Frame]) -> Bool {
-        reader.beginRound(emptying: true)
+        reader.beginRound()
         let accepted = acceptAll(&frames)
         var closed: [Descriptor] = []
         for index in connections.indices {
@@ -158,7 +158,7 @@ final class SeqpacketInbox: Inbox {
         for index in connections.indices.prefix(count) {
             let fd = connections[index].fd
             Sys.shutdownReading(fd)
-            _ = reader.readBeforeClosing(fd, into: &frames)
+            _ = reader.read(fd, into: &frames, limit: Limits.readsWhenClosing)
         }
         // Closed as they leave.
         connections.removeFirst(min(count, connections.count))

@@ -9,13 +9,11 @@
 /// must not overtake what it spooled.
 
 struct SpoolDrain: ~Copyable {
-    /// What the drain did: whether it read any message from the sockets (taken or dropped), whether held
-    /// frames it was to offer again must wait for a later drain, and whether it took what was spooled since the
-    /// last take (false when taken segments waited: it took none, and what was spooled meanwhile waits).
+    /// What the drain did: whether it read any message from the sockets (taken or dropped), and whether held
+    /// frames it was to offer again must wait for a later drain.
     struct Outcome {
         var readMessages = false
         var heldNotOffered = false
-        var tookNew = true
     }
 
     private var reader: SpoolReader
@@ -34,9 +32,6 @@ struct SpoolDrain: ~Copyable {
     /// Whether a hand-over stopped because the observers hold too much, and waits to be resumed.
     var isHandingOver: Bool { reader.isHandingOver }
 
-    /// Whether the last hand-over left files for a later drain (``SpoolReader/leftForLater``).
-    var leftForLater: Bool { reader.leftForLater }
-
     /// Goes on with a hand-over that stopped, until it is done or the observers hold too much again.
     mutating func resume() {
         reader.resumeHandOver(handlers)
@@ -51,21 +46,6 @@ struct SpoolDrain: ~Copyable {
         return true
     }
 
-    /// Hands `frames`, what one read took from the sockets (and nothing waits: ``keepIfWaiting(_:)``), over in
-    /// chunks when they are more than one holds (``SpoolReader/handOver(read:_:)``), taking them out of `frames`,
-    /// and returns true: a hand-over that stops while the observers hold too much, which the receive loop resumes
-    /// as it resumes one of the spool. False when they fit one chunk, and the caller hands them over as they are.
-    @inline(__always)
-    mutating func handsOverInChunks(_ frames: inout [Frame]) -> Bool {
-        // A round's one frame, the common case, is handed over as it is, whatever its size: no call.
-        guard frames.count > 1, SpoolReader.exceedsChunk(frames) else { return false }
-        // Moved, not copied: the hand-over alone holds them, and lets each go once handed over.
-        var taken: [Frame] = []
-        swap(&taken, &frames)
-        reader.handOver(read: consume taken, handlers)
-        return true
-    }
-
     /// Takes what posters spooled (with `includingHeld`, held frames too), reads everything `inbox` holds, and
     /// hands both over in order, or keeps them waiting when the inbox cannot be read whole.
     /// The receive loop resumes a hand-over that stopped rather than drain again; one that does finishes it
@@ -77,36 +57,27 @@ struct SpoolDrain: ~Copyable {
             return Outcome(readMessages: false, heldNotOffered: includingHeld)
         }
         // Taken before and not handed over yet: nothing new is taken until it is.
-        let tookNew = waiting == nil
-        let taken = reader.take(includingHeld: includingHeld, newSegments: tookNew)
+        let taken = reader.take(includingHeld: includingHeld, newSegments: waiting == nil)
         StopPoint.reached("spool.drain")
-        // Nothing taken, nothing waiting, and nothing of the sockets to hold back: no order to keep between the
-        // spool and the sockets, whose rounds read them a bounded round at a time (a burst waiting there is not
-        // read whole).
-        if taken.isEmpty && waiting == nil && !(includingHeld && handlers.holdsBack) {
-            reader.handOver(taken, direct: [], handlers)
-            return Outcome(readMessages: false, heldNotOffered: false, tookNew: tookNew)
-        }
         var direct = waiting ?? []
         waiting = nil
         guard inbox.receiveAll(into: &direct) else {
-            // Held in memory up to its bound; past it, handed over with what was taken as it is (what waits unread
-            // in a socket may then come after what its poster spooled), rather than grow without end.
-            if direct.count < Limits.drainWaitingNotifications
-                && direct.reduce(0, { $0 + $1.byteCount }) < Limits.drainWaitingBytes
-            {
+            // Held in memory up to the backlog's bound; past it, handed over with what was taken as it is (what
+            // waits unread in a socket may then come after what its poster spooled), rather than grow without end.
+            let bound = DeliveryBacklog.Bound.standard
+            if direct.count < bound.notifications && direct.reduce(0, { $0 + $1.byteCount }) < bound.bytes {
                 waiting = direct
             } else {
                 warning("cannot read all its sockets and holds too much: handing over what it has")
-                reader.handOver(taken, direct: consume direct, handlers)
+                reader.handOver(taken, direct: direct, handlers)
             }
-            return Outcome(readMessages: true, heldNotOffered: includingHeld, tookNew: tookNew)
+            return Outcome(readMessages: true, heldNotOffered: includingHeld)
         }
         let readMessages = inbox.readAny
         // A drain that offers held frames again holds back what the sockets held and nothing observes yet too:
         // sent while no observer was added, it waits with what was spooled meanwhile.
-        reader.handOver(taken, direct: consume direct, holdingDirect: includingHeld, handlers)
-        return Outcome(readMessages: readMessages, heldNotOffered: false, tookNew: tookNew)
+        reader.handOver(taken, direct: direct, holdingDirect: includingHeld, handlers)
+        return Outcome(readMessages: readMessages, heldNotOffered: false)
     }
 
     /// As the listener ends: finishes a hand-over that stopped, then hands over what was taken before and still
@@ -119,7 +90,7 @@ struct SpoolDrain: ~Copyable {
         if !last.isEmpty || waiting != nil {
             let direct = (waiting ?? []) + last
             waiting = nil
-            reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: consume direct, holdingDirect: true, handlers)
+            reader.handOver(reader.take(includingHeld: false, newSegments: false), direct: direct, holdingDirect: true, handlers)
             // Not stopped for the observers as the listener ends: what it holds would go with it.
             reader.resumeHandOver(handlers, pausing: false)
         }
